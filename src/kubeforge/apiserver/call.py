@@ -1,0 +1,92 @@
+"""One API request as the resource handlers see it: target, options and collected warnings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.requestinfo import RequestInfo
+from kubeforge.apiserver.resource import ResourceType
+
+__all__ = ["Call"]
+
+_FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+@dataclass
+class Call:
+    """A resource request after routing."""
+
+    info: RequestInfo
+    rt: ResourceType
+    query: Mapping[str, str]
+    user_agent: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return self.info.namespace or ""
+
+    @property
+    def name(self) -> str:
+        return self.info.name or ""
+
+    @property
+    def dry_run(self) -> bool:
+        value = self.query.get("dryRun")
+        if value is None or value == "":
+            return False
+        if value != "All":
+            options = {"create": "CreateOptions", "update": "UpdateOptions"}.get(
+                self.info.verb, "DeleteOptions" if "delete" in self.info.verb else "PatchOptions"
+            )
+            raise StatusError.unprocessable(
+                f'{options}.meta.k8s.io "" is invalid: dryRun: Unsupported value: '
+                f'"{value}": supported values: "All"'
+            )
+        return True
+
+    @property
+    def field_validation(self) -> str:
+        """Strict, Warn or Ignore; the server default is Warn."""
+        value = self.query.get("fieldValidation") or "Warn"
+        if value not in _FIELD_VALIDATION:
+            raise StatusError.bad_request(
+                f"fieldValidation parameter unsupported: {value}; "
+                "supported values are Ignore, Warn, Strict"
+            )
+        return value
+
+    @property
+    def field_manager(self) -> str:
+        """The manager recorded in managedFields: the fieldManager parameter or the agent."""
+        manager = self.query.get("fieldManager")
+        if manager:
+            if len(manager) > 128:
+                raise StatusError.unprocessable(
+                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: '
+                    "may not be more than 128 bytes"
+                )
+            return manager
+        agent = self.user_agent.split("/", 1)[0].strip()
+        return agent or "unknown"
+
+    def report_unknown_fields(self, paths: list[str], prefix: str = "") -> None:
+        """Apply fieldValidation to fields the decoder dropped."""
+        if not paths:
+            return
+        mode = self.field_validation
+        if mode == "Ignore":
+            return
+        messages = [f'{prefix}unknown field "{p}"' for p in paths]
+        if mode == "Strict":
+            rt = self.rt
+            # Built-in types fail in their typed decoder, which names the kind first.
+            lead = (
+                ""
+                if rt.is_crd
+                else f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            )
+            raise StatusError.bad_request(lead + "strict decoding error: " + ", ".join(messages))
+        self.warnings.extend(messages)

@@ -1,0 +1,1 @@
+"""Data files of the embedded API server (generated; see tools/)."""

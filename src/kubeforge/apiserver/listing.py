@@ -1,0 +1,237 @@
+"""Lists: selectors, resourceVersion semantics and pagination with continue tokens."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import bisect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from kubeforge.api.selectors import FieldSelector, LabelSelector, SelectorError, field_value
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.store import Expired, Store, StoredObject
+
+__all__ = ["ListOptions", "ListResult", "Selection", "list_objects", "parse_resource_version"]
+
+_EXPIRED_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You can "
+    "start a new list without the continue parameter, or use the continue token in this "
+    "response to retrieve the remainder of the results. Continuing with the provided token "
+    "results in an inconsistent list - objects that were created, modified, or deleted between "
+    "the time the first chunk was returned and now may show up in the list."
+)
+
+Predicate = Callable[[dict[str, Any]], bool]
+
+
+def parse_resource_version(value: str | None) -> int | None:
+    """None for unset/empty, else the integer revision (400 when not a number)."""
+    if value is None or value == "":
+        return None
+    try:
+        rv = int(value)
+    except ValueError:
+        raise StatusError.bad_request(f"invalid resource version: {value}") from None
+    if rv < 0:
+        raise StatusError.bad_request(f"invalid resource version: {value}")
+    return rv
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Label and field selectors of a list or watch, checked against the type."""
+
+    labels: LabelSelector
+    fields: FieldSelector
+    field_paths: Mapping[str, str]  # selectable field name -> dotted path in the object
+
+    @classmethod
+    def parse(cls, rt: ResourceType, query: Mapping[str, str]) -> Selection:
+        try:
+            labels = LabelSelector.parse(query.get("labelSelector") or "")
+        except SelectorError as exc:
+            raise StatusError.bad_request(str(exc)) from None
+        try:
+            fields = FieldSelector.parse(query.get("fieldSelector") or "")
+        except SelectorError as exc:
+            raise StatusError.bad_request(str(exc)) from None
+        paths = selectable_fields(rt)
+        for name in fields.fields:
+            if name not in paths:
+                known = ", ".join(f'"{f}"' for f in paths)
+                raise StatusError.bad_request(
+                    f'Unable to find "{rt.qualified()}" that match label selector '
+                    f'"{query.get("labelSelector") or ""}", field selector '
+                    f'"{query.get("fieldSelector") or ""}": "{name}" is not a known field '
+                    f"selector: only {known}"
+                )
+        return cls(labels, fields, paths)
+
+    @property
+    def empty(self) -> bool:
+        return self.labels.empty and self.fields.empty
+
+    def predicate(self) -> Predicate | None:
+        """A filter for objects, or None when everything matches."""
+        if self.empty:
+            return None
+        labels, fields, paths = self.labels, self.fields, self.field_paths
+
+        def getter(obj: Mapping[str, Any], name: str) -> str | None:
+            return field_value(obj, paths[name])
+
+        def matches(obj: dict[str, Any]) -> bool:
+            if not labels.empty and not labels.matches(obj["metadata"].get("labels")):
+                return False
+            return fields.empty or fields.matches(obj, getter)
+
+        return matches
+
+
+def selectable_fields(rt: ResourceType) -> dict[str, str]:
+    """Field selector names the type supports, with the object path each reads."""
+    paths = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
+    for name in rt.field_selectors:
+        paths[name] = name
+    for field in rt.extras.get("selectable_fields", ()):
+        name = field.lstrip(".")
+        paths[name] = name
+    return paths
+
+
+@dataclass(frozen=True)
+class ListOptions:
+    """The list-related query parameters."""
+
+    limit: int
+    continue_token: str | None
+    resource_version: int | None
+    exact: bool
+
+    @classmethod
+    def parse(cls, query: Mapping[str, str]) -> ListOptions:
+        raw_limit = query.get("limit") or "0"
+        try:
+            limit = max(int(raw_limit), 0)
+        except ValueError:
+            raise StatusError.bad_request(f"invalid limit: {raw_limit}") from None
+        token = query.get("continue") or None
+        rv_text = query.get("resourceVersion")
+        rv = parse_resource_version(rv_text)
+        match = query.get("resourceVersionMatch") or ""
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise StatusError.bad_request(
+                f"resourceVersionMatch: Unsupported value: {match!r}: supported values: "
+                '"Exact", "NotOlderThan"'
+            )
+        if token and match:
+            raise StatusError.bad_request(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when "
+                "continue is provided"
+            )
+        if token and rv not in (None, 0):
+            raise StatusError.bad_request(
+                "specifying resource version is not allowed when using continue"
+            )
+        if match and rv is None:
+            raise StatusError.bad_request(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                "resourceVersion is provided"
+            )
+        if match == "Exact" and rv == 0:
+            raise StatusError.bad_request(
+                'resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for '
+                'resourceVersion "0"'
+            )
+        # A non-zero resourceVersion with a limit (legacy) or Exact means exactly that revision.
+        exact = rv not in (None, 0) and (match == "Exact" or (not match and limit > 0))
+        return cls(limit, token, rv, exact)
+
+
+@dataclass
+class ListResult:
+    """One page of a list."""
+
+    items: list[StoredObject]
+    resource_version: int
+    continue_token: str | None = None
+    remaining: int | None = None
+
+
+def _encode_token(rv: int, start: tuple[str, str]) -> str:
+    payload = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)})
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
+
+
+def _decode_token(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        data = orjson.loads(base64.urlsafe_b64decode(padded))
+        rv = int(data["rv"])
+        start = data["start"]
+        return rv, (str(start[0]), str(start[1]))
+    except (ValueError, KeyError, TypeError, IndexError, binascii.Error, orjson.JSONDecodeError):
+        raise StatusError.bad_request("continue key is not valid: invalid continue token") from None
+
+
+def list_objects(
+    store: Store,
+    rt: ResourceType,
+    namespace: str | None,
+    selection: Selection,
+    options: ListOptions,
+) -> ListResult:
+    """The objects a list request returns, honouring revision, selectors and paging."""
+    gr = rt.group_resource
+    predicate = selection.predicate()
+    after: tuple[str, str] | None = None
+    try:
+        if options.continue_token:
+            rv, after = _decode_token(options.continue_token)
+            try:
+                objects = store.list_at(gr, rv, namespace)
+            except Expired:
+                raise StatusError.gone(_EXPIRED_CONTINUE) from None
+        elif options.exact:
+            assert options.resource_version is not None
+            rv = options.resource_version
+            if rv > store.revision:
+                raise StatusError.timeout(
+                    f"Too large resource version: {rv}, current: {store.revision}"
+                )
+            objects = store.list_at(gr, rv, namespace)
+        else:
+            if options.resource_version is not None and options.resource_version > store.revision:
+                raise StatusError.timeout(
+                    f"Too large resource version: {options.resource_version}, "
+                    f"current: {store.revision}"
+                )
+            objects, rv = store.current(gr, namespace)
+    except Expired as exc:
+        raise StatusError.gone(
+            f"too old resource version: {exc.requested} ({exc.oldest})"
+        ) from None
+
+    if after is not None:
+        objects = _after(objects, after)
+    if predicate is not None:
+        objects = [o for o in objects if predicate(o.obj)]
+    if options.limit and len(objects) > options.limit:
+        page = objects[: options.limit]
+        token = _encode_token(rv, page[-1].key)
+        remaining = len(objects) - options.limit if predicate is None else None
+        return ListResult(page, rv, token, remaining)
+    return ListResult(objects, rv)
+
+
+def _after(objects: list[StoredObject], key: tuple[str, str]) -> list[StoredObject]:
+    return objects[bisect.bisect_right(objects, key, key=_key) :]
+
+
+def _key(stored: StoredObject) -> tuple[str, str]:
+    return stored.key

@@ -1,0 +1,86 @@
+"""System-owned metadata: what the server sets on create and keeps on update."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+import time
+import uuid
+from typing import Any
+
+__all__ = [
+    "SYSTEM_FIELDS",
+    "carry_system_fields",
+    "fill_system_fields",
+    "generate_name",
+    "now_rfc3339",
+    "spec_changed",
+]
+
+# Fields a client may not set on create: the server owns them.
+SYSTEM_FIELDS = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "generation",
+)
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+_last_second = 0
+_last_text = ""
+
+
+def now_rfc3339() -> str:
+    """The current time as Kubernetes writes `metav1.Time` (seconds, UTC, `Z`)."""
+    global _last_second, _last_text
+    second = int(time.time())
+    if second != _last_second:  # formatting once a second keeps it off the write path
+        stamp = dt.datetime.fromtimestamp(second, dt.UTC)
+        _last_text = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+        _last_second = second
+    return _last_text
+
+
+def generate_name(base: str) -> str:
+    """A name from generateName: the base cut to 58 characters and 5 random characters."""
+    suffix = "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+    return base[:58] + suffix
+
+
+def fill_system_fields(meta: dict[str, Any], tracks_generation: bool) -> None:
+    """Wipe client-supplied system fields and set uid, creationTimestamp and generation."""
+    for key in SYSTEM_FIELDS:
+        meta.pop(key, None)
+    meta["uid"] = str(uuid.uuid4())
+    meta["creationTimestamp"] = now_rfc3339()
+    if tracks_generation:
+        meta["generation"] = 1
+
+
+def carry_system_fields(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
+    """Keep what an update may not change: timestamps, generation, deletion state.
+
+    A different uid is an error the caller reports; an absent one is filled in here.
+    """
+    if not meta.get("uid"):
+        meta["uid"] = old_meta.get("uid")
+    for key in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+        if key in old_meta:
+            meta[key] = old_meta[key]
+        else:
+            meta.pop(key, None)
+    meta.pop("selfLink", None)
+    if "generation" in old_meta:
+        meta["generation"] = old_meta["generation"]
+    else:
+        meta.pop("generation", None)
+
+
+def spec_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether anything besides metadata (and status, already reset by the caller) changed."""
+    keys = (set(new) | set(old)) - {"metadata", "apiVersion", "kind"}
+    return any(new.get(k) != old.get(k) for k in keys)

@@ -1,0 +1,1376 @@
+"""`kubectl get` columns for built-in kinds: the column set and cell logic of each printer.
+
+The server always fills every column, wide ones included; clients hide columns whose
+priority is above zero unless asked for wide output. Cells follow the Kubernetes printers:
+ages are human durations, counts are integers, absent values print as `<none>`,
+`<unset>` or `<unknown>` exactly where Kubernetes prints them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from kubeforge.api.durations import age, human_duration, parse_time
+
+__all__ = [
+    "Column",
+    "Printer",
+    "format_label_selector",
+    "format_labels",
+    "pod_status",
+    "printer_for",
+]
+
+Obj = Mapping[str, Any]
+Cells = list[Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column definition of a Table."""
+
+    name: str
+    type: str
+    description: str
+    priority: int = 0
+    format: str = ""
+
+    def definition(self) -> dict[str, Any]:
+        """The `columnDefinitions` entry; every key is always present."""
+        return {
+            "name": self.name,
+            "type": self.type,
+            "format": self.format,
+            "description": self.description,
+            "priority": self.priority,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Printer:
+    """Columns plus the function computing one object's cells (and optional row conditions)."""
+
+    columns: tuple[Column, ...]
+    cells: Callable[[Obj, datetime], Cells]
+    conditions: Callable[[Obj], list[dict[str, Any]] | None] | None = None
+
+    def definitions(self) -> list[dict[str, Any]]:
+        return [c.definition() for c in self.columns]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared columns and helpers
+
+NAME_DESCRIPTION = (
+    "The object's name, unique among objects of its kind in its namespace (or in the "
+    "cluster, for cluster-scoped kinds)."
+)
+AGE_DESCRIPTION = "Time elapsed since the object was created (metadata.creationTimestamp)."
+
+NAME = Column("Name", "string", NAME_DESCRIPTION, format="name")
+AGE = Column("Age", "string", AGE_DESCRIPTION)
+CONTAINERS = Column("Containers", "string", "Names of the containers in the pod template.", 1)
+IMAGES = Column("Images", "string", "Images of the containers in the pod template.", 1)
+
+
+def _d(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _meta(obj: Obj) -> Mapping[str, Any]:
+    return _d(obj.get("metadata"))
+
+
+def _name(obj: Obj) -> str:
+    return str(_meta(obj).get("name") or "")
+
+
+def _age(obj: Obj, now: datetime) -> str:
+    return age(_meta(obj).get("creationTimestamp"), now)
+
+
+def _since(timestamp: Any, now: datetime) -> str:
+    return age(timestamp if isinstance(timestamp, str) else None, now)
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return parse_time(value)
+    except ValueError:
+        return None
+
+
+def _container_cells(pod_spec: Any) -> tuple[str, str]:
+    containers = _l(_d(pod_spec).get("containers"))
+    names = ",".join(str(_d(c).get("name") or "") for c in containers)
+    images = ",".join(str(_d(c).get("image") or "") for c in containers)
+    return names, images
+
+
+def _template_spec(obj: Obj) -> Mapping[str, Any]:
+    return _d(_d(_d(obj.get("spec")).get("template")).get("spec"))
+
+
+def format_labels(labels: Any) -> str:
+    """`a=b,c=d` sorted by key, or `<none>`."""
+    labels = _d(labels)
+    if not labels:
+        return "<none>"
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+_SELECTOR_OPS = {"In": " in ", "NotIn": " notin "}
+
+
+def _selector_string(selector: Any) -> str | None:
+    """A structured label selector as selector text; None when it is malformed."""
+    selector = _d(selector)
+    reqs: list[tuple[str, str]] = []
+    for key, value in _d(selector.get("matchLabels")).items():
+        reqs.append((key, f"{key}={value}"))
+    for expr in _l(selector.get("matchExpressions")):
+        expr = _d(expr)
+        key, op = str(expr.get("key") or ""), expr.get("operator")
+        values = sorted(str(v) for v in _l(expr.get("values")))
+        if op in _SELECTOR_OPS:
+            if not values:
+                return None
+            reqs.append((key, f"{key}{_SELECTOR_OPS[op]}({','.join(values)})"))
+        elif op in ("Exists", "DoesNotExist"):
+            if values:
+                return None
+            reqs.append((key, key if op == "Exists" else f"!{key}"))
+        else:
+            return None
+    reqs.sort(key=lambda r: r[0])
+    return ",".join(text for _, text in reqs)
+
+
+def format_label_selector(selector: Any) -> str:
+    """A structured label selector as text; `<none>` when empty, `<error>` when malformed."""
+    text = _selector_string(selector)
+    if text is None:
+        return "<error>"
+    return text or "<none>"
+
+
+def _int_or_string(value: Any) -> str:
+    return str(value)
+
+
+def _quantity(value: Any) -> str:
+    """A quantity that is a plain value in the API: absent reads as zero."""
+    return "0" if value is None else str(value)
+
+
+def _quantity_ref(value: Any) -> str:
+    """A quantity that is optional in the API: absent reads as `<nil>`."""
+    return "<nil>" if value is None else str(value)
+
+
+def _lower_group_kind(api_version: str, kind: str) -> str:
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    return (f"{kind}.{group}" if group else kind).lower()
+
+
+def _with_more(items: list[str], total: int, limit: int, empty: str) -> str:
+    text = ",".join(items)
+    if total > limit:
+        return f"{text} + {total - limit} more..."
+    return text or empty
+
+
+def _lb_ingress(status: Any) -> str:
+    found = set()
+    for entry in _l(_d(_d(status).get("loadBalancer")).get("ingress")):
+        entry = _d(entry)
+        if entry.get("ip"):
+            found.add(str(entry["ip"]))
+        elif entry.get("hostname"):
+            found.add(str(entry["hostname"]))
+    return ",".join(sorted(found))
+
+
+def _first_condition_true(conditions: Any, kind: str) -> bool:
+    for cond in _l(conditions):
+        cond = _d(cond)
+        if cond.get("type") == kind:
+            return bool(cond.get("status") == "True")
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# core/v1 Pod
+
+POD_COLUMNS = (
+    NAME,
+    Column("Ready", "string", "Ready containers out of all containers of the pod."),
+    Column("Status", "string", "A summary of the pod's phase and its containers' states."),
+    Column(
+        "Restarts",
+        "string",
+        "Container restarts in the pod, and how long ago the last one happened.",
+    ),
+    AGE,
+    Column("IP", "string", "The pod's primary IP address.", 1),
+    Column("Node", "string", "The node the pod is bound to.", 1),
+    Column("Nominated Node", "string", "The node the scheduler nominated by preemption.", 1),
+    Column("Readiness Gates", "string", "Readiness gates satisfied out of those declared.", 1),
+)
+
+_NODE_LOST = "NodeLost"
+
+
+def _is_restartable(container: Any) -> bool:
+    return _d(container).get("restartPolicy") == "Always"
+
+
+def _later(current: datetime | None, state: Any) -> datetime | None:
+    finished = _time(_d(_d(state).get("terminated")).get("finishedAt"))
+    if finished is not None and (current is None or finished > current):
+        return finished
+    return current
+
+
+def _terminated_reason(terminated: Mapping[str, Any], prefix: str) -> str:
+    reason = terminated.get("reason")
+    if reason:
+        return f"{prefix}{reason}"
+    signal = _int(terminated.get("signal"))
+    if signal:
+        return f"{prefix}Signal:{signal}"
+    return f"{prefix}ExitCode:{_int(terminated.get('exitCode'))}"
+
+
+def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
+    """The READY, STATUS and RESTARTS cells of a pod, as `kubectl get pods` shows them."""
+    spec, status = _d(pod.get("spec")), _d(pod.get("status"))
+    init_specs = _l(spec.get("initContainers"))
+    restartable = {str(_d(c).get("name")) for c in init_specs if _is_restartable(c)}
+    total = len(_l(spec.get("containers"))) + len(restartable)
+    ready = 0
+    restarts = restartable_restarts = 0
+    last_restart: datetime | None = None
+    last_restartable_restart: datetime | None = None
+
+    phase = str(status.get("phase") or "")
+    reason = str(status.get("reason") or phase)
+    conditions = _l(status.get("conditions"))
+    for cond in conditions:
+        cond = _d(cond)
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
+            reason = "SchedulingGated"
+
+    initializing = False
+    for i, cs in enumerate(_l(status.get("initContainerStatuses"))):
+        cs = _d(cs)
+        count = _int(cs.get("restartCount"))
+        restarts += count
+        last_restart = _later(last_restart, cs.get("lastState"))
+        is_sidecar = cs.get("name") in restartable
+        if is_sidecar:
+            restartable_restarts += count
+            last_restartable_restart = _later(last_restartable_restart, cs.get("lastState"))
+        state = _d(cs.get("state"))
+        terminated, waiting = state.get("terminated"), state.get("waiting")
+        if isinstance(terminated, Mapping) and _int(terminated.get("exitCode")) == 0:
+            continue
+        if is_sidecar and cs.get("started") is True:
+            if cs.get("ready"):
+                ready += 1
+            continue
+        if isinstance(terminated, Mapping):
+            reason = _terminated_reason(terminated, "Init:")
+        elif (
+            isinstance(waiting, Mapping)
+            and waiting.get("reason")
+            and waiting.get("reason") != "PodInitializing"
+        ):
+            reason = f"Init:{waiting['reason']}"
+        else:
+            reason = f"Init:{i}/{len(init_specs)}"
+        initializing = True
+        break
+
+    if not initializing or _first_condition_true(conditions, "Initialized"):
+        restarts, last_restart = restartable_restarts, last_restartable_restart
+        has_running = False
+        for cs in reversed(_l(status.get("containerStatuses"))):
+            cs = _d(cs)
+            restarts += _int(cs.get("restartCount"))
+            last_restart = _later(last_restart, cs.get("lastState"))
+            state = _d(cs.get("state"))
+            terminated, waiting = state.get("terminated"), state.get("waiting")
+            if isinstance(waiting, Mapping) and waiting.get("reason"):
+                reason = str(waiting["reason"])
+            elif isinstance(terminated, Mapping):
+                reason = _terminated_reason(terminated, "")
+            elif cs.get("ready") and isinstance(state.get("running"), Mapping):
+                has_running = True
+                ready += 1
+        # A container still running keeps the pod "Running" although another completed.
+        if reason == "Completed" and has_running:
+            reason = "Running" if _first_condition_true(conditions, "Ready") else "NotReady"
+
+    if _meta(pod).get("deletionTimestamp"):
+        if status.get("reason") == _NODE_LOST:
+            reason = "Unknown"
+        elif phase not in ("Succeeded", "Failed"):
+            reason = "Terminating"
+
+    restarts_text = str(restarts)
+    if restarts and last_restart is not None:
+        ago = human_duration((now - last_restart).total_seconds())
+        restarts_text = f"{restarts} ({ago} ago)"
+    return f"{ready}/{total}", reason, restarts_text
+
+
+def _pod_cells(pod: Obj, now: datetime) -> Cells:
+    spec, status = _d(pod.get("spec")), _d(pod.get("status"))
+    ready, reason, restarts = pod_status(pod, now)
+    ips = _l(status.get("podIPs"))
+    pod_ip = str(_d(ips[0]).get("ip") or "") if ips else ""
+    gates = _l(spec.get("readinessGates"))
+    gates_text = "<none>"
+    if gates:
+        by_type: dict[str, Any] = {}
+        for cond in _l(status.get("conditions")):
+            cond = _d(cond)
+            by_type.setdefault(str(cond.get("type")), cond.get("status"))
+        passed = sum(1 for g in gates if by_type.get(str(_d(g).get("conditionType"))) == "True")
+        gates_text = f"{passed}/{len(gates)}"
+    return [
+        _name(pod),
+        ready,
+        reason,
+        restarts,
+        _age(pod, now),
+        pod_ip or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        gates_text,
+    ]
+
+
+def _pod_conditions(pod: Obj) -> list[dict[str, Any]] | None:
+    phase = _d(pod.get("status")).get("phase")
+    if phase == "Succeeded":
+        message = "The pod has completed successfully."
+    elif phase == "Failed":
+        message = "The pod failed."
+    else:
+        return None
+    return [{"type": "Completed", "status": "True", "reason": phase, "message": message}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Other core/v1 kinds
+
+
+def _pod_template_cells(obj: Obj, now: datetime) -> Cells:
+    template = _d(obj.get("template"))
+    names, images = _container_cells(template.get("spec"))
+    return [_name(obj), names, images, format_labels(_d(template.get("metadata")).get("labels"))]
+
+
+def _replication_controller_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    names, images = _container_cells(_template_spec(obj))
+    return [
+        _name(obj),
+        _int(spec.get("replicas", 1)),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        _age(obj, now),
+        names,
+        images,
+        format_labels(spec.get("selector")),
+    ]
+
+
+def _format_service_ports(ports: list[Any]) -> str:
+    pieces = []
+    for port in ports:
+        port = _d(port)
+        protocol = port.get("protocol") or "TCP"
+        node_port = _int(port.get("nodePort"))
+        if node_port > 0:
+            pieces.append(f"{_int(port.get('port'))}:{node_port}/{protocol}")
+        else:
+            pieces.append(f"{_int(port.get('port'))}/{protocol}")
+    return ",".join(pieces)
+
+
+def _service_external_ip(spec: Mapping[str, Any], status: Any, kind: str) -> str:
+    external = [str(ip) for ip in _l(spec.get("externalIPs"))]
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) if external else "<none>"
+    if kind == "LoadBalancer":
+        lb = _lb_ingress(status)
+        if external:
+            return ",".join(([*lb.split(",")] if lb else []) + external)
+        return lb or "<pending>"
+    if kind == "ExternalName":
+        return str(spec.get("externalName") or "")
+    return "<unknown>"
+
+
+def _service_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    kind = str(spec.get("type") or "ClusterIP")
+    cluster_ips = _l(spec.get("clusterIPs"))
+    return [
+        _name(obj),
+        kind,
+        str(cluster_ips[0]) if cluster_ips else "<none>",
+        _service_external_ip(spec, obj.get("status"), kind),
+        _format_service_ports(_l(spec.get("ports"))) or "<none>",
+        _age(obj, now),
+        format_labels(spec.get("selector")),
+    ]
+
+
+def _join_host_port(host: str, port: Any) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _endpoints_text(subsets: list[Any]) -> str:
+    if not subsets:
+        return "<none>"
+    limit, count, more = 3, 0, False
+    items: list[str] = []
+    for subset in subsets:
+        subset = _d(subset)
+        addresses = [str(_d(a).get("ip") or "") for a in _l(subset.get("addresses"))]
+        ports = _l(subset.get("ports"))
+        if not ports:
+            count += len(addresses)
+            for ip in addresses:
+                if len(items) == limit:
+                    more = True
+                    break
+                items.append(ip)
+            continue
+        for port in ports:
+            count += len(addresses)
+            for ip in addresses:
+                if len(items) == limit:
+                    more = True
+                    break
+                items.append(_join_host_port(ip, _int(_d(port).get("port"))))
+    text = ",".join(items)
+    return f"{text} + {count - limit} more..." if more else text
+
+
+def _endpoints_cells(obj: Obj, now: datetime) -> Cells:
+    return [_name(obj), _endpoints_text(_l(obj.get("subsets"))), _age(obj, now)]
+
+
+def _node_roles(labels: Mapping[str, Any]) -> str:
+    roles = set()
+    for key, value in labels.items():
+        if key.startswith("node-role.kubernetes.io/"):
+            role = key[len("node-role.kubernetes.io/") :]
+            if role:
+                roles.add(role)
+        elif key == "kubernetes.io/role" and value:
+            roles.add(str(value))
+    return ",".join(sorted(roles)) or "<none>"
+
+
+def _node_address(addresses: list[Any], kind: str) -> str:
+    for address in addresses:
+        address = _d(address)
+        if address.get("type") == kind:
+            return str(address.get("address") or "")
+    return "<none>"
+
+
+_ABSENT = object()
+
+
+def _node_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    ready: Any = _ABSENT
+    for cond in _l(status.get("conditions")):
+        cond = _d(cond)
+        if cond.get("type") == "Ready":
+            ready = cond.get("status")  # the last one wins, as in a map keyed by type
+    states = ["Unknown"] if ready is _ABSENT else ["Ready" if ready == "True" else "NotReady"]
+    if spec.get("unschedulable"):
+        states.append("SchedulingDisabled")
+    info = _d(status.get("nodeInfo"))
+    addresses = _l(status.get("addresses"))
+    return [
+        _name(obj),
+        ",".join(states),
+        _node_roles(_d(_meta(obj).get("labels"))),
+        _age(obj, now),
+        str(info.get("kubeletVersion") or ""),
+        _node_address(addresses, "InternalIP"),
+        _node_address(addresses, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _first(obj: Obj, *keys: str) -> Any:
+    for key in keys:
+        value = obj.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _event_cells(obj: Obj, now: datetime) -> Cells:
+    # Both core/v1 and events.k8s.io/v1 field names are read: they share one storage.
+    first_ts = _first(obj, "firstTimestamp", "deprecatedFirstTimestamp")
+    first = _since(first_ts, now) if first_ts else _since(obj.get("eventTime"), now)
+    last_ts = _first(obj, "lastTimestamp", "deprecatedLastTimestamp")
+    last = _since(last_ts, now) if last_ts else first
+    series = obj.get("series")
+    if isinstance(series, Mapping):
+        last = _since(series.get("lastObservedTime"), now)
+        count = _int(series.get("count"))
+    else:
+        count = _int(_first(obj, "count", "deprecatedCount")) or 1
+    involved = _d(_first(obj, "involvedObject", "regarding"))
+    kind = str(involved.get("kind") or "").lower()
+    target = f"{kind}/{involved['name']}" if involved.get("name") else kind
+    source = _d(_first(obj, "source", "deprecatedSource"))
+    component = source.get("component") or _first(obj, "reportingComponent", "reportingController")
+    instance = source.get("host") or obj.get("reportingInstance")
+    source_text = f"{component or ''}, {instance}" if instance else str(component or "")
+    message = str(_first(obj, "message", "note") or "").strip()
+    return [
+        last,
+        str(obj.get("type") or ""),
+        str(obj.get("reason") or ""),
+        target,
+        str(involved.get("fieldPath") or ""),
+        source_text,
+        message,
+        first,
+        count,
+        _name(obj),
+    ]
+
+
+def _namespace_cells(obj: Obj, now: datetime) -> Cells:
+    return [_name(obj), str(_d(obj.get("status")).get("phase") or ""), _age(obj, now)]
+
+
+def _secret_cells(obj: Obj, now: datetime) -> Cells:
+    return [
+        _name(obj),
+        str(obj.get("type") or ""),
+        len(_d(obj.get("data"))),
+        _age(obj, now),
+    ]
+
+
+def _config_map_cells(obj: Obj, now: datetime) -> Cells:
+    return [
+        _name(obj),
+        len(_d(obj.get("data"))) + len(_d(obj.get("binaryData"))),
+        _age(obj, now),
+    ]
+
+
+def _service_account_cells(obj: Obj, now: datetime) -> Cells:
+    return [_name(obj), len(_l(obj.get("secrets"))), _age(obj, now)]
+
+
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    present = set(_l(modes))
+    return ",".join(short for mode, short in _ACCESS_MODES if mode in present)
+
+
+_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+
+
+def _volume_class(obj: Obj) -> str:
+    annotations = _d(_meta(obj).get("annotations"))
+    if _BETA_STORAGE_CLASS in annotations:
+        return str(annotations[_BETA_STORAGE_CLASS])
+    return str(_d(obj.get("spec")).get("storageClassName") or "")
+
+
+def _persistent_volume_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    claim = spec.get("claimRef")
+    claim_text = ""
+    if isinstance(claim, Mapping):
+        claim_text = f"{claim.get('namespace') or ''}/{claim.get('name') or ''}"
+    phase = str(status.get("phase") or "")
+    if _meta(obj).get("deletionTimestamp"):
+        phase = "Terminating"
+    return [
+        _name(obj),
+        _quantity(_d(spec.get("capacity")).get("storage")),
+        _access_modes(spec.get("accessModes")),
+        str(spec.get("persistentVolumeReclaimPolicy") or ""),
+        phase,
+        claim_text,
+        _volume_class(obj),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        str(status.get("reason") or ""),
+        _age(obj, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _persistent_volume_claim_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    phase = str(status.get("phase") or "")
+    if _meta(obj).get("deletionTimestamp"):
+        phase = "Terminating"
+    volume = str(spec.get("volumeName") or "")
+    capacity = access = ""
+    if volume:
+        access = _access_modes(status.get("accessModes"))
+        capacity = _quantity(_d(status.get("capacity")).get("storage"))
+    return [
+        _name(obj),
+        phase,
+        volume,
+        capacity,
+        access,
+        _volume_class(obj),
+        spec.get("volumeAttributesClassName") or "<unset>",
+        _age(obj, now),
+        spec.get("volumeMode") or "<unset>",
+    ]
+
+
+def _resource_quota_cells(obj: Obj, now: datetime) -> Cells:
+    status = _d(obj.get("status"))
+    hard, used = _d(status.get("hard")), _d(status.get("used"))
+    requests: list[str] = []
+    limits: list[str] = []
+    for resource in sorted(hard):
+        target = limits if resource.split(".")[0] == "limits" and "." in resource else requests
+        target.append(f"{resource}: {_quantity(used.get(resource))}/{_quantity(hard[resource])}")
+    return [_name(obj), ", ".join(requests), ", ".join(limits), _age(obj, now)]
+
+
+# ---------------------------------------------------------------------------------------------
+# apps/v1
+
+
+def _deployment_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    names, images = _container_cells(_template_spec(obj))
+    selector = _selector_string(spec.get("selector")) if spec.get("selector") else ""
+    return [
+        _name(obj),
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas', 1))}",
+        _int(status.get("updatedReplicas")),
+        _int(status.get("availableReplicas")),
+        _age(obj, now),
+        names,
+        images,
+        "<invalid>" if selector is None else selector,
+    ]
+
+
+def _replica_set_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    names, images = _container_cells(_template_spec(obj))
+    return [
+        _name(obj),
+        _int(spec.get("replicas", 1)),
+        _int(status.get("replicas")),
+        _int(status.get("readyReplicas")),
+        _age(obj, now),
+        names,
+        images,
+        format_label_selector(spec.get("selector")),
+    ]
+
+
+def _stateful_set_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    names, images = _container_cells(_template_spec(obj))
+    return [
+        _name(obj),
+        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas', 1))}",
+        _age(obj, now),
+        names,
+        images,
+    ]
+
+
+def _daemon_set_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    pod_spec = _template_spec(obj)
+    names, images = _container_cells(pod_spec)
+    return [
+        _name(obj),
+        _int(status.get("desiredNumberScheduled")),
+        _int(status.get("currentNumberScheduled")),
+        _int(status.get("numberReady")),
+        _int(status.get("updatedNumberScheduled")),
+        _int(status.get("numberAvailable")),
+        format_labels(pod_spec.get("nodeSelector")),
+        _age(obj, now),
+        names,
+        images,
+        format_label_selector(spec.get("selector")),
+    ]
+
+
+def _controller_revision_cells(obj: Obj, now: datetime) -> Cells:
+    controller = "<none>"
+    for ref in _l(_meta(obj).get("ownerReferences")):
+        ref = _d(ref)
+        if ref.get("controller") is True:
+            kind = _lower_group_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
+            name = str(ref.get("name") or "")
+            controller = f"{kind}/{name}" if kind else name
+            break
+    return [_name(obj), controller, _int(obj.get("revision")), _age(obj, now)]
+
+
+# ---------------------------------------------------------------------------------------------
+# batch/v1
+
+
+def _job_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    succeeded = _int(status.get("succeeded"))
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{_int(spec.get('completions'))}"
+    else:
+        parallelism = _int(spec.get("parallelism"))
+        completions = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
+    started, finished = _time(status.get("startTime")), _time(status.get("completionTime"))
+    duration = ""
+    if started is not None:
+        end = finished if finished is not None else now
+        duration = human_duration((end - started).total_seconds())
+    conditions = status.get("conditions")
+    if _first_condition_true(conditions, "Complete"):
+        state = "Complete"
+    elif _first_condition_true(conditions, "Failed"):
+        state = "Failed"
+    elif _meta(obj).get("deletionTimestamp"):
+        state = "Terminating"
+    elif _first_condition_true(conditions, "Suspended"):
+        state = "Suspended"
+    elif _first_condition_true(conditions, "FailureTarget"):
+        state = "FailureTarget"
+    else:
+        state = "Running"
+    names, images = _container_cells(_template_spec(obj))
+    return [
+        _name(obj),
+        state,
+        completions,
+        duration,
+        _age(obj, now),
+        names,
+        images,
+        format_label_selector(spec.get("selector")),
+    ]
+
+
+def _cron_job_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    job_spec = _d(_d(spec.get("jobTemplate")).get("spec"))
+    names, images = _container_cells(_d(_d(job_spec.get("template")).get("spec")))
+    suspend = spec.get("suspend")
+    last = status.get("lastScheduleTime")
+    return [
+        _name(obj),
+        str(spec.get("schedule") or ""),
+        spec.get("timeZone") or "<none>",
+        "<unset>" if suspend is None else ("True" if suspend else "False"),
+        len(_l(status.get("active"))),
+        _since(last, now) if last else "<none>",
+        _age(obj, now),
+        names,
+        images,
+        format_label_selector(job_spec.get("selector")),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# autoscaling/v2
+
+
+def _metric_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
+    kind = spec.get("type")
+    if kind in ("External", "Object"):
+        key = "external" if kind == "External" else "object"
+        target = _d(_d(spec.get(key)).get("target"))
+        current_status = status.get(key)
+        current = _d(_d(current_status).get("current"))
+        if target.get("averageValue") is not None:
+            value = "<unknown>"
+            if isinstance(current_status, Mapping) and current.get("averageValue") is not None:
+                value = str(current["averageValue"])
+            return f"{value}/{target['averageValue']} (avg)"
+        value = "<unknown>"
+        if isinstance(current_status, Mapping):
+            value = _quantity_ref(current.get("value"))
+        return f"{value}/{_quantity_ref(target.get('value'))}"
+    if kind == "Pods":
+        target = _d(_d(spec.get("pods")).get("target"))
+        value = "<unknown>"
+        if isinstance(status.get("pods"), Mapping):
+            value = _quantity_ref(_d(status["pods"].get("current")).get("averageValue"))
+        return f"{value}/{_quantity_ref(target.get('averageValue'))}"
+    if kind in ("Resource", "ContainerResource"):
+        key = "resource" if kind == "Resource" else "containerResource"
+        source = _d(spec.get(key))
+        target = _d(source.get("target"))
+        name = str(source.get("name") or "")
+        current_status = status.get(key)
+        current = _d(_d(current_status).get("current"))
+        if target.get("averageValue") is not None:
+            value = "<unknown>"
+            if isinstance(current_status, Mapping):
+                value = _quantity_ref(current.get("averageValue"))
+            return f"{name}: {value}/{target['averageValue']}"
+        value = "<unknown>"
+        if isinstance(current_status, Mapping) and current.get("averageUtilization") is not None:
+            value = f"{current['averageUtilization']}%"
+        goal = "<auto>"
+        if target.get("averageUtilization") is not None:
+            goal = f"{target['averageUtilization']}%"
+        return f"{name}: {value}/{goal}"
+    return "<unknown type>"
+
+
+def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
+    if not specs:
+        return "<none>"
+    limit = 2
+    items = [
+        _metric_text(_d(spec), _d(statuses[i]) if i < len(statuses) else {})
+        for i, spec in enumerate(specs)
+    ]
+    text = ", ".join(items[:limit])
+    if len(items) > limit:
+        return f"{text} + {len(items) - limit} more..."
+    return text
+
+
+def _hpa_cells(obj: Obj, now: datetime) -> Cells:
+    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    ref = _d(spec.get("scaleTargetRef"))
+    minimum = spec.get("minReplicas")
+    return [
+        _name(obj),
+        f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
+        _hpa_metrics(_l(spec.get("metrics")), _l(status.get("currentMetrics"))),
+        "<unset>" if minimum is None else str(minimum),
+        _int(spec.get("maxReplicas")),
+        _int(status.get("currentReplicas")),
+        _age(obj, now),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Networking, discovery, policy, scheduling, storage, coordination, RBAC, admission
+
+
+def _ingress_hosts(rules: list[Any]) -> str:
+    limit, more = 3, False
+    hosts: list[str] = []
+    for rule in rules:
+        if len(hosts) == limit:
+            more = True
+        host = _d(rule).get("host")
+        if not more and host:
+            hosts.append(str(host))
+    if not hosts:
+        return "*"
+    text = ",".join(hosts)
+    return f"{text} + {len(rules) - limit} more..." if more else text
+
+
+def _ingress_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    return [
+        _name(obj),
+        spec.get("ingressClassName") or "<none>",
+        _ingress_hosts(_l(spec.get("rules"))),
+        _lb_ingress(obj.get("status")),
+        "80, 443" if _l(spec.get("tls")) else "80",
+        _age(obj, now),
+    ]
+
+
+def _ingress_class_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    params = spec.get("parameters")
+    text = "<none>"
+    if isinstance(params, Mapping):
+        text = str(params.get("kind") or "")
+        if params.get("apiGroup") is not None:
+            text += f".{params['apiGroup']}"
+        text += f"/{params.get('name') or ''}"
+    return [_name(obj), str(spec.get("controller") or ""), text, _age(obj, now)]
+
+
+def _network_policy_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    return [_name(obj), format_label_selector(spec.get("podSelector") or {}), _age(obj, now)]
+
+
+def _endpoint_slice_cells(obj: Obj, now: datetime) -> Cells:
+    limit = 3
+    ports = []
+    for port in _l(obj.get("ports")):
+        port = _d(port)
+        if port.get("port") is not None:
+            ports.append(str(port["port"]))
+        elif port.get("name") is not None:
+            ports.append(str(port["name"]))
+        else:
+            ports.append("*")
+    addresses = [
+        str(address)
+        for endpoint in _l(obj.get("endpoints"))
+        for address in _l(_d(endpoint).get("addresses"))
+    ]
+    return [
+        _name(obj),
+        str(obj.get("addressType") or ""),
+        _with_more(ports[:limit], len(ports), limit, "<unset>"),
+        _with_more(addresses[:limit], len(addresses), limit, "<unset>"),
+        _age(obj, now),
+    ]
+
+
+def _pdb_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    low, high = spec.get("minAvailable"), spec.get("maxUnavailable")
+    return [
+        _name(obj),
+        "N/A" if low is None else _int_or_string(low),
+        "N/A" if high is None else _int_or_string(high),
+        _int(_d(obj.get("status")).get("disruptionsAllowed")),
+        _age(obj, now),
+    ]
+
+
+def _priority_class_cells(obj: Obj, now: datetime) -> Cells:
+    return [
+        _name(obj),
+        _int(obj.get("value")),
+        bool(obj.get("globalDefault")),
+        _age(obj, now),
+        str(obj.get("preemptionPolicy") or ""),
+    ]
+
+
+def _storage_class_cells(obj: Obj, now: datetime) -> Cells:
+    annotations = _d(_meta(obj).get("annotations"))
+    name = _name(obj)
+    if (
+        annotations.get("storageclass.kubernetes.io/is-default-class") == "true"
+        or annotations.get("storageclass.beta.kubernetes.io/is-default-class") == "true"
+    ):
+        name += " (default)"
+    return [
+        name,
+        str(obj.get("provisioner") or ""),
+        obj.get("reclaimPolicy") or "Delete",
+        obj.get("volumeBindingMode") or "Immediate",
+        bool(obj.get("allowVolumeExpansion")),
+        _age(obj, now),
+    ]
+
+
+def _lease_cells(obj: Obj, now: datetime) -> Cells:
+    holder = _d(obj.get("spec")).get("holderIdentity")
+    return [_name(obj), "" if holder is None else str(holder), _age(obj, now)]
+
+
+def _binding_cells(obj: Obj, now: datetime) -> Cells:
+    ref = _d(obj.get("roleRef"))
+    users, groups, accounts = [], [], []
+    for subject in _l(obj.get("subjects")):
+        subject = _d(subject)
+        kind, name = subject.get("kind"), str(subject.get("name") or "")
+        if kind == "ServiceAccount":
+            accounts.append(f"{subject.get('namespace') or ''}/{name}")
+        elif kind == "User":
+            users.append(name)
+        elif kind == "Group":
+            groups.append(name)
+    return [
+        _name(obj),
+        f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
+        _age(obj, now),
+        ", ".join(users),
+        ", ".join(groups),
+        ", ".join(accounts),
+    ]
+
+
+def _webhook_configuration_cells(obj: Obj, now: datetime) -> Cells:
+    return [_name(obj), len(_l(obj.get("webhooks"))), _age(obj, now)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The column sets and the registry
+
+_REPLICA_COLUMNS = (
+    Column("Desired", "integer", "Number of replicas the object asks for."),
+    Column("Current", "integer", "Number of replicas that currently exist."),
+    Column("Ready", "integer", "Number of replicas that are ready."),
+)
+
+
+def _selector_column(what: str) -> Column:
+    return Column("Selector", "string", f"Label query over the pods {what}.", 1)
+
+
+def _binding_columns(kind: str) -> tuple[Column, ...]:
+    return (
+        NAME,
+        Column("Role", "string", f"The role the {kind} grants, as Kind/name."),
+        AGE,
+        Column("Users", "string", f"Users named as subjects of the {kind}.", 1),
+        Column("Groups", "string", f"Groups named as subjects of the {kind}.", 1),
+        Column(
+            "ServiceAccounts",
+            "string",
+            f"Service accounts named as subjects of the {kind}, as namespace/name.",
+            1,
+        ),
+    )
+
+
+_WEBHOOK_COLUMNS = (
+    NAME,
+    Column("Webhooks", "integer", "Number of webhooks the configuration declares."),
+    AGE,
+)
+
+_EVENT_COLUMNS = (
+    Column("Last Seen", "string", "Time since the event was last observed."),
+    Column("Type", "string", "Whether the event is Normal or a Warning."),
+    Column("Reason", "string", "A short, machine-readable cause of the event."),
+    Column("Object", "string", "The object the event is about, as kind/name."),
+    Column("Subobject", "string", "The part of the object the event is about.", 1),
+    Column("Source", "string", "The component (and host) that reported the event.", 1),
+    Column("Message", "string", "A human-readable description of the event."),
+    Column("First Seen", "string", "Time since the event was first observed.", 1),
+    Column("Count", "string", "How many times the event has occurred.", 1),
+    Column("Name", "string", NAME_DESCRIPTION, 1, "name"),
+)
+
+_PRINTERS: dict[tuple[str, str], Printer] = {
+    ("", "Pod"): Printer(POD_COLUMNS, _pod_cells, _pod_conditions),
+    ("", "PodTemplate"): Printer(
+        (
+            NAME,
+            Column("Containers", "string", "Names of the containers in the template."),
+            Column("Images", "string", "Images of the containers in the template."),
+            Column("Pod Labels", "string", "Labels the template puts on its pods."),
+        ),
+        _pod_template_cells,
+    ),
+    ("", "ReplicationController"): Printer(
+        (NAME, *_REPLICA_COLUMNS, AGE, CONTAINERS, IMAGES, _selector_column("it manages")),
+        _replication_controller_cells,
+    ),
+    ("", "Service"): Printer(
+        (
+            NAME,
+            Column("Type", "string", "How the service is exposed."),
+            Column("Cluster-IP", "string", "The virtual IP address inside the cluster."),
+            Column("External-IP", "string", "Addresses reachable from outside the cluster."),
+            Column("Port(s)", "string", "Ports the service exposes, with node ports."),
+            AGE,
+            _selector_column("that back the service"),
+        ),
+        _service_cells,
+    ),
+    ("", "Endpoints"): Printer(
+        (NAME, Column("Endpoints", "string", "Addresses and ports of the endpoints."), AGE),
+        _endpoints_cells,
+    ),
+    ("", "Node"): Printer(
+        (
+            NAME,
+            Column("Status", "string", "Whether the node is ready and schedulable."),
+            Column("Roles", "string", "Roles taken from the node's role labels."),
+            AGE,
+            Column("Version", "string", "The kubelet version the node reports."),
+            Column("Internal-IP", "string", "The node's first internal address.", 1),
+            Column("External-IP", "string", "The node's first external address.", 1),
+            Column("OS-Image", "string", "The operating system image the node reports.", 1),
+            Column("Kernel-Version", "string", "The kernel version the node reports.", 1),
+            Column("Container-Runtime", "string", "The container runtime and its version.", 1),
+        ),
+        _node_cells,
+    ),
+    ("", "Event"): Printer(_EVENT_COLUMNS, _event_cells),
+    ("events.k8s.io", "Event"): Printer(_EVENT_COLUMNS, _event_cells),
+    ("", "Namespace"): Printer(
+        (NAME, Column("Status", "string", "The lifecycle phase of the namespace."), AGE),
+        _namespace_cells,
+    ),
+    ("", "Secret"): Printer(
+        (
+            NAME,
+            Column("Type", "string", "The kind of secret, which fixes the keys it holds."),
+            Column("Data", "string", "Number of keys the secret holds."),
+            AGE,
+        ),
+        _secret_cells,
+    ),
+    ("", "ConfigMap"): Printer(
+        (NAME, Column("Data", "string", "Number of keys, text and binary."), AGE),
+        _config_map_cells,
+    ),
+    ("", "ServiceAccount"): Printer(
+        (NAME, Column("Secrets", "string", "Number of secrets listed by the account."), AGE),
+        _service_account_cells,
+    ),
+    ("", "PersistentVolume"): Printer(
+        (
+            NAME,
+            Column("Capacity", "string", "The storage capacity of the volume."),
+            Column("Access Modes", "string", "How the volume can be mounted."),
+            Column("Reclaim Policy", "string", "What happens to the volume once released."),
+            Column("Status", "string", "The phase of the volume."),
+            Column("Claim", "string", "The claim bound to the volume, as namespace/name."),
+            Column("StorageClass", "string", "The storage class of the volume."),
+            Column("VolumeAttributesClass", "string", "The volume attributes class."),
+            Column("Reason", "string", "Why the volume is in its phase."),
+            AGE,
+            Column("VolumeMode", "string", "Whether the volume is a filesystem or a block.", 1),
+        ),
+        _persistent_volume_cells,
+    ),
+    ("", "PersistentVolumeClaim"): Printer(
+        (
+            NAME,
+            Column("Status", "string", "The phase of the claim."),
+            Column("Volume", "string", "The volume bound to the claim."),
+            Column("Capacity", "string", "The capacity of the bound volume."),
+            Column("Access Modes", "string", "How the bound volume can be mounted."),
+            Column("StorageClass", "string", "The storage class of the claim."),
+            Column("VolumeAttributesClass", "string", "The volume attributes class."),
+            AGE,
+            Column("VolumeMode", "string", "Whether the claim is a filesystem or a block.", 1),
+        ),
+        _persistent_volume_claim_cells,
+    ),
+    ("", "ResourceQuota"): Printer(
+        (
+            NAME,
+            Column("Request", "string", "Used and hard amounts of each requested resource."),
+            Column("Limit", "string", "Used and hard amounts of each resource limit."),
+            AGE,
+        ),
+        _resource_quota_cells,
+    ),
+    ("apps", "Deployment"): Printer(
+        (
+            NAME,
+            Column("Ready", "string", "Ready replicas out of desired replicas."),
+            Column("Up-to-date", "string", "Replicas running the latest pod template."),
+            Column("Available", "string", "Replicas available to serve."),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            _selector_column("the deployment manages"),
+        ),
+        _deployment_cells,
+    ),
+    ("apps", "ReplicaSet"): Printer(
+        (NAME, *_REPLICA_COLUMNS, AGE, CONTAINERS, IMAGES, _selector_column("it manages")),
+        _replica_set_cells,
+    ),
+    ("apps", "StatefulSet"): Printer(
+        (
+            NAME,
+            Column("Ready", "string", "Ready replicas out of desired replicas."),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+        ),
+        _stateful_set_cells,
+    ),
+    ("apps", "DaemonSet"): Printer(
+        (
+            NAME,
+            Column("Desired", "integer", "Nodes that should run the daemon pod."),
+            Column("Current", "integer", "Nodes that run at least one daemon pod."),
+            Column("Ready", "integer", "Nodes whose daemon pod is ready."),
+            Column("Up-to-date", "integer", "Nodes running the latest pod template."),
+            Column("Available", "integer", "Nodes whose daemon pod is available."),
+            Column("Node Selector", "string", "Labels a node needs to run the daemon pod."),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            _selector_column("the daemon set manages"),
+        ),
+        _daemon_set_cells,
+    ),
+    ("apps", "ControllerRevision"): Printer(
+        (
+            NAME,
+            Column("Controller", "string", "The object owning this revision."),
+            Column("Revision", "string", "The revision number."),
+            AGE,
+        ),
+        _controller_revision_cells,
+    ),
+    ("batch", "Job"): Printer(
+        (
+            NAME,
+            Column("Status", "string", "The state of the job."),
+            Column("Completions", "string", "Succeeded pods out of the completions wanted."),
+            Column("Duration", "string", "How long the job ran, or has been running."),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            _selector_column("of the job"),
+        ),
+        _job_cells,
+    ),
+    ("batch", "CronJob"): Printer(
+        (
+            NAME,
+            Column("Schedule", "string", "The cron schedule."),
+            Column("Timezone", "string", "The time zone of the schedule."),
+            Column("Suspend", "boolean", "Whether new runs are suspended."),
+            Column("Active", "integer", "Number of jobs currently running."),
+            Column("Last Schedule", "string", "Time since a job was last scheduled."),
+            AGE,
+            CONTAINERS,
+            IMAGES,
+            _selector_column("of the jobs"),
+        ),
+        _cron_job_cells,
+    ),
+    ("autoscaling", "HorizontalPodAutoscaler"): Printer(
+        (
+            NAME,
+            Column("Reference", "string", "The scaled object, as Kind/name."),
+            Column("Targets", "string", "Current and target values of the metrics."),
+            Column("MinPods", "string", "The lower replica bound."),
+            Column("MaxPods", "string", "The upper replica bound."),
+            Column("Replicas", "string", "The current number of replicas."),
+            AGE,
+        ),
+        _hpa_cells,
+    ),
+    ("networking.k8s.io", "Ingress"): Printer(
+        (
+            NAME,
+            Column("Class", "string", "The ingress class handling this ingress."),
+            Column("Hosts", "string", "Host names the rules match."),
+            Column("Address", "string", "Addresses of the load balancer."),
+            Column("Ports", "string", "Ports served, 443 when TLS is configured."),
+            AGE,
+        ),
+        _ingress_cells,
+    ),
+    ("networking.k8s.io", "IngressClass"): Printer(
+        (
+            NAME,
+            Column("Controller", "string", "The controller implementing the class."),
+            Column("Parameters", "string", "The object holding extra parameters."),
+            AGE,
+        ),
+        _ingress_class_cells,
+    ),
+    ("networking.k8s.io", "NetworkPolicy"): Printer(
+        (NAME, Column("Pod-Selector", "string", "The pods the policy applies to."), AGE),
+        _network_policy_cells,
+    ),
+    ("discovery.k8s.io", "EndpointSlice"): Printer(
+        (
+            NAME,
+            Column("AddressType", "string", "The kind of addresses in the slice."),
+            Column("Ports", "string", "Ports of the endpoints."),
+            Column("Endpoints", "string", "Addresses of the endpoints."),
+            AGE,
+        ),
+        _endpoint_slice_cells,
+    ),
+    ("policy", "PodDisruptionBudget"): Printer(
+        (
+            NAME,
+            Column("Min Available", "string", "Pods that must stay available."),
+            Column("Max Unavailable", "string", "Pods that may be unavailable."),
+            Column("Allowed Disruptions", "integer", "Pods that may be disrupted right now."),
+            AGE,
+        ),
+        _pdb_cells,
+    ),
+    ("scheduling.k8s.io", "PriorityClass"): Printer(
+        (
+            NAME,
+            Column("Value", "integer", "The priority pods of this class receive."),
+            Column("Global-Default", "boolean", "Whether pods without a class get this one."),
+            AGE,
+            Column("PreemptionPolicy", "string", "Whether pods of the class may preempt."),
+        ),
+        _priority_class_cells,
+    ),
+    ("storage.k8s.io", "StorageClass"): Printer(
+        (
+            NAME,
+            Column("Provisioner", "string", "The volume plugin provisioning volumes."),
+            Column("ReclaimPolicy", "string", "What happens to released volumes."),
+            Column("VolumeBindingMode", "string", "When volumes are bound and provisioned."),
+            Column("AllowVolumeExpansion", "string", "Whether volumes may grow."),
+            AGE,
+        ),
+        _storage_class_cells,
+    ),
+    ("coordination.k8s.io", "Lease"): Printer(
+        (NAME, Column("Holder", "string", "The identity currently holding the lease."), AGE),
+        _lease_cells,
+    ),
+    ("rbac.authorization.k8s.io", "RoleBinding"): Printer(
+        _binding_columns("role binding"), _binding_cells
+    ),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): Printer(
+        _binding_columns("cluster role binding"), _binding_cells
+    ),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): Printer(
+        _WEBHOOK_COLUMNS, _webhook_configuration_cells
+    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): Printer(
+        _WEBHOOK_COLUMNS, _webhook_configuration_cells
+    ),
+}
+
+
+def printer_for(group: str, kind: str) -> Printer | None:
+    """The printer of a built-in kind; None for kinds printed with the default columns."""
+    return _PRINTERS.get((group, kind))

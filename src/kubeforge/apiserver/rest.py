@@ -1,0 +1,661 @@
+"""The write and read verbs for objects: create, get, update, patch, delete.
+
+Each write runs the same pipeline a real API server runs: decode (drop unknown fields,
+default), system metadata, strategy (status handling, generation), field ownership,
+validation, and then one atomic commit to the store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+
+from kubeforge.api.fielderror import FieldError
+from kubeforge.api.names import validate_object_meta, validate_object_meta_update
+from kubeforge.apiserver import managedfields, patch
+from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.errors import StatusError, status_success
+from kubeforge.apiserver.objectmeta import (
+    carry_system_fields,
+    fill_system_fields,
+    generate_name,
+    now_rfc3339,
+    spec_changed,
+)
+from kubeforge.apiserver.registry import Registry
+from kubeforge.apiserver.resource import GroupResource, ResourceType
+from kubeforge.apiserver.store import Store, StoredObject
+from kubeforge.apiserver.validation import TypeSupport
+
+__all__ = ["Observer", "Rest", "Validator"]
+
+# Called after every commit: (type, event type, new state, previous state).
+Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
+# Extra checks for particular resources (e.g. CRD schemas): (type, new, old) -> errors.
+Validator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], list[FieldError]]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
+BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+
+_GC_FINALIZERS = ("orphan", "foregroundDeletion")
+_NAMESPACES = GroupResource("", "namespaces")
+_PATCH_REJECTED = "the server rejected our request due to an error in our request"
+
+
+class Rest:
+    """Object verbs over one store and registry."""
+
+    def __init__(self, store: Store, registry: Registry, types: TypeSupport) -> None:
+        self.store = store
+        self.registry = registry
+        self.types = types
+        self.observers: list[Observer] = []
+        self.validators: list[Validator] = []
+        # Namespaces that accept no new objects (set while they terminate).
+        self.protected_namespaces = frozenset({"default", "kube-system", "kube-public"})
+
+    # Conversion between the served version and the stored form --------------------------
+
+    def served(self, rt: ResourceType, stored: StoredObject) -> dict[str, Any]:
+        """A private copy of a stored object, in the version `rt` serves."""
+        obj = stored.thaw()
+        return self.to_served(rt, obj)
+
+    def to_served(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        if rt.from_storage is not None:
+            return rt.from_storage(obj)
+        obj["apiVersion"] = rt.api_version
+        return obj
+
+    def served_raw(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
+        """The stored bytes when they already are in the served version, else a converted copy."""
+        if rt.from_storage is None and stored.obj.get("apiVersion") == rt.api_version:
+            return stored.raw
+        return self.served(rt, stored)
+
+    def to_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        if rt.to_storage is not None:
+            return rt.to_storage(obj)
+        if rt.is_crd and rt.storage_version and rt.storage_version != rt.version:
+            obj["apiVersion"] = f"{rt.group}/{rt.storage_version}"
+        return obj
+
+    # Helpers ----------------------------------------------------------------------------
+
+    def _not_found(self, rt: ResourceType, name: str) -> StatusError:
+        return StatusError.not_found(rt.group, rt.plural, name)
+
+    def _get_stored(self, call: Call) -> StoredObject:
+        stored = self.store.get(call.rt.group_resource, call.namespace, call.name)
+        if stored is None:
+            raise self._not_found(call.rt, call.name)
+        return stored
+
+    def _check_type_meta(self, rt: ResourceType, obj: Any, what: str = "") -> dict[str, Any]:
+        if not isinstance(obj, dict):
+            raise StatusError.bad_request(
+                f"the request body must be a JSON object describing a {rt.kind}"
+            )
+        kind = obj.get("kind")
+        api_version = obj.get("apiVersion")
+        if kind is not None and kind != rt.kind:
+            if rt.is_crd:
+                raise StatusError.invalid(
+                    rt.group,
+                    rt.kind,
+                    _name_of(obj),
+                    [FieldError.invalid("kind", kind, f"must be {rt.kind}")],
+                )
+            raise StatusError.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
+        if api_version is not None and api_version != rt.api_version:
+            raise StatusError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API "
+                f"version ({rt.api_version})"
+            )
+        obj["kind"] = rt.kind
+        obj["apiVersion"] = rt.api_version
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise StatusError.bad_request("metadata must be an object")
+        return obj
+
+    def _check_namespace(self, call: Call, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        rt = call.rt
+        if not rt.namespaced:
+            meta.pop("namespace", None)
+            return
+        body_ns = meta.get("namespace")
+        if body_ns and call.namespace and body_ns != call.namespace:
+            raise StatusError.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
+        if call.namespace:
+            meta["namespace"] = call.namespace
+
+    def namespace_lifecycle(self, call: Call) -> None:
+        """New objects need an existing namespace that is not being terminated."""
+        if not call.rt.namespaced:
+            return
+        ns = self.store.get(_NAMESPACES, "", call.namespace)
+        if ns is None:
+            raise StatusError.not_found("", "namespaces", call.namespace)
+        if ns.obj["metadata"].get("deletionTimestamp") or (
+            (ns.obj.get("status") or {}).get("phase") == "Terminating"
+        ):
+            raise StatusError.forbidden(
+                call.rt.group,
+                call.rt.plural,
+                call.name,
+                f"unable to create new content in namespace {call.namespace} because it is "
+                "being terminated",
+                [
+                    {
+                        "type": "NamespaceTerminating",
+                        "message": f"namespace {call.namespace} is being terminated",
+                        "field": "metadata.namespace",
+                    }
+                ],
+            )
+
+    def _decode(self, call: Call, obj: dict[str, Any], prefix: str = "") -> None:
+        unknown = self.types.decode(call.rt, obj)
+        call.report_unknown_fields(unknown, prefix)
+
+    def _validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        rt = call.rt
+        meta = obj["metadata"]
+        if old is None:
+            errors = validate_object_meta(meta, rt.namespaced, rt.name_rule, True)
+        else:
+            errors = validate_object_meta(meta, rt.namespaced, rt.name_rule, False)
+            errors += validate_object_meta_update(meta, old["metadata"])
+        # CEL and schema checks only make sense once the metadata is sound.
+        errors += self.types.validate(rt, obj, old)
+        for check in self.validators:
+            errors += check(rt, obj, old)
+        if errors:
+            raise StatusError.invalid(rt.group, rt.kind, meta.get("name", ""), errors)
+
+    def _commit_create(self, call: Call, obj: dict[str, Any]) -> StoredObject:
+        rt = call.rt
+        stored = self.store.create(rt.group_resource, self.to_storage(rt, obj))
+        self.notify(rt, "ADDED", stored, None)
+        return stored
+
+    def _commit_update(self, call: Call, obj: dict[str, Any], old: StoredObject) -> StoredObject:
+        rt = call.rt
+        meta = obj["metadata"]
+        old_meta = old.obj["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            and not _held(rt, obj)
+            and old_meta.get("deletionGracePeriodSeconds") == 0
+        ):
+            # The last finalizer is gone: the object leaves with this final state.
+            deleted = self.store.delete(rt.group_resource, old, self.to_storage(rt, obj))
+            self.notify(rt, "DELETED", deleted, old)
+            return deleted
+        stored = self.store.update(rt.group_resource, self.to_storage(rt, obj), old)
+        self.notify(rt, "MODIFIED", stored, old)
+        return stored
+
+    def notify(
+        self, rt: ResourceType, kind: str, new: StoredObject, old: StoredObject | None
+    ) -> None:
+        for observer in self.observers:
+            observer(rt, kind, new, old)
+
+    # create -----------------------------------------------------------------------------
+
+    def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+        """POST to a collection: 201 with the stored object."""
+        rt = call.rt
+        obj = self._check_type_meta(rt, body)
+        self._decode(call, obj)
+        self._check_namespace(call, obj)
+        meta = obj["metadata"]
+        if not meta.get("name") and not meta.get("generateName"):
+            raise StatusError.invalid(
+                rt.group,
+                rt.kind,
+                "",
+                [FieldError.required("metadata.name", "name or generateName is required")],
+            )
+        generated = not meta.get("name")
+        if generated:
+            meta["name"] = generate_name(str(meta["generateName"]))
+        if call.info.verb == "create":
+            self.namespace_lifecycle(call)
+        self.prepare_create(call, obj)
+        self._validate(call, obj, None)
+
+        gr = rt.group_resource
+        for _ in range(8):
+            if self.store.get(gr, call.namespace, meta["name"]) is None:
+                break
+            if not generated:
+                raise StatusError.already_exists(rt.group, rt.plural, meta["name"])
+            meta["name"] = generate_name(str(meta["generateName"]))
+        else:
+            raise StatusError.already_exists(rt.group, rt.plural, meta["name"], generated=True)
+
+        if call.dry_run:
+            meta["resourceVersion"] = ""
+            return 201, obj
+        stored = self._commit_create(call, obj)
+        return 201, self.served_raw(rt, stored)
+
+    def prepare_create(self, call: Call, obj: dict[str, Any]) -> None:
+        """System metadata, status reset, strategy and managedFields for a new object."""
+        rt = call.rt
+        meta = obj["metadata"]
+        fill_system_fields(meta, rt.tracks_generation)
+        meta.pop("resourceVersion", None)
+        if rt.has_status:
+            obj.pop("status", None)
+        self.types.strategy(rt).prepare_create(obj)
+        if "managedFields" not in meta or not isinstance(meta.get("managedFields"), list):
+            meta.pop("managedFields", None)
+        managedfields.update_managed_fields(
+            None,
+            obj,
+            call.field_manager,
+            self.types.view(rt),
+            rt.api_version,
+            call.info.subresource,
+            now_rfc3339(),
+        )
+
+    # get --------------------------------------------------------------------------------
+
+    def get(self, call: Call) -> StoredObject:
+        return self._get_stored(call)
+
+    # update -----------------------------------------------------------------------------
+
+    def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+        """PUT an object (main resource or /status)."""
+        rt = call.rt
+        obj = self._check_type_meta(rt, body)
+        meta = obj["metadata"]
+        if meta.get("name") and meta["name"] != call.name:
+            raise StatusError.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({call.name})"
+            )
+        meta["name"] = call.name
+        self._check_namespace(call, obj)
+        old = self._get_stored(call)
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv:
+            if wanted_rv != old.obj["metadata"].get("resourceVersion"):
+                raise StatusError.stale(rt.group, rt.plural, call.name)
+        elif not rt.unconditional_update or rt.is_crd:
+            raise StatusError.invalid(
+                rt.group,
+                rt.kind,
+                call.name,
+                [
+                    FieldError.invalid(
+                        "metadata.resourceVersion", "0x0", "must be specified for an update"
+                    )
+                ],
+            )
+        self._decode(call, obj)
+        return self.write_update(call, obj, old)
+
+    def write_update(
+        self,
+        call: Call,
+        obj: dict[str, Any],
+        old: StoredObject,
+        track_fields: bool = True,
+    ) -> tuple[int, bytes | dict[str, Any]]:
+        """The update pipeline after decoding: strategy, ownership, validation, commit."""
+        rt = call.rt
+        old_obj = self.served(rt, old)
+        meta = obj["metadata"]
+        old_meta = old_obj["metadata"]
+        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
+            raise StatusError.invalid(
+                rt.group,
+                rt.kind,
+                call.name,
+                [FieldError.invalid("metadata.uid", meta["uid"], "field is immutable")],
+            )
+        if meta.get("deletionTimestamp") and not old_meta.get("deletionTimestamp"):
+            raise StatusError.invalid(
+                rt.group,
+                rt.kind,
+                call.name,
+                [
+                    FieldError.invalid(
+                        "metadata.deletionTimestamp",
+                        meta["deletionTimestamp"],
+                        "field is immutable; may only be set by the server",
+                    )
+                ],
+            )
+        carry_system_fields(meta, old_meta)
+        strategy = self.types.strategy(rt)
+        sub = call.info.subresource
+        if sub == "status":
+            obj = _status_only(obj, old_obj)
+            meta = obj["metadata"]
+            strategy.prepare_status_update(obj, old_obj)
+        else:
+            if rt.has_status:
+                if "status" in old_obj:
+                    obj["status"] = old_obj["status"]
+                else:
+                    obj.pop("status", None)
+            strategy.prepare_update(obj, old_obj)
+            if rt.tracks_generation and spec_changed(obj, old_obj):
+                meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        if track_fields:
+            managedfields.update_managed_fields(
+                old_obj,
+                obj,
+                call.field_manager,
+                self.types.view(rt),
+                rt.api_version,
+                sub,
+                now_rfc3339(),
+            )
+        self._validate(call, obj, old_obj)
+
+        meta["resourceVersion"] = old_meta.get("resourceVersion")
+        if obj == old_obj:
+            # Nothing changed: no new revision, no event.
+            return 200, self.served_raw(rt, old)
+        if call.dry_run:
+            return 200, obj
+        stored = self._commit_update(call, obj, old)
+        return 200, self.served_raw(rt, stored)
+
+    # patch ------------------------------------------------------------------------------
+
+    def patch(
+        self, call: Call, body: bytes, content_type: str, decoded: Any
+    ) -> tuple[int, bytes | dict[str, Any]]:
+        """PATCH an object with a JSON, merge, strategic merge or apply patch."""
+        rt = call.rt
+        ctype = content_type.split(";")[0].strip().lower()
+        allowed = CUSTOM_PATCH_TYPES if rt.is_crd else BUILTIN_PATCH_TYPES
+        if ctype not in allowed:
+            raise StatusError.unsupported_media_type(ctype, allowed)
+        if ctype != APPLY_PATCH and call.query.get("force") not in (None, ""):
+            raise StatusError.unprocessable(
+                'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified '
+                "for non-apply patch"
+            )
+        if ctype == APPLY_PATCH:
+            return self.apply(call, decoded)
+        old = self._get_stored(call)
+        current = self.served(rt, old)
+        try:
+            if ctype == JSON_PATCH:
+                patched = patch.apply_json_patch(current, decoded)
+            elif ctype == MERGE_PATCH:
+                if not isinstance(decoded, dict):
+                    raise StatusError.bad_request("a merge patch must be a JSON object")
+                patched = patch.apply_merge_patch(current, decoded)
+            else:
+                if not isinstance(decoded, dict):
+                    raise StatusError.bad_request("a strategic merge patch must be a JSON object")
+                patched = patch.apply_strategic_merge_patch(current, decoded, self.types.view(rt))
+        except patch.PatchTooLarge as exc:
+            raise StatusError.too_large(str(exc)) from None
+        except patch.PatchError as exc:
+            if ctype == JSON_PATCH and exc.code == 422:
+                raise StatusError(422, "Invalid", _PATCH_REJECTED) from None
+            if exc.code == 422:
+                raise StatusError.unprocessable(str(exc)) from None
+            raise StatusError.bad_request(str(exc)) from None
+        obj = self._check_type_meta(rt, patched)
+        meta = obj["metadata"]
+        if meta.get("name") != call.name:
+            raise StatusError.bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the name on the "
+                f"URL ({call.name})"
+            )
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
+            raise StatusError.stale(rt.group, rt.plural, call.name)
+        self._decode(call, obj, "json patch " if ctype == JSON_PATCH else "")
+        return self.write_update(call, obj, old)
+
+    def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
+        """Server-side apply: create the object or merge the manager's intent into it."""
+        rt = call.rt
+        manager = call.query.get("fieldManager")
+        if not manager:
+            raise StatusError.unprocessable(
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                "required for apply patch"
+            )
+        force = call.query.get("force") in ("true", "True", "1")
+        if not isinstance(applied, dict):
+            raise StatusError.bad_request("an apply patch must be a YAML or JSON object")
+        if applied.get("apiVersion") != rt.api_version or applied.get("kind") != rt.kind:
+            raise StatusError.bad_request(
+                f"the API version and kind in the data ({applied.get('apiVersion')}, "
+                f"{applied.get('kind')}) do not match the expected ({rt.api_version}, {rt.kind})"
+            )
+        meta = applied.get("metadata")
+        if not isinstance(meta, dict) or meta.get("name") != call.name:
+            raise StatusError.bad_request(
+                "the name of the object in the apply patch must match the name on the URL"
+            )
+        applied = self._check_type_meta(rt, applied)
+        self._check_namespace(call, applied)
+        # The intent is pruned but not defaulted: defaults are not the manager's to own.
+        call.report_unknown_fields(self.types.prune(rt, applied))
+        old = self.store.get(rt.group_resource, call.namespace, call.name)
+        live = None if old is None else self.served(rt, old)
+        try:
+            result = managedfields.server_side_apply(
+                live,
+                applied,
+                manager,
+                force,
+                self.types.view(rt),
+                rt.api_version,
+                call.info.subresource,
+                now_rfc3339(),
+                # The main resource never writes status when there is a status subresource.
+                ignored=("status",) if rt.has_status and not call.info.subresource else None,
+            )
+        except managedfields.ApplyConflict as exc:
+            raise StatusError(409, "Conflict", str(exc), {"causes": exc.causes}) from None
+        except managedfields.ApplyError as exc:
+            raise StatusError.bad_request(str(exc)) from None
+        result = self._check_type_meta(rt, result)
+        self._decode(call, result)
+        if old is None:
+            if call.info.subresource:
+                raise self._not_found(rt, call.name)
+            self.namespace_lifecycle(call)
+            managed = result["metadata"].get("managedFields")
+            self.prepare_create(call, result)
+            if managed is not None:
+                result["metadata"]["managedFields"] = managed
+            self._validate(call, result, None)
+            if call.dry_run:
+                return 201, result
+            stored = self._commit_create(call, result)
+            return 201, self.served_raw(rt, stored)
+        return self.write_update(call, result, old, track_fields=False)
+
+    # delete -----------------------------------------------------------------------------
+
+    def delete(self, call: Call, options: dict[str, Any]) -> tuple[int, bytes | dict[str, Any]]:
+        """DELETE an object: at once, or mark it deleting while finalizers remain."""
+        return self.delete_stored(call, self._get_stored(call), options)
+
+    def delete_stored(
+        self, call: Call, old: StoredObject, options: dict[str, Any]
+    ) -> tuple[int, bytes | dict[str, Any]]:
+        rt = call.rt
+        old_meta = old.obj["metadata"]
+        name = old_meta["name"]
+        pre = options.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != old_meta.get("uid"):
+            raise StatusError.conflict(
+                rt.group,
+                rt.plural,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                f"{old_meta.get('uid')}",
+            )
+        if pre.get("resourceVersion") and pre["resourceVersion"] != old_meta.get("resourceVersion"):
+            raise StatusError.conflict(
+                rt.group,
+                rt.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: "
+                f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                f"{old_meta.get('resourceVersion')}",
+            )
+        policy = options.get("propagationPolicy")
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise StatusError.unprocessable(
+                f'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '
+                f'"{policy}": supported values: "Foreground", "Background", "Orphan", "nil"'
+            )
+        orphan_opt = options.get("orphanDependents")
+        if orphan_opt is not None and policy is not None:
+            raise StatusError.unprocessable(
+                'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: '
+                f'"{policy}": orphanDependents and deletionPropagation cannot be both set'
+            )
+        if _is_namespace(rt) and name in self.protected_namespaces:
+            raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
+        obj = self.served(rt, old)
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        new_finalizers = _gc_finalizers(finalizers, policy, orphan_opt)
+        grace = _grace_period(rt, obj, options)
+        # A namespace is also held by spec.finalizers until its contents are gone.
+        held_by_spec = _is_namespace(rt) and bool((obj.get("spec") or {}).get("finalizers"))
+
+        if new_finalizers or grace or held_by_spec:
+            deleting = bool(meta.get("deletionTimestamp"))
+            shorter = grace < int(meta.get("deletionGracePeriodSeconds") or 0)
+            if deleting and new_finalizers == finalizers and not shorter:
+                return 200, self.served_raw(rt, old)  # already being deleted: idempotent
+            if new_finalizers:
+                meta["finalizers"] = new_finalizers
+            else:
+                meta.pop("finalizers", None)
+            if not deleting or shorter:
+                meta["deletionTimestamp"] = _deletion_time(grace)
+                meta["deletionGracePeriodSeconds"] = grace
+            if not deleting and rt.tracks_generation and int(meta.get("generation") or 0) > 0:
+                meta["generation"] = int(meta["generation"]) + 1
+            if held_by_spec:
+                obj.setdefault("status", {})["phase"] = "Terminating"
+            if call.dry_run:
+                return 200, obj
+            stored = self.store.update(rt.group_resource, self.to_storage(rt, obj), old)
+            self.notify(rt, "MODIFIED", stored, old)
+            # 202 only for the old-style orphanDependents=false request, as upstream.
+            return (202 if orphan_opt is False else 200), self.served_raw(rt, stored)
+
+        if call.dry_run:
+            if rt.returns_deleted_object:
+                return 200, obj
+            return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
+        deleted = self.store.delete(rt.group_resource, old)
+        self.notify(rt, "DELETED", deleted, old)
+        if rt.returns_deleted_object:
+            return 200, self.served_raw(rt, deleted)
+        return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
+
+
+def _name_of(obj: Any) -> str:
+    if isinstance(obj, dict):
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            return str(meta.get("name") or "")
+    return ""
+
+
+def _status_only(obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """A /status write: the old object with only status (and managedFields) from the request."""
+    result = dict(old)
+    result["metadata"] = dict(old["metadata"])
+    if "status" in obj:
+        result["status"] = obj["status"]
+    else:
+        result.pop("status", None)
+    if "managedFields" in obj["metadata"]:
+        result["metadata"]["managedFields"] = obj["metadata"]["managedFields"]
+    return result
+
+
+def _is_namespace(rt: ResourceType) -> bool:
+    return rt.group == "" and rt.plural == "namespaces"
+
+
+def _held(rt: ResourceType, obj: dict[str, Any]) -> bool:
+    """Whether something still holds a deleting object: finalizers (or, for a namespace,
+    the finalizers in its spec)."""
+    if obj["metadata"].get("finalizers"):
+        return True
+    return _is_namespace(rt) and bool((obj.get("spec") or {}).get("finalizers"))
+
+
+def _gc_finalizers(finalizers: list[str], policy: str | None, orphan_opt: bool | None) -> list[str]:
+    """The object's finalizers after a delete's propagation choice (orphan/foreground)."""
+    if orphan_opt is not None:
+        orphan = bool(orphan_opt)
+    elif policy is not None:
+        orphan = policy == "Orphan"
+    else:
+        orphan = "orphan" in finalizers
+    if orphan_opt is not None:
+        foreground = False
+    elif policy is not None:
+        foreground = policy == "Foreground"
+    else:
+        foreground = "foregroundDeletion" in finalizers
+    result = [f for f in finalizers if f not in _GC_FINALIZERS]
+    if orphan:
+        result.append("orphan")
+    if foreground:
+        result.append("foregroundDeletion")
+    return result
+
+
+def _grace_period(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]) -> int:
+    """Seconds a pod may take to stop; 0 (delete at once) for everything else."""
+    if rt.plural != "pods" or rt.group:
+        return 0
+    spec = obj.get("spec") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    grace = options.get("gracePeriodSeconds")
+    if grace is None:
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+    current = obj["metadata"].get("deletionGracePeriodSeconds")
+    if current is not None and grace > current:
+        grace = current
+    return max(int(grace), 0)
+
+
+def _deletion_time(grace: int) -> str:
+    when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace)
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")

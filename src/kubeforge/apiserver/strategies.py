@@ -1,0 +1,506 @@
+"""Per-kind strategies: what the server does to a built-in object besides the generic write
+path — defaulting, the type's own create/update preparation (including what admission
+plugins of a default cluster add), and semantic validation.
+
+The write path (`rest.py`) already handles system metadata, generation and the generic
+status rules (status dropped on create, kept on update, only status taken on /status);
+strategies add the rest. `strategy_for` answers a cached instance per kind; kinds the server
+does not build in (CRD-defined ones) get a strategy that does nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubeforge.api.fielderror import FieldError
+from kubeforge.api.names import validate_builtin_finalizers
+from kubeforge.apiserver import defaults
+from kubeforge.apiserver.builtin_validation import (
+    VALIDATORS,
+    CreateValidator,
+    UpdateValidator,
+    pod_qos_class,
+)
+
+__all__ = ["BuiltinStrategy", "Strategy", "strategy_for"]
+
+Obj = dict[str, Any]
+
+# Groups whose kinds are served from the server's own definitions.
+BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+    }
+)
+
+# Status a new object starts with: Go writes a status struct out with its non-optional
+# fields even when nothing has set them yet.
+STATUS_ON_CREATE: dict[tuple[str, str], Obj] = {
+    ("", "PersistentVolume"): {"phase": "Pending"},
+    ("", "PersistentVolumeClaim"): {"phase": "Pending"},
+    ("", "ReplicationController"): {"replicas": 0},
+    ("", "ResourceQuota"): {},
+    ("", "Service"): {"loadBalancer": {}},
+    ("apps", "DaemonSet"): {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    ("apps", "Deployment"): {},
+    ("apps", "ReplicaSet"): {"replicas": 0},
+    ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
+    ("autoscaling", "HorizontalPodAutoscaler"): {"desiredReplicas": 0},
+    ("batch", "CronJob"): {},
+    ("batch", "Job"): {},
+    ("networking.k8s.io", "Ingress"): {"loadBalancer": {}},
+    ("policy", "PodDisruptionBudget"): {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+}
+
+
+def _d(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+class Strategy:
+    """The per-kind hooks of the write path. This base changes nothing and finds no errors,
+    which is right for CRD-defined kinds (their schema does that work)."""
+
+    __slots__ = ()
+
+    @property
+    def reports_required(self) -> bool:
+        """Whether validate() itself reports missing required fields (so schema-level
+        "Required value" errors for this kind would repeat them)."""
+        return False
+
+    def default(self, obj: Obj) -> None:
+        """Fill unset fields in place, as decoding a request body does."""
+
+    def prepare_create(self, obj: Obj) -> None:
+        """Adjust a new object after system metadata is set and before validation."""
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        """Adjust the new state of a main-resource update (old status already restored)."""
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        """Adjust the new state of a /status update (everything but status already old)."""
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        """Type-specific problems with a new object."""
+        return []
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[FieldError]:
+        """Type-specific problems with an update, transitions included."""
+        return []
+
+
+class BuiltinStrategy(Strategy):
+    """A built-in kind: its defaults, its initial status, its validators, and the finalizer
+    rule every built-in kind follows."""
+
+    __slots__ = ("_defaulter", "_status", "_validate", "_validate_update")
+
+    def __init__(
+        self,
+        defaulter: Callable[[Obj], None] | None = None,
+        validators: tuple[CreateValidator, UpdateValidator] | None = None,
+        status: Obj | None = None,
+    ) -> None:
+        self._defaulter = defaulter
+        self._validate: CreateValidator | None = validators[0] if validators else None
+        self._validate_update: UpdateValidator | None = validators[1] if validators else None
+        self._status = status
+
+    @property
+    def reports_required(self) -> bool:
+        return self._validate is not None
+
+    def default(self, obj: Obj) -> None:
+        if self._defaulter is not None:
+            self._defaulter(obj)
+
+    def prepare_create(self, obj: Obj) -> None:
+        if self._status is not None:
+            obj["status"] = {**copy.deepcopy(self._status), **_d(obj.get("status"))}
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        if self._status is not None:
+            status = obj.get("status")
+            if not isinstance(status, dict):
+                status = obj["status"] = {}
+            for key, value in self._status.items():
+                if key not in status:
+                    status[key] = copy.deepcopy(value)
+
+    def validate(self, obj: Obj) -> list[FieldError]:
+        errors = _finalizer_errors(obj)
+        if self._validate is not None:
+            errors += self._validate(obj)
+        return errors
+
+    def validate_update(self, obj: Obj, old: Obj) -> list[FieldError]:
+        errors = _finalizer_errors(obj)
+        if self._validate_update is not None:
+            errors += self._validate_update(obj, old)
+        return errors
+
+
+def _finalizer_errors(obj: Obj) -> list[FieldError]:
+    finalizers = _d(obj.get("metadata")).get("finalizers")
+    if not finalizers:
+        return []
+    return validate_builtin_finalizers(finalizers, "metadata.finalizers")
+
+
+# -- pods ------------------------------------------------------------------------------------
+
+# What the default admission plugins add to pods: the default service account, a priority
+# from the (built-in) priority classes, and tolerations for unreachable and not-ready nodes.
+_SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+_NODE_TOLERATIONS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+DEFAULT_TOLERATION_SECONDS = 300
+
+
+def _add_node_tolerations(spec: Obj) -> None:
+    tolerations = spec.get("tolerations")
+    if not isinstance(tolerations, list):
+        tolerations = []
+    for key in _NODE_TOLERATIONS:
+        covered = any(
+            isinstance(t, dict)
+            and t.get("key") in (key, "", None)
+            and t.get("effect") in ("NoExecute", "", None)
+            for t in tolerations
+        )
+        if not covered:
+            tolerations.append(
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": DEFAULT_TOLERATION_SECONDS,
+                }
+            )
+    spec["tolerations"] = tolerations
+
+
+class PodStrategy(BuiltinStrategy):
+    """Pods: admission defaults on create, status Pending with the QoS class, and a
+    scheduling-gated condition for gated pods."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        account = spec.get("serviceAccountName") or "default"
+        spec["serviceAccountName"] = account
+        spec["serviceAccount"] = account
+        priority_class = spec.get("priorityClassName")
+        priority_class = priority_class if isinstance(priority_class, str) else ""
+        if not priority_class or priority_class in _SYSTEM_PRIORITIES:
+            if spec.get("priority") is None:
+                spec["priority"] = _SYSTEM_PRIORITIES.get(priority_class, 0)
+            if spec.get("preemptionPolicy") is None:
+                spec["preemptionPolicy"] = "PreemptLowerPriority"
+        _add_node_tolerations(spec)
+        status: Obj = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
+        if spec.get("schedulingGates"):
+            status["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": None,
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }
+            ]
+        obj["status"] = status
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            _add_node_tolerations(spec)
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        # The QoS class is fixed at creation; a status without one keeps the old.
+        status = obj.get("status")
+        old_qos = _d(old.get("status")).get("qosClass")
+        if isinstance(status, dict) and not status.get("qosClass") and old_qos:
+            status["qosClass"] = old_qos
+
+
+# -- namespaces ------------------------------------------------------------------------------
+
+NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def _label_with_name(obj: Obj) -> None:
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        return
+    labels = meta.get("labels")
+    if not isinstance(labels, dict):
+        meta["labels"] = {NAME_LABEL: meta["name"]}
+    elif labels.get(NAME_LABEL) != meta["name"]:
+        meta["labels"] = {**labels, NAME_LABEL: meta["name"]}
+
+
+class NamespaceStrategy(BuiltinStrategy):
+    """Namespaces: phase Active, the `kubernetes` spec finalizer, and the name label (also
+    for names generated from generateName)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        obj["status"] = {"phase": "Active"}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        finalizers = spec.get("finalizers")
+        if not isinstance(finalizers, list) or not finalizers:
+            spec["finalizers"] = ["kubernetes"]
+        elif "kubernetes" not in finalizers:
+            spec["finalizers"] = [*finalizers, "kubernetes"]
+        _label_with_name(obj)
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        # spec.finalizers changes are left alone: the finalize subresource writes through
+        # this same path.
+        _label_with_name(obj)
+
+
+# -- jobs ------------------------------------------------------------------------------------
+
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+
+
+def _copy_template_labels(obj: Obj) -> None:
+    # Reading a Job back applies its defaults again: an object without labels takes the
+    # (by then generated) labels of its pod template.
+    meta = obj.get("metadata")
+    labels = _d(_d(_d(obj.get("spec")).get("template")).get("metadata")).get("labels")
+    if isinstance(meta, dict) and not meta.get("labels") and isinstance(labels, dict) and labels:
+        meta["labels"] = dict(labels)
+
+
+class JobStrategy(BuiltinStrategy):
+    """Jobs: unless the selector is manual, label the pod template with the job's name and
+    uid and select on the uid."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        super().prepare_create(obj)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        if spec.get("manualSelector") is not True:
+            self._generate_selector(obj, spec)
+        _copy_template_labels(obj)
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        _copy_template_labels(obj)
+
+    @staticmethod
+    def _generate_selector(obj: Obj, spec: Obj) -> None:
+        meta = _d(obj.get("metadata"))
+        uid = str(meta.get("uid") or "")
+        name = str(meta.get("name") or "")
+        template = spec.get("template")
+        if not isinstance(template, dict):
+            template = spec["template"] = {}
+        template_meta = template.get("metadata")
+        if not isinstance(template_meta, dict):
+            template_meta = template["metadata"] = {}
+        labels = dict(_d(template_meta.get("labels")))
+        generated = {
+            JOB_UID_LABEL: uid,
+            "batch.kubernetes.io/job-name": name,
+            "controller-uid": uid,
+            "job-name": name,
+        }
+        for key, value in generated.items():
+            labels.setdefault(key, value)
+        # Label maps are written out sorted by key.
+        template_meta["labels"] = dict(sorted(labels.items()))
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        match = selector.get("matchLabels")
+        if not isinstance(match, dict):
+            match = selector["matchLabels"] = {}
+        match.setdefault(JOB_UID_LABEL, uid)
+
+
+# -- deployments -----------------------------------------------------------------------------
+
+
+class DeploymentStrategy(BuiltinStrategy):
+    """Deployments: annotation changes (rollback and change-cause records) also count as a
+    new generation."""
+
+    __slots__ = ()
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        meta = obj.get("metadata")
+        old_meta = _d(old.get("metadata"))
+        if not isinstance(meta, dict):
+            return
+        if (meta.get("annotations") or {}) != (old_meta.get("annotations") or {}):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+
+
+# -- services --------------------------------------------------------------------------------
+
+
+def _needs_node_ports(spec: Mapping[str, Any]) -> bool:
+    kind = spec.get("type")
+    return kind == "NodePort" or (
+        kind == "LoadBalancer" and spec.get("allocateLoadBalancerNodePorts") is not False
+    )
+
+
+def _ports(spec: Mapping[str, Any]) -> list[Obj]:
+    ports = spec.get("ports")
+    return [p for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
+
+
+def _port_name(port: Obj) -> str:
+    name = port.get("name")
+    return name if isinstance(name, str) else ""
+
+
+class ServiceStrategy(BuiltinStrategy):
+    """Services: an update that leaves out the allocated cluster IPs or node ports keeps
+    them (allocation itself happens elsewhere)."""
+
+    __slots__ = ()
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        spec = obj.get("spec")
+        old_spec = _d(old.get("spec"))
+        if not isinstance(spec, dict):
+            return
+        kinds = (spec.get("type"), old_spec.get("type"))
+        if "ExternalName" not in kinds and not spec.get("clusterIP") and old_spec.get("clusterIP"):
+            spec["clusterIP"] = old_spec["clusterIP"]
+            old_ips = old_spec.get("clusterIPs")
+            spec["clusterIPs"] = (
+                list(old_ips) if isinstance(old_ips, list) else [old_spec["clusterIP"]]
+            )
+        if _needs_node_ports(spec) and _needs_node_ports(old_spec):
+            ports = _ports(spec)
+            old_node_ports = {_port_name(p): p.get("nodePort") for p in _ports(old_spec)}
+            used = {p.get("nodePort") for p in ports if isinstance(p.get("nodePort"), int)}
+            for port in ports:
+                if not port.get("nodePort"):
+                    value = old_node_ports.get(_port_name(port))
+                    if isinstance(value, int) and value and value not in used:
+                        port["nodePort"] = value
+            if (
+                spec.get("externalTrafficPolicy") == "Local"
+                and not spec.get("healthCheckNodePort")
+                and old_spec.get("healthCheckNodePort")
+            ):
+                spec["healthCheckNodePort"] = old_spec["healthCheckNodePort"]
+
+
+# -- CustomResourceDefinitions ---------------------------------------------------------------
+
+
+def _storage_version(crd: Obj) -> str | None:
+    versions = _d(crd.get("spec")).get("versions")
+    for version in versions if isinstance(versions, list) else ():
+        if isinstance(version, dict) and version.get("storage") is True:
+            name = version.get("name")
+            return name if isinstance(name, str) else None
+    return None
+
+
+class CRDStrategy(BuiltinStrategy):
+    """CustomResourceDefinitions: the storage version is recorded in status.storedVersions;
+    accepted names start empty (a controller accepts them)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        storage = _storage_version(obj)
+        obj["status"] = {
+            "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": [storage] if storage else [],
+        }
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        storage = _storage_version(obj)
+        status = obj.get("status")
+        if not storage or not isinstance(status, dict):
+            return
+        stored = status.get("storedVersions")
+        stored = list(stored) if isinstance(stored, list) else []
+        if storage not in stored:
+            # A new dict: the status is shared with the old object at this point.
+            obj["status"] = {**status, "storedVersions": [*stored, storage]}
+
+
+# -- the registry ----------------------------------------------------------------------------
+
+_SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
+    ("", "Pod"): PodStrategy,
+    ("", "Namespace"): NamespaceStrategy,
+    ("", "Service"): ServiceStrategy,
+    ("apps", "Deployment"): DeploymentStrategy,
+    ("batch", "Job"): JobStrategy,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): CRDStrategy,
+}
+
+_NOOP = Strategy()
+_CACHE: dict[tuple[str, str], Strategy] = {}
+
+
+def _build(group: str, kind: str) -> Strategy:
+    if group not in BUILTIN_GROUPS:
+        return _NOOP
+    key = (group, kind)
+    cls = _SPECIAL.get(key, BuiltinStrategy)
+    return cls(defaults.DEFAULTERS.get(key), VALIDATORS.get(key), STATUS_ON_CREATE.get(key))
+
+
+def strategy_for(group: str, kind: str) -> Strategy:
+    """The strategy of a kind (one shared instance each); a no-op one for kinds that are not
+    built in."""
+    key = (group, kind)
+    strategy = _CACHE.get(key)
+    if strategy is None:
+        strategy = _CACHE[key] = _build(group, kind)
+    return strategy

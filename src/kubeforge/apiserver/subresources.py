@@ -1,0 +1,317 @@
+"""Subresources other than status: scale, pod log/binding/eviction, tokens, namespace
+finalization, and the access reviews kubectl asks (`auth can-i`, `auth whoami`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from kubeforge.api.fielderror import FieldError
+from kubeforge.api.selectors import selector_from_dict
+from kubeforge.apiserver import patch as patching
+from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.objectmeta import now_rfc3339
+from kubeforge.apiserver.requestinfo import RequestInfo
+from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.rest import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Rest
+
+__all__ = ["LogRequest", "LogSource", "NoLogs", "Subresources"]
+
+
+@dataclass(frozen=True)
+class LogRequest:
+    """What `GET pods/<name>/log` asks for."""
+
+    namespace: str
+    pod: str
+    container: str
+    follow: bool = False
+    tail_lines: int | None = None
+    since_seconds: int | None = None
+    timestamps: bool = False
+    previous: bool = False
+    limit_bytes: int | None = None
+
+
+class LogSource(Protocol):
+    """Where container output comes from (the dev cluster's simulated kubelet provides one)."""
+
+    def stream(self, request: LogRequest) -> AsyncIterator[bytes]:
+        """The log, chunk by chunk; with `follow` it ends when the container does."""
+
+
+class NoLogs:
+    """The log source of a bare API server: no container ever ran, so logs are empty."""
+
+    async def stream(self, request: LogRequest) -> AsyncIterator[bytes]:
+        nothing: tuple[bytes, ...] = ()
+        for chunk in nothing:
+            yield chunk
+
+
+def _path_parts(path: str) -> list[str]:
+    return [p for p in path.strip(".").split(".") if p]
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in _path_parts(path):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _set_path(obj: dict[str, Any], path: str, value: Any) -> None:
+    parts = _path_parts(path)
+    for part in parts[:-1]:
+        obj = obj.setdefault(part, {})
+    obj[parts[-1]] = value
+
+
+class Subresources:
+    """Handlers for the subresources a ResourceType declares."""
+
+    def __init__(self, rest: Rest, logs: LogSource) -> None:
+        self.rest = rest
+        self.logs = logs
+
+    # scale ------------------------------------------------------------------------------
+
+    def scale_of(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """The autoscaling/v1 Scale view of an object."""
+        paths = rt.scale
+        assert paths is not None
+        meta = obj["metadata"]
+        selector: str | None = None
+        if paths.label_selector:
+            selector = _get_path(obj, paths.label_selector)
+        if selector is None and isinstance((obj.get("spec") or {}).get("selector"), dict):
+            selector = str(selector_from_dict(obj["spec"]["selector"]))
+        status: dict[str, Any] = {"replicas": int(_get_path(obj, paths.status_replicas) or 0)}
+        if selector:
+            status["selector"] = selector
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": int(_get_path(obj, paths.spec_replicas) or 0)},
+            "status": status,
+        }
+
+    def get_scale(self, call: Call) -> dict[str, Any]:
+        rt = call.rt
+        return self.scale_of(rt, self.rest.served(rt, self.rest.get(call)))
+
+    def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
+        """PUT or PATCH of /scale: change the replicas of the parent object."""
+        rt = call.rt
+        assert rt.scale is not None
+        old = self.rest.get(call)
+        obj = self.rest.served(rt, old)
+        current = self.scale_of(rt, obj)
+        if content_type is None:
+            scale = body
+        else:
+            ctype = content_type.split(";")[0].strip()
+            try:
+                if ctype == JSON_PATCH:
+                    scale = patching.apply_json_patch(current, body)
+                elif ctype in (MERGE_PATCH, STRATEGIC_PATCH):
+                    scale = patching.apply_merge_patch(current, body)
+                else:
+                    raise StatusError.unsupported_media_type(ctype, (JSON_PATCH, MERGE_PATCH))
+            except patching.PatchError:
+                raise StatusError.unprocessable(
+                    "the server rejected our request due to an error in our request"
+                ) from None
+        if not isinstance(scale, dict):
+            raise StatusError.bad_request("the request body must be a Scale object")
+        wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
+            raise StatusError.stale(rt.group, rt.plural, call.name)
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise StatusError.invalid(
+                "autoscaling",
+                "Scale",
+                call.name,
+                [
+                    FieldError.invalid(
+                        "spec.replicas", replicas, "must be greater than or equal to 0"
+                    )
+                ],
+            )
+        _set_path(obj, rt.scale.spec_replicas, replicas)
+        _, result = self.rest.write_update(call, obj, old)
+        new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
+        return self.scale_of(rt, new)
+
+    # pods -------------------------------------------------------------------------------
+
+    def log_request(self, call: Call) -> LogRequest:
+        """Check the container choice of a log request as the server does."""
+        pod = self.rest.served(call.rt, self.rest.get(call))
+        containers = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
+        init = [c.get("name", "") for c in (pod.get("spec") or {}).get("initContainers") or []]
+        container: str = call.query.get("container") or ""
+        if not container:
+            default = (pod["metadata"].get("annotations") or {}).get(
+                "kubectl.kubernetes.io/default-container"
+            )
+            if default is not None and default in containers:
+                container = default
+            elif len(containers) == 1:
+                container = containers[0]
+            else:
+                names = " ".join(containers)
+                raise StatusError.bad_request(
+                    f"a container name must be specified for pod {call.name}, choose one of: "
+                    f"[{names}]"
+                )
+        if container not in containers and container not in init:
+            raise StatusError.bad_request(f"container {container} is not valid for pod {call.name}")
+        q = call.query
+
+        def number(key: str) -> int | None:
+            text = q.get(key)
+            if not text:
+                return None
+            try:
+                return int(text)
+            except ValueError:
+                raise StatusError.bad_request(f"invalid {key}: {text}") from None
+
+        return LogRequest(
+            namespace=call.namespace,
+            pod=call.name,
+            container=container,
+            follow=q.get("follow") == "true",
+            tail_lines=number("tailLines"),
+            since_seconds=number("sinceSeconds"),
+            timestamps=q.get("timestamps") == "true",
+            previous=q.get("previous") == "true",
+            limit_bytes=number("limitBytes"),
+        )
+
+    def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
+        """Assign a pod to a node (what a scheduler does through pods/binding)."""
+        if not isinstance(body, dict):
+            raise StatusError.bad_request("the request body must be a Binding")
+        target = body.get("target") or {}
+        node = target.get("name")
+        if not node:
+            raise StatusError.invalid("", "Binding", pod_name, [FieldError.required("target.name")])
+        pods = self.rest.registry.get("", "v1", "pods")
+        assert pods is not None
+        stored = self.rest.store.get(pods.group_resource, call.namespace, pod_name)
+        if stored is None:
+            raise StatusError.not_found("", "pods", pod_name)
+        pod = self.rest.served(pods, stored)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise StatusError.conflict(
+                "", "pods", pod_name, "pod is being deleted, cannot be assigned to a host"
+            )
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise StatusError.conflict(
+                "", "pods", pod_name, f'pod {pod_name} is already assigned to node "{current}"'
+            )
+        pod.setdefault("spec", {})["nodeName"] = node
+        pod_call = Call(
+            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings
+        )
+        self.rest.write_update(pod_call, pod, stored)
+        return _success()
+
+    def evict(self, call: Call, body: Any) -> dict[str, Any]:
+        """Evict a pod: delete it with the eviction's delete options."""
+        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        self.rest.delete(call, options)
+        return _success()
+
+    def token(self, call: Call, body: Any) -> dict[str, Any]:
+        """Issue a TokenRequest for a service account."""
+        self.rest.get(call)  # 404 when the account does not exist
+        spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
+        seconds = int(spec.get("expirationSeconds") or 3600)
+        expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
+        return {
+            "kind": "TokenRequest",
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {
+                "name": call.name,
+                "namespace": call.namespace,
+                "creationTimestamp": now_rfc3339(),
+            },
+            "spec": {**spec, "expirationSeconds": seconds},
+            "status": {
+                "token": secrets.token_urlsafe(32),
+                "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            },
+        }
+
+    def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+        """PUT namespaces/<n>/finalize: replace spec.finalizers (the namespace controller's
+        last step); the namespace goes once nothing holds it."""
+        rt = call.rt
+        if not isinstance(body, dict):
+            raise StatusError.bad_request("the request body must be a Namespace")
+        old = self.rest.get(call)
+        obj = self.rest.served(rt, old)
+        finalizers = (body.get("spec") or {}).get("finalizers") or []
+        obj.setdefault("spec", {})["finalizers"] = list(finalizers)
+        if not finalizers:
+            del obj["spec"]["finalizers"]
+        return self.rest.write_update(call, obj, old, track_fields=False)
+
+    # reviews ----------------------------------------------------------------------------
+
+    def review(self, call: Call, body: Any, user: str) -> dict[str, Any]:
+        """Answer an access or identity review: this server allows everything it serves."""
+        if not isinstance(body, dict):
+            raise StatusError.bad_request("the request body must be a review object")
+        rt = call.rt
+        result = dict(body)
+        result["kind"] = rt.kind
+        result["apiVersion"] = rt.api_version
+        meta = dict(result.get("metadata") or {})
+        meta["creationTimestamp"] = None
+        result["metadata"] = meta
+        if rt.kind in (
+            "SelfSubjectAccessReview",
+            "SubjectAccessReview",
+            "LocalSubjectAccessReview",
+        ):
+            result["status"] = {"allowed": True, "reason": "the kubeforge API server allows all"}
+        elif rt.kind == "SelfSubjectRulesReview":
+            result["status"] = {
+                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": False,
+            }
+        elif rt.kind == "SelfSubjectReview":
+            result["status"] = {"userInfo": _user_info(user)}
+        elif rt.kind == "TokenReview":
+            result["status"] = {"authenticated": True, "user": _user_info(user)}
+        return result
+
+
+def _user_info(user: str) -> dict[str, Any]:
+    return {"username": user, "groups": ["system:masters", "system:authenticated"]}
+
+
+def _success() -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _with_name(call: Call, name: str) -> RequestInfo:
+    return replace(call.info, resource="pods", name=name, subresource="binding")

@@ -1,0 +1,121 @@
+"""A throwaway certificate authority and serving certificate for one server run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = ["ServingCertificates", "generate_certificates"]
+
+
+@dataclass(frozen=True)
+class ServingCertificates:
+    """PEM-encoded CA certificate, serving certificate and its private key."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+
+    def server_context(self) -> ssl.SSLContext:
+        """An SSL context that serves the certificate (loaded through a private temp dir)."""
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        with tempfile.TemporaryDirectory() as tmp:
+            cert = Path(tmp, "tls.crt")
+            key = Path(tmp, "tls.key")
+            cert.write_bytes(self.cert_pem + self.ca_pem)
+            key.write_bytes(self.key_pem)
+            key.chmod(0o600)
+            ctx.load_cert_chain(cert, key)
+        return ctx
+
+    def client_context(self) -> ssl.SSLContext:
+        """An SSL context that trusts only this CA."""
+        return ssl.create_default_context(cadata=self.ca_pem.decode())
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def generate_certificates(
+    hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1"), days: int = 365
+) -> ServingCertificates:
+    """Create a CA and a serving certificate valid for `hosts` (IP addresses or DNS names).
+
+    Elliptic-curve keys keep generation to a few milliseconds, so every server start (and
+    every test environment) gets fresh credentials.
+    """
+    now = dt.datetime.now(dt.UTC)
+    start = now - dt.timedelta(minutes=5)  # tolerate small clock differences
+    end = now + dt.timedelta(days=days)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("kubeforge-ca")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt_names: list[x509.GeneralName] = []
+    for host in hosts:
+        try:
+            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt_names.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name("kubeforge-apiserver"))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return ServingCertificates(
+        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+    )

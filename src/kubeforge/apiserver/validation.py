@@ -1,0 +1,111 @@
+"""Decoding and validating objects of any served type against its schema.
+
+Built-in types use the official definitions (unknown fields are dropped, as typed decoding
+does) and their per-type strategy; CRD-defined types use the CRD's structural schema
+(pruning, defaulting, OpenAPI and CEL validation) shared with client-side validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeforge.api import validation as crv
+from kubeforge.api.fielderror import FieldError, FieldErrorType
+from kubeforge.api.schemaview import SchemaView
+from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.strategies import Strategy, strategy_for
+
+__all__ = ["TypeSupport"]
+
+
+class TypeSupport:
+    """Schema-driven operations for every served type."""
+
+    def __init__(self, schemas: BuiltinSchemas) -> None:
+        self.schemas = schemas
+        self._views: dict[int, SchemaView] = {}
+
+    def strategy(self, rt: ResourceType) -> Strategy:
+        return strategy_for(rt.group, rt.kind)
+
+    def view(self, rt: ResourceType) -> SchemaView:
+        """The type's schema, for patching and field ownership."""
+        key = id(rt)
+        view = self._views.get(key)
+        if view is None:
+            if rt.schema is not None:
+                view = SchemaView(_with_object_meta(rt.schema), self.schemas.defs)
+            elif rt.definition is not None:
+                view = self.schemas.view(rt.definition)
+            else:
+                view = SchemaView(None)
+            self._views[key] = view
+        return view
+
+    def forget(self, rt: ResourceType) -> None:
+        self._views.pop(id(rt), None)
+
+    def prune(self, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+        """Drop, in place, fields the type does not know; returns their paths."""
+        if rt.schema is not None:
+            return crv.prune(obj, rt.schema)
+        if rt.definition is None:
+            return []
+        return self.schemas.drop_unknown_fields(rt.definition, obj)
+
+    def default(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Apply the type's defaults in place."""
+        if rt.schema is not None:
+            crv.apply_defaults(obj, rt.schema)
+        elif rt.definition is not None:
+            self.strategy(rt).default(obj)
+
+    def decode(self, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+        """Prune and default, as decoding a request body does; returns the pruned paths."""
+        unknown = self.prune(rt, obj)
+        self.default(rt, obj)
+        return unknown
+
+    def validate(
+        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> list[FieldError]:
+        """Schema and type-specific validation (metadata is checked separately)."""
+        if rt.schema is not None:
+            return crv.validate(obj, rt.schema, old=old)
+        errors: list[FieldError] = []
+        strategy = self.strategy(rt)
+        if rt.definition is not None:
+            try:
+                schema_errors = self.schemas.validate(rt.definition, obj)
+            except DecodeError as exc:
+                # What a typed decoder rejects is a malformed request, not an invalid object.
+                raise StatusError.bad_request(exc.status_message(rt.kind, rt.version)) from None
+            if strategy.reports_required:
+                # The type's own checks name missing fields in the server's words.
+                schema_errors = [e for e in schema_errors if e.type is not FieldErrorType.REQUIRED]
+            errors.extend(schema_errors)
+        errors.extend(strategy.validate(obj) if old is None else strategy.validate_update(obj, old))
+        return _unique(errors)
+
+
+def _unique(errors: list[FieldError]) -> list[FieldError]:
+    """Errors without repeats (values may be unhashable, so compare their rendering)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for error in errors:
+        key = (error.type.value, str(error))
+        if key not in seen:
+            seen.add(key)
+            out.append(error)
+    return out
+
+
+def _with_object_meta(schema: dict[str, Any]) -> dict[str, Any]:
+    """A CRD schema whose `metadata` is the full ObjectMeta, for field ownership of labels etc."""
+    props = dict(schema.get("properties") or {})
+    props["metadata"] = {"$ref": "#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}
+    props.setdefault("apiVersion", {"type": "string"})
+    props.setdefault("kind", {"type": "string"})
+    return {**schema, "properties": props}

@@ -1,0 +1,190 @@
+"""Watch streams: chunked JSON lines of ADDED/MODIFIED/DELETED/BOOKMARK/ERROR events."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.encoding import Negotiated
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.listing import Selection, parse_resource_version
+from kubeforge.apiserver.store import Event, Expired, Store, StoredObject, Watcher
+
+__all__ = ["WatchStreams"]
+
+TableEncoder = Callable[[list[dict[str, Any]], bool], dict[str, Any]]
+
+
+class WatchStreams:
+    """Serves watch requests and can end them all (on shutdown or when a type goes away)."""
+
+    def __init__(self, store: Store, bookmark_interval: float = 60.0) -> None:
+        self.store = store
+        self.bookmark_interval = bookmark_interval
+        self.active: set[Watcher] = set()
+
+    def close_all(self) -> None:
+        for watcher in list(self.active):
+            watcher.close()
+
+    async def serve(
+        self,
+        request: web.BaseRequest,
+        call: Call,
+        negotiated: Negotiated,
+        served: Callable[[StoredObject], dict[str, Any]],
+        raw_ok: bool,
+        table: TableEncoder | None,
+    ) -> web.StreamResponse:
+        """Stream events until timeoutSeconds, client disconnect or shutdown.
+
+        `served` converts a stored object to the requested version; when `raw_ok` (the type
+        has no converter) objects already stored in that version go out as the shared,
+        encoded-once event lines.
+        """
+        rt = call.rt
+        query = call.query
+        selection = Selection.parse(rt, query)
+        if call.name:
+            selection = Selection.parse(
+                rt,
+                {
+                    **query,
+                    "fieldSelector": ",".join(
+                        s for s in (query.get("fieldSelector"), f"metadata.name={call.name}") if s
+                    ),
+                },
+            )
+        rv = parse_resource_version(query.get("resourceVersion"))
+        send_initial = query.get("sendInitialEvents")
+        match = query.get("resourceVersionMatch") or ""
+        initial_events_end = False
+        if send_initial not in (None, ""):
+            if match != "NotOlderThan":
+                raise StatusError.unprocessable(
+                    "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+                    "resourceVersionMatch to NotOlderThan"
+                )
+            if send_initial == "true":
+                initial_events_end = query.get("allowWatchBookmarks") == "true"
+                rv = None
+        elif match:
+            raise StatusError.unprocessable(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch "
+                "unless sendInitialEvents is provided"
+            )
+        timeout_text = query.get("timeoutSeconds")
+        if timeout_text:
+            try:
+                timeout = float(int(timeout_text))
+            except ValueError:
+                raise StatusError.bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
+        else:
+            timeout = float(random.randint(1800, 3600))
+        bookmarks = query.get("allowWatchBookmarks") == "true" and table is None
+
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"}
+        )
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+
+        namespace = call.info.namespace if rt.namespaced else None
+        try:
+            watcher = self.store.watch(
+                rt.group_resource, namespace, selection.predicate(), rv or None
+            )
+        except Expired as exc:
+            await response.write(_error_line(410, "Expired", str(exc)))
+            return response
+
+        self.active.add(watcher)
+        deadline = time.monotonic() + timeout
+        next_bookmark = time.monotonic() + self.bookmark_interval
+        first_table = True
+        try:
+            if initial_events_end:
+                initial, watcher.pending = watcher.pending, []
+                await response.write(
+                    self._encode(initial, served, raw_ok, None, True, rt.api_version)
+                    + _bookmark(rt.kind, rt.api_version, self.store.revision, initial_end=True)
+                )
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    break
+                wait = deadline - now
+                if bookmarks:
+                    wait = min(wait, max(next_bookmark - now, 0))
+                batch = await watcher.next_batch(wait)
+                if batch:
+                    data = self._encode(batch, served, raw_ok, table, first_table, rt.api_version)
+                    first_table = False
+                    await response.write(data)
+                if watcher.closed:
+                    break
+                if bookmarks and time.monotonic() >= next_bookmark and not watcher.pending:
+                    await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
+                    next_bookmark = time.monotonic() + self.bookmark_interval
+            if bookmarks and not watcher.closed:
+                # A last bookmark lets the client resume from the newest revision.
+                await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
+        except (ConnectionResetError, asyncio.CancelledError):
+            watcher.close()
+            self.active.discard(watcher)
+            raise
+        finally:
+            watcher.close()
+            self.active.discard(watcher)
+        return response
+
+    @staticmethod
+    def _encode(
+        batch: list[tuple[Event, str]],
+        served: Callable[[StoredObject], dict[str, Any]],
+        raw_ok: bool,
+        table: TableEncoder | None,
+        first_table: bool,
+        api_version: str,
+    ) -> bytes:
+        if table is not None:
+            lines = []
+            for event, seen in batch:
+                obj = table([served(event.new)], not first_table)
+                first_table = False
+                lines.append(orjson.dumps({"type": seen, "object": obj}) + b"\n")
+            return b"".join(lines)
+        return b"".join(
+            event.encoded(seen)
+            if raw_ok and event.new.obj.get("apiVersion") == api_version
+            else orjson.dumps({"type": seen, "object": served(event.new)}) + b"\n"
+            for event, seen in batch
+        )
+
+
+def _bookmark(kind: str, api_version: str, rv: int, initial_end: bool = False) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv), "creationTimestamp": None}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    obj = {"kind": kind, "apiVersion": api_version, "metadata": meta}
+    return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+def _error_line(code: int, reason: str, message: str) -> bytes:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+    return orjson.dumps({"type": "ERROR", "object": status}) + b"\n"

@@ -1,0 +1,50 @@
+"""`kubeforge apiserver`: run the embedded API server in the foreground."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kubeforge.apiserver import APIServer, ServerConfig, tune_gc
+
+__all__ = ["apiserver"]
+
+
+def apiserver(
+    port: Annotated[int, typer.Option(help="Port to listen on (0 picks a free one).")] = 6443,
+    kubeconfig: Annotated[
+        Path, typer.Option(help="Where to write the kubeconfig for this server.")
+    ] = Path(".kubeforge/kubeconfig"),
+    bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    kubernetes_version: Annotated[
+        str, typer.Option("--kubernetes-version", help="Version reported by /version.")
+    ] = "1.33.0",
+    context: Annotated[str, typer.Option(help="Context name in the kubeconfig.")] = "kubeforge",
+) -> None:
+    """Run a Kubernetes API server (HTTPS, bearer token) until interrupted."""
+    config = ServerConfig(host=bind, port=port, kubernetes_version=kubernetes_version)
+    asyncio.run(_run(config, kubeconfig, context))
+
+
+async def _run(config: ServerConfig, kubeconfig: Path, context: str) -> None:
+    server = APIServer(config)
+    await server.start()
+    tune_gc()
+    path = server.write_kubeconfig(kubeconfig, context=context)
+    typer.echo(f"kubeforge API server listening on {server.url}")
+    typer.echo(f"kubeconfig written to {path} (context {context!r})")
+    typer.echo(f"  export KUBECONFIG={path.resolve()}")
+    typer.echo("  kubectl get namespaces")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        typer.echo("shutting down")
+        await server.stop()

@@ -1,0 +1,185 @@
+"""`kubeforge demo`: short, narrated scenarios that run end to end on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["demo"]
+
+GREETING_CRD = """\
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: greetings.demo.kubeforge.dev
+spec:
+  group: demo.kubeforge.dev
+  scope: Namespaced
+  names:
+    plural: greetings
+    singular: greeting
+    kind: Greeting
+    shortNames: [gr]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+    additionalPrinterColumns:
+    - name: Message
+      type: string
+      jsonPath: .spec.message
+    - name: Times
+      type: integer
+      jsonPath: .spec.times
+    - name: Age
+      type: date
+      jsonPath: .metadata.creationTimestamp
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [message]
+            properties:
+              message: {type: string, minLength: 1}
+              times: {type: integer, minimum: 1, maximum: 10, default: 1}
+"""
+
+GREETING = """\
+apiVersion: demo.kubeforge.dev/v1
+kind: Greeting
+metadata:
+  name: hello
+spec:
+  message: hello, world
+"""
+
+
+class Narrator:
+    """Runs kubectl against the demo server and shows each command with its output."""
+
+    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+        self.env = dict(os.environ, KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(workdir / "cache"))
+        self.workdir = workdir
+        kubectl = shutil.which("kubectl")
+        if kubectl is None:
+            raise typer.Exit(_fail("kubectl is not on PATH"))
+        self.kubectl = kubectl
+
+    def say(self, text: str) -> None:
+        typer.secho(f"\n# {text}", fg=typer.colors.CYAN)
+
+    async def run(self, *args: str, stdin: str | None = None) -> str:
+        typer.secho("$ kubectl " + " ".join(args), bold=True)
+        proc = await asyncio.create_subprocess_exec(
+            self.kubectl,
+            *args,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env=self.env,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
+        text = out.decode()
+        typer.echo(text.rstrip())
+        if proc.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} exited with {proc.returncode}")
+        return text
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        typer.secho("$ kubectl " + " ".join(args) + " &", bold=True)
+        return await asyncio.create_subprocess_exec(
+            self.kubectl, *args, stdout=asyncio.subprocess.PIPE, env=self.env
+        )
+
+
+async def _apiserver_demo() -> None:
+    from kubeforge.apiserver import APIServer
+
+    with tempfile.TemporaryDirectory(prefix="kubeforge-demo-") as tmp:
+        workdir = Path(tmp)
+        async with APIServer() as server:
+            kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")
+            typer.secho(f"kubeforge API server running at {server.url}", fg=typer.colors.GREEN)
+            k = Narrator(kubeconfig, workdir)
+
+            k.say("The server speaks Kubernetes: discovery, namespaces, versions.")
+            await k.run("get", "namespaces")
+
+            k.say("Install a CustomResourceDefinition and wait until it is established.")
+            await k.run("apply", "-f", "-", stdin=GREETING_CRD)
+            await k.run(
+                "wait",
+                "--for=condition=established",
+                "--timeout=30s",
+                "crd/greetings.demo.kubeforge.dev",
+            )
+
+            k.say("Create a custom resource; the schema fills in the default for `times`.")
+            await k.run("apply", "-f", "-", stdin=GREETING)
+            await k.run("get", "greetings")
+
+            k.say("Watch it while it changes (kubectl get -w, served as Table events).")
+            watcher = await k.start("get", "greetings", "-w", "--output-watch-events")
+            assert watcher.stdout is not None
+            header = await asyncio.wait_for(watcher.stdout.readline(), 30)
+            added = await asyncio.wait_for(watcher.stdout.readline(), 30)
+            await k.run("patch", "greeting", "hello", "--type=merge", "-p", '{"spec":{"times":3}}')
+            modified = await asyncio.wait_for(watcher.stdout.readline(), 30)
+            await k.run("delete", "greeting", "hello")
+            deleted = await asyncio.wait_for(watcher.stdout.readline(), 30)
+            watcher.kill()
+            await watcher.wait()
+            typer.secho("watch output:", bold=True)
+            for line in (header, added, modified, deleted):
+                typer.echo("  " + line.decode().rstrip())
+
+            k.say("Invalid objects are rejected with the field path.")
+            bad = GREETING.replace("hello, world", "hi").replace("message: hi", "message: ''")
+            try:
+                await k.run("apply", "-f", "-", stdin=bad)
+            except RuntimeError:
+                typer.echo("(rejected, as it should be)")
+            else:
+                raise RuntimeError("an invalid greeting was accepted")
+
+            k.say("Clean up.")
+            await k.run("delete", "crd", "greetings.demo.kubeforge.dev")
+        typer.secho("\ndemo finished", fg=typer.colors.GREEN)
+
+
+def _fail(message: str) -> int:
+    typer.secho(message, fg=typer.colors.RED, err=True)
+    return 1
+
+
+DEMOS = {"apiserver": _apiserver_demo}
+
+
+def demo(
+    name: Annotated[
+        str, typer.Argument(help="Which demo to run: " + ", ".join(DEMOS))
+    ] = "apiserver",
+) -> None:
+    """Run a narrated demo end to end and exit 0 when everything worked."""
+    scenario = DEMOS.get(name)
+    if scenario is None:
+        raise typer.Exit(_fail(f"unknown demo {name!r}; choose one of: {', '.join(DEMOS)}"))
+    try:
+        asyncio.run(scenario())
+    except Exception as exc:  # report any failure plainly and exit non-zero
+        typer.secho(f"demo failed: {exc}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(1) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    typer.run(demo)

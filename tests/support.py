@@ -1,0 +1,169 @@
+"""Test helpers: an HTTPS client for the embedded server and a kubectl runner."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+from kubeforge.apiserver import APIServer
+
+
+def kubectl_binary(version: str | None = None) -> str:
+    """Path of `kubectl` or of `kubectl.1.NN` installed next to it."""
+    base = shutil.which("kubectl")
+    assert base is not None, "kubectl is not installed"
+    if version is None:
+        return base
+    candidate = Path(os.path.realpath(base)).parent / f"kubectl.{version}"
+    assert candidate.exists(), f"{candidate} is not installed"
+    return str(candidate)
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: Any
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body)
+
+
+class Client:
+    """Raw HTTP access to the server, as a client would make it."""
+
+    def __init__(self, server: APIServer, session: aiohttp.ClientSession) -> None:
+        self.server = server
+        self.session = session
+        self.auth = {"Authorization": f"Bearer {server.token}"}
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        raw: bytes | None = None,
+    ) -> Reply:
+        hdrs = dict(self.auth if auth else {})
+        hdrs.update(headers or {})
+        data = raw
+        if data is None and body is not None:
+            data = orjson.dumps(body)
+        if data is not None:
+            hdrs["Content-Type"] = content_type
+        async with self.session.request(
+            method, self.server.url + path, data=data, headers=hdrs
+        ) as r:
+            return Reply(r.status, r.headers, await r.read())
+
+    async def get(self, path: str, **kw: Any) -> Reply:
+        return await self.request("GET", path, **kw)
+
+    async def post(self, path: str, body: Any, **kw: Any) -> Reply:
+        return await self.request("POST", path, body, **kw)
+
+    async def put(self, path: str, body: Any, **kw: Any) -> Reply:
+        return await self.request("PUT", path, body, **kw)
+
+    async def patch(self, path: str, body: Any, content_type: str, **kw: Any) -> Reply:
+        return await self.request("PATCH", path, body, content_type=content_type, **kw)
+
+    async def delete(self, path: str, body: Any = None, **kw: Any) -> Reply:
+        return await self.request("DELETE", path, body, **kw)
+
+    async def watch_lines(
+        self, path: str, until: Callable[[list[dict[str, Any]]], bool], timeout: float = 10.0
+    ) -> list[dict[str, Any]]:
+        """Read watch events from `path` until `until(events)` holds (or fail on timeout)."""
+        events: list[dict[str, Any]] = []
+        async with self.session.get(self.server.url + path, headers=self.auth) as r:
+            assert r.status == 200, await r.text()
+
+            async def read() -> None:
+                async for line in r.content:
+                    if line.strip():
+                        events.append(orjson.loads(line))
+                        if until(events):
+                            return
+
+            await asyncio.wait_for(read(), timeout)
+        return events
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+class Kubectl:
+    """Runs a real kubectl against the server (without blocking the event loop)."""
+
+    def __init__(self, kubeconfig: Path, cache_dir: Path, version: str | None = None) -> None:
+        self.kubeconfig = kubeconfig
+        self.cache_dir = cache_dir
+        self.binary = kubectl_binary(version)
+        self.version = version
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["KUBECONFIG"] = str(self.kubeconfig)
+        env["KUBECACHEDIR"] = str(self.cache_dir)
+        env["HOME"] = str(self.cache_dir)
+        return env
+
+    async def run(
+        self, *args: str, stdin: str | None = None, timeout: float = 60.0, check: bool = True
+    ) -> Result:
+        proc = await asyncio.create_subprocess_exec(
+            self.binary,
+            *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env(),
+        )
+        out, err = await asyncio.wait_for(
+            proc.communicate(stdin.encode() if stdin is not None else None), timeout
+        )
+        result = Result(proc.returncode or 0, out.decode(), err.decode())
+        if check:
+            assert result.code == 0, f"kubectl {' '.join(args)} failed: {result.err}{result.out}"
+        return result
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        """Start a long-running kubectl (e.g. `get -w`); the caller stops it."""
+        return await asyncio.create_subprocess_exec(
+            self.binary,
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.env(),
+        )
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], timeout: float = 10.0, interval: float = 0.02
+) -> None:
+    """Wait until `check()` is true, failing after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if await check():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within timeout")
+        await asyncio.sleep(interval)

@@ -1,0 +1,933 @@
+"""Table responses, built-in printer cells, CRD printer columns and human durations."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kubeforge.api.durations import (
+    age,
+    format_time,
+    human_duration,
+    parse_time,
+    short_human_duration,
+)
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.printers import format_label_selector, pod_status, printer_for
+from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.tables import column_definitions, to_table
+
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def ts(seconds_ago: float) -> str:
+    """An RFC 3339 timestamp `seconds_ago` before NOW."""
+    return format_time(NOW - timedelta(seconds=seconds_ago))
+
+
+def rt(group: str, kind: str, **extra: Any) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version="v1",
+        kind=kind,
+        plural=kind.lower() + "s",
+        singular=kind.lower(),
+        namespaced=True,
+        **extra,
+    )
+
+
+def meta(name: str = "x", created: float = 300, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "namespace": "default", "creationTimestamp": ts(created), **extra}
+
+
+def cells(group: str, kind: str, obj: dict[str, Any]) -> list[Any]:
+    printer = printer_for(group, kind)
+    assert printer is not None
+    row = printer.cells(obj, NOW)
+    assert len(row) == len(printer.columns)
+    return row
+
+
+# ---------------------------------------------------------------------------------------------
+# Durations and timestamps
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (-5, "<invalid>"),
+        (-2, "<invalid>"),
+        (-1.9, "0s"),
+        (0, "0s"),
+        (59, "59s"),
+        (119, "119s"),
+        (120, "2m"),
+        (125, "2m5s"),
+        (9 * 60 + 59, "9m59s"),
+        (605, "10m"),
+        (179 * 60 + 59, "179m"),
+        (3 * 3600, "3h"),
+        (5 * 3600 + 20 * 60 + 7, "5h20m"),
+        (8 * 3600 + 59 * 60, "8h"),
+        (47 * 3600, "47h"),
+        (48 * 3600, "2d"),
+        (3 * 86400 + 4 * 3600, "3d4h"),
+        (7 * 86400 + 23 * 3600, "7d23h"),
+        (8 * 86400 + 5 * 3600, "8d"),
+        (729 * 86400, "729d"),
+        (730 * 86400, "2y"),
+        (740 * 86400, "2y10d"),
+        (8 * 365 * 86400 + 100 * 86400, "8y"),
+    ],
+)
+def test_human_duration(seconds: float, expected: str) -> None:
+    assert human_duration(seconds) == expected
+
+
+def test_human_duration_accepts_timedelta() -> None:
+    assert human_duration(timedelta(minutes=5, seconds=3)) == "5m3s"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (-3, "<invalid>"),
+        (-1, "0s"),
+        (59, "59s"),
+        (60, "1m"),
+        (3599, "59m"),
+        (3600, "1h"),
+        (86399, "23h"),
+        (86400 * 364, "364d"),
+        (86400 * 365 * 3 + 5, "3y"),
+    ],
+)
+def test_short_human_duration(seconds: float, expected: str) -> None:
+    assert short_human_duration(seconds) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T12:00:00Z", datetime(2024, 5, 1, 12, tzinfo=UTC)),
+        ("2024-05-01T12:00:00.123456789Z", datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)),
+        ("2024-05-01T14:30:00+02:30", datetime(2024, 5, 1, 12, tzinfo=UTC)),
+        ("2024-05-01T09:00:00.5-03:00", datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)),
+    ],
+)
+def test_parse_time(text: str, expected: datetime) -> None:
+    assert parse_time(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "2024-05-01", "2024-05-01 12:00:00Z", "2024-05-01T12:00:00", "2024-13-01T00:00:00Z"],
+)
+def test_parse_time_rejects(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_time(text)
+
+
+def test_age() -> None:
+    assert age(ts(90), NOW) == "90s"
+    assert age(None, NOW) == "<unknown>"
+    assert age("", NOW) == "<unknown>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Table shape
+
+
+def test_table_with_metadata_objects() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("cfg"), "data": {"a": "1"}}
+    table = to_table(
+        rt("", "ConfigMap"),
+        [cm],
+        resource_version="42",
+        continue_token="tok",
+        remaining=7,
+        now=NOW,
+    )
+    assert table["kind"] == "Table"
+    assert table["apiVersion"] == "meta.k8s.io/v1"
+    assert table["metadata"] == {
+        "resourceVersion": "42",
+        "continue": "tok",
+        "remainingItemCount": 7,
+    }
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Data", "Age"]
+    assert set(table["columnDefinitions"][0]) == {
+        "name",
+        "type",
+        "format",
+        "description",
+        "priority",
+    }
+    assert table["columnDefinitions"][0]["format"] == "name"
+    (row,) = table["rows"]
+    assert row["cells"] == ["cfg", 1, "5m"]
+    assert row["object"] == {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": cm["metadata"],
+    }
+
+
+def test_table_include_object_modes() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta("cfg")}
+    full = to_table(rt("", "ConfigMap"), [cm], include_object="Object", now=NOW)
+    assert full["rows"][0]["object"] is cm
+    bare = to_table(rt("", "ConfigMap"), [cm], include_object="None", now=NOW)
+    assert "object" not in bare["rows"][0]
+    beta = to_table(rt("", "ConfigMap"), [cm], table_version="v1beta1", include_object="", now=NOW)
+    assert beta["apiVersion"] == "meta.k8s.io/v1beta1"
+    assert beta["rows"][0]["object"]["apiVersion"] == "meta.k8s.io/v1beta1"
+    with pytest.raises(StatusError) as err:
+        to_table(rt("", "ConfigMap"), [cm], include_object="Everything", now=NOW)
+    assert err.value.code == 400
+
+
+def test_table_without_headers_and_empty() -> None:
+    table = to_table(rt("", "ConfigMap"), [], no_headers=True, now=NOW)
+    assert table["columnDefinitions"] is None
+    assert table["rows"] == []
+    assert table["metadata"] == {}
+
+
+def test_default_columns_for_kinds_without_printer() -> None:
+    role = rt("rbac.authorization.k8s.io", "Role")
+    obj = {"metadata": {"name": "r", "creationTimestamp": "2024-05-01T14:00:00+02:00"}}
+    table = to_table(role, [obj, {"metadata": {"name": "bare"}}], now=NOW)
+    assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
+        ("Name", "string"),
+        ("Created At", "date"),
+    ]
+    assert table["rows"][0]["cells"] == ["r", "2024-05-01T12:00:00Z"]
+    assert table["rows"][1]["cells"] == ["bare", "0001-01-01T00:00:00Z"]
+
+
+def test_wide_columns_have_priority() -> None:
+    defs = column_definitions(rt("", "Pod"))
+    assert [(c["name"], c["priority"]) for c in defs] == [
+        ("Name", 0),
+        ("Ready", 0),
+        ("Status", 0),
+        ("Restarts", 0),
+        ("Age", 0),
+        ("IP", 1),
+        ("Node", 1),
+        ("Nominated Node", 1),
+        ("Readiness Gates", 1),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# CRD printer columns
+
+
+CRD_COLUMNS = (
+    {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+    {"name": "Ratio", "type": "number", "jsonPath": ".spec.ratio", "priority": 1},
+    {"name": "Paused", "type": "boolean", "jsonPath": ".spec.paused"},
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Ready")].status',
+        "description": "Whether it is ready",
+    },
+    {"name": "Started", "type": "date", "jsonPath": ".status.startedAt", "format": "date-time"},
+    {"name": "Owner", "type": "string", "jsonPath": ".spec.owner"},
+)
+
+
+def widget_type(columns: tuple[dict[str, Any], ...] = CRD_COLUMNS) -> ResourceType:
+    return rt("example.com", "Widget", crd_name="widgets.example.com", printer_columns=columns)
+
+
+def test_crd_column_definitions() -> None:
+    defs = column_definitions(widget_type())
+    assert defs[0]["name"] == "Name"
+    assert defs[0]["format"] == "name"
+    assert defs[1] == {
+        "name": "Replicas",
+        "type": "integer",
+        "format": "",
+        "description": "Custom resource definition column (in JSONPath format): .spec.replicas",
+        "priority": 0,
+    }
+    assert defs[2]["priority"] == 1
+    assert defs[4]["description"] == "Whether it is ready"
+    assert defs[5]["format"] == "date-time"
+
+
+def test_crd_cells_of_every_type() -> None:
+    obj = {
+        "metadata": meta("w1"),
+        "spec": {"replicas": 3, "ratio": 2, "paused": True, "owner": {"team": "a", "id": 7}},
+        "status": {
+            "startedAt": ts(3 * 3600 + 600),
+            "conditions": [
+                {"type": "Synced", "status": "False"},
+                {"type": "Ready", "status": "True"},
+            ],
+        },
+    }
+    table = to_table(widget_type(), [obj], now=NOW)
+    assert table["rows"][0]["cells"] == ["w1", 3, 2.0, True, "True", "3h10m", '{"id":7,"team":"a"}']
+
+
+def test_crd_cells_missing_and_mismatched_values() -> None:
+    obj = {
+        "metadata": meta("w2"),
+        "spec": {"replicas": 2.9, "ratio": "high", "paused": "yes", "owner": None},
+        "status": {"startedAt": "yesterday"},
+    }
+    row = to_table(widget_type(), [obj, {"metadata": meta("w3")}], now=NOW)["rows"]
+    assert row[0]["cells"] == ["w2", 2, None, None, None, "<invalid>", "<no value>"]
+    assert row[1]["cells"] == ["w3", None, None, None, None, None, None]
+
+
+def test_crd_string_column_prints_scalars() -> None:
+    columns = tuple(
+        {"name": n, "type": "string", "jsonPath": f".spec.{n}"} for n in ("a", "b", "c", "d", "e")
+    )
+    obj = {"metadata": meta(), "spec": {"a": 5, "b": False, "c": 0.25, "d": 1e6, "e": [1, "<"]}}
+    cells_ = to_table(widget_type(columns), [obj], now=NOW)["rows"][0]["cells"]
+    assert cells_ == ["x", "5", "false", "0.25", "1e+06", '[1,"\\u003c"]']
+
+
+def test_crd_date_column_edge_cases() -> None:
+    columns = ({"name": "When", "type": "date", "jsonPath": ".spec.when"},)
+    rows = to_table(
+        widget_type(columns),
+        [
+            {"metadata": meta(), "spec": {"when": ""}},
+            {"metadata": meta(), "spec": {"when": ts(-3600)}},
+            {"metadata": meta(), "spec": {"when": 12}},
+        ],
+        now=NOW,
+    )["rows"]
+    assert [r["cells"][1] for r in rows] == ["<unknown>", "<invalid>", None]
+
+
+def test_crd_without_columns_gets_age() -> None:
+    table = to_table(widget_type(()), [{"metadata": meta("w", created=7200)}], now=NOW)
+    assert [(c["name"], c["type"]) for c in table["columnDefinitions"]] == [
+        ("Name", "string"),
+        ("Age", "date"),
+    ]
+    assert table["rows"][0]["cells"] == ["w", "120m"]
+
+
+def test_crd_invalid_column_keeps_earlier_ones() -> None:
+    columns = (
+        {"name": "A", "type": "integer", "jsonPath": ".spec.a"},
+        {"name": "B", "type": "integer", "jsonPath": ".spec[b"},
+        {"name": "C", "type": "integer", "jsonPath": ".spec.c"},
+    )
+    assert [c["name"] for c in column_definitions(widget_type(columns))] == ["Name", "A"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pods
+
+
+def container_status(
+    name: str = "app",
+    *,
+    ready: bool = False,
+    state: dict[str, Any] | None = None,
+    restarts: int = 0,
+    last_finished: float | None = None,
+    started: bool | None = None,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "name": name,
+        "ready": ready,
+        "restartCount": restarts,
+        "state": state if state is not None else {"running": {"startedAt": ts(60)}},
+    }
+    if last_finished is not None:
+        status["lastState"] = {"terminated": {"exitCode": 1, "finishedAt": ts(last_finished)}}
+    if started is not None:
+        status["started"] = started
+    return status
+
+
+def pod(
+    containers: int = 1,
+    statuses: list[dict[str, Any]] | None = None,
+    *,
+    phase: str = "Running",
+    init: list[dict[str, Any]] | None = None,
+    init_statuses: list[dict[str, Any]] | None = None,
+    conditions: list[dict[str, Any]] | None = None,
+    **metadata: Any,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "containers": [{"name": f"c{i}", "image": "img"} for i in range(containers)]
+    }
+    if init:
+        spec["initContainers"] = init
+    status: dict[str, Any] = {"phase": phase, "containerStatuses": statuses or []}
+    if init_statuses:
+        status["initContainerStatuses"] = init_statuses
+    if conditions:
+        status["conditions"] = conditions
+    return {"metadata": meta("p", **metadata), "spec": spec, "status": status}
+
+
+WAIT_CREATE = {"waiting": {"reason": "ContainerCreating"}}
+
+
+@pytest.mark.parametrize(
+    ("obj", "ready", "status", "restarts"),
+    [
+        (pod(2, [container_status(ready=True), container_status("b")]), "1/2", "Running", "0"),
+        (pod(1, [], phase="Pending"), "0/1", "Pending", "0"),
+        (
+            pod(1, [container_status(state=WAIT_CREATE)], phase="Pending"),
+            "0/1",
+            "ContainerCreating",
+            "0",
+        ),
+        (
+            pod(
+                1,
+                [
+                    container_status(
+                        state={"waiting": {"reason": "CrashLoopBackOff"}},
+                        restarts=3,
+                        last_finished=300,
+                    )
+                ],
+            ),
+            "0/1",
+            "CrashLoopBackOff",
+            "3 (5m ago)",
+        ),
+        (
+            pod(
+                1,
+                [container_status(state={"terminated": {"exitCode": 0, "reason": "Completed"}})],
+                phase="Succeeded",
+            ),
+            "0/1",
+            "Completed",
+            "0",
+        ),
+        (
+            pod(
+                1,
+                [container_status(state={"terminated": {"exitCode": 137, "signal": 9}})],
+                phase="Failed",
+            ),
+            "0/1",
+            "Signal:9",
+            "0",
+        ),
+        (
+            pod(1, [container_status(state={"terminated": {"exitCode": 2}})], phase="Failed"),
+            "0/1",
+            "ExitCode:2",
+            "0",
+        ),
+        (
+            pod(1, [container_status(ready=True)], deletionTimestamp=ts(5)),
+            "1/1",
+            "Terminating",
+            "0",
+        ),
+        (
+            pod(1, [], phase="Running", deletionTimestamp=ts(5))
+            | {"status": {"phase": "Running", "reason": "NodeLost"}},
+            "0/1",
+            "Unknown",
+            "0",
+        ),
+        (
+            pod(
+                1,
+                [],
+                phase="Pending",
+                conditions=[
+                    {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
+                ],
+            ),
+            "0/1",
+            "SchedulingGated",
+            "0",
+        ),
+    ],
+)
+def test_pod_status(obj: dict[str, Any], ready: str, status: str, restarts: str) -> None:
+    assert pod_status(obj, NOW) == (ready, status, restarts)
+
+
+def test_pod_init_containers() -> None:
+    init = [{"name": "i1", "image": "x"}, {"name": "i2", "image": "y"}]
+    waiting = {"waiting": {"reason": "PodInitializing"}}
+    done = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+    running = pod(
+        1,
+        [container_status(state=waiting)],
+        phase="Pending",
+        init=init,
+        init_statuses=[container_status("i1", state=done), container_status("i2")],
+    )
+    assert pod_status(running, NOW)[1] == "Init:1/2"
+    crashing = pod(
+        1,
+        [],
+        phase="Pending",
+        init=init,
+        init_statuses=[
+            container_status(
+                "i1",
+                state={"waiting": {"reason": "CrashLoopBackOff"}},
+                restarts=4,
+                last_finished=30,
+            )
+        ],
+    )
+    assert pod_status(crashing, NOW) == ("0/1", "Init:CrashLoopBackOff", "4 (30s ago)")
+    failed = pod(
+        1,
+        [],
+        phase="Pending",
+        init=init,
+        init_statuses=[
+            container_status("i1", state={"terminated": {"exitCode": 1, "reason": "Error"}})
+        ],
+    )
+    assert pod_status(failed, NOW)[1] == "Init:Error"
+
+
+def test_pod_sidecar_counts_as_container() -> None:
+    init = [{"name": "side", "image": "x", "restartPolicy": "Always"}]
+    obj = pod(
+        1,
+        [container_status("c0", ready=True, restarts=1, last_finished=3 * 3600)],
+        init=init,
+        init_statuses=[
+            container_status("side", ready=True, started=True, restarts=2, last_finished=60)
+        ],
+        conditions=[{"type": "Initialized", "status": "True"}],
+    )
+    assert pod_status(obj, NOW) == ("2/2", "Running", "3 (60s ago)")
+
+
+def test_pod_completed_container_with_running_one() -> None:
+    statuses = [
+        container_status("a", ready=True),
+        container_status("b", state={"terminated": {"exitCode": 0, "reason": "Completed"}}),
+    ]
+    ready_cond = [{"type": "Ready", "status": "True"}]
+    assert pod_status(pod(2, statuses, conditions=ready_cond), NOW)[1] == "Running"
+    assert pod_status(pod(2, statuses), NOW)[1] == "NotReady"
+
+
+def test_pod_row_cells_and_conditions() -> None:
+    obj = pod(1, [container_status(ready=True)])
+    obj["spec"]["nodeName"] = "node-1"
+    obj["spec"]["readinessGates"] = [{"conditionType": "a"}, {"conditionType": "b"}]
+    obj["status"]["podIPs"] = [{"ip": "10.0.0.5"}, {"ip": "fd00::5"}]
+    obj["status"]["conditions"] = [
+        {"type": "a", "status": "True"},
+        {"type": "b", "status": "False"},
+    ]
+    assert cells("", "Pod", obj) == [
+        "p", "1/1", "Running", "0", "5m", "10.0.0.5", "node-1", "<none>", "1/2",
+    ]  # fmt: skip
+    assert cells("", "Pod", pod(1, []))[5:] == ["<none>", "<none>", "<none>", "<none>"]
+    done = to_table(rt("", "Pod"), [pod(1, [], phase="Succeeded")], now=NOW)["rows"][0]
+    assert done["conditions"] == [
+        {
+            "type": "Completed",
+            "status": "True",
+            "reason": "Succeeded",
+            "message": "The pod has completed successfully.",
+        }
+    ]
+    running = to_table(rt("", "Pod"), [obj], now=NOW)["rows"][0]
+    assert "conditions" not in running
+
+
+# ---------------------------------------------------------------------------------------------
+# Workloads and services
+
+
+def test_deployment_cells() -> None:
+    obj = {
+        "metadata": meta("web", created=3 * 86400 + 7200),
+        "spec": {
+            "replicas": 3,
+            "selector": {
+                "matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]}],
+            },
+            "template": {
+                "spec": {
+                    "containers": [
+                        {"name": "app", "image": "web:1"},
+                        {"name": "log", "image": "l:2"},
+                    ]
+                }
+            },
+        },
+        "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2},
+    }
+    assert cells("apps", "Deployment", obj) == [
+        "web", "2/3", 3, 2, "3d2h", "app,log", "web:1,l:2", "app=web,env in (dev,prod)",
+    ]  # fmt: skip
+    empty = {"metadata": meta("idle"), "spec": {"replicas": 0, "template": {}}}
+    assert cells("apps", "Deployment", empty)[1:4] == ["0/0", 0, 0]
+
+
+def test_label_selector_formatting() -> None:
+    assert format_label_selector(None) == "<none>"
+    assert format_label_selector({}) == "<none>"
+    assert (
+        format_label_selector(
+            {
+                "matchExpressions": [
+                    {"key": "b", "operator": "DoesNotExist"},
+                    {"key": "a", "operator": "Exists"},
+                ]
+            }
+        )
+        == "a,!b"
+    )
+    assert (
+        format_label_selector({"matchExpressions": [{"key": "a", "operator": "Near"}]}) == "<error>"
+    )
+
+
+def test_replica_set_stateful_set_daemon_set_cells() -> None:
+    template = {
+        "spec": {"containers": [{"name": "c", "image": "i"}], "nodeSelector": {"os": "linux"}}
+    }
+    rs = {
+        "metadata": meta("rs"),
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"a": "b"}}, "template": template},
+        "status": {"replicas": 2, "readyReplicas": 1},
+    }
+    assert cells("apps", "ReplicaSet", rs) == ["rs", 2, 2, 1, "5m", "c", "i", "a=b"]
+    sts = {"metadata": meta("db"), "spec": {"replicas": 3, "template": template}, "status": {}}
+    assert cells("apps", "StatefulSet", sts) == ["db", "0/3", "5m", "c", "i"]
+    ds = {
+        "metadata": meta("agent"),
+        "spec": {"selector": {"matchLabels": {"k": "v"}}, "template": template},
+        "status": {
+            "desiredNumberScheduled": 3,
+            "currentNumberScheduled": 3,
+            "numberReady": 2,
+            "updatedNumberScheduled": 3,
+            "numberAvailable": 2,
+        },
+    }
+    assert cells("apps", "DaemonSet", ds) == [
+        "agent", 3, 3, 2, 3, 2, "os=linux", "5m", "c", "i", "k=v",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "expected"),
+    [
+        (
+            {"type": "ClusterIP", "clusterIPs": ["10.96.0.10"], "selector": {"app": "dns"},
+             "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]},
+            {},
+            ["10.96.0.10", "<none>", "53/UDP,53/TCP", "app=dns"],
+        ),
+        (
+            {"type": "NodePort", "clusterIPs": ["10.0.0.1"], "externalIPs": ["1.2.3.4"],
+             "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}]},
+            {},
+            ["10.0.0.1", "1.2.3.4", "80:30080/TCP", "<none>"],
+        ),
+        (
+            {"type": "LoadBalancer", "clusterIPs": ["10.0.0.2"], "ports": []},
+            {},
+            ["10.0.0.2", "<pending>", "<none>", "<none>"],
+        ),
+        (
+            {"type": "LoadBalancer", "clusterIPs": ["10.0.0.2"], "externalIPs": ["9.9.9.9"],
+             "ports": [{"port": 443, "protocol": "TCP"}]},
+            {"loadBalancer": {"ingress": [{"hostname": "lb.example"}, {"ip": "5.5.5.5"}]}},
+            ["10.0.0.2", "5.5.5.5,lb.example,9.9.9.9", "443/TCP", "<none>"],
+        ),
+        (
+            {"type": "ExternalName", "externalName": "db.example.com"},
+            {},
+            ["<none>", "db.example.com", "<none>", "<none>"],
+        ),
+    ],
+)  # fmt: skip
+def test_service_cells(spec: dict[str, Any], status: dict[str, Any], expected: list[str]) -> None:
+    row = cells("", "Service", {"metadata": meta("svc"), "spec": spec, "status": status})
+    assert row[0:2] == ["svc", spec["type"]]
+    assert [row[2], row[3], row[4], row[6]] == expected
+    assert row[5] == "5m"
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "metadata", "expected"),
+    [
+        (
+            {"completions": 3},
+            {"succeeded": 3, "startTime": ts(600), "completionTime": ts(490),
+             "conditions": [{"type": "Complete", "status": "True"}]},
+            {},
+            ["Complete", "3/3", "110s"],
+        ),
+        ({"parallelism": 4}, {"startTime": ts(130)}, {}, ["Running", "0/1 of 4", "2m10s"]),
+        ({"parallelism": 1}, {}, {}, ["Running", "0/1", ""]),
+        (
+            {"completions": 1},
+            {"conditions": [{"type": "Failed", "status": "True"}]},
+            {},
+            ["Failed", "0/1", ""],
+        ),
+        ({"completions": 1}, {}, {"deletionTimestamp": ts(1)}, ["Terminating", "0/1", ""]),
+        (
+            {"completions": 1},
+            {"conditions": [{"type": "Suspended", "status": "True"}]},
+            {},
+            ["Suspended", "0/1", ""],
+        ),
+    ],
+)  # fmt: skip
+def test_job_cells(
+    spec: dict[str, Any], status: dict[str, Any], metadata: dict[str, Any], expected: list[str]
+) -> None:
+    obj = {"metadata": meta("job", **metadata), "spec": spec, "status": status}
+    assert cells("batch", "Job", obj)[1:4] == expected
+
+
+def test_cron_job_cells() -> None:
+    obj = {
+        "metadata": meta("nightly"),
+        "spec": {
+            "schedule": "0 3 * * *",
+            "suspend": False,
+            "jobTemplate": {
+                "spec": {"template": {"spec": {"containers": [{"name": "j", "image": "i"}]}}}
+            },
+        },
+        "status": {"active": [{"name": "a"}], "lastScheduleTime": ts(45)},
+    }
+    assert cells("batch", "CronJob", obj) == [
+        "nightly", "0 3 * * *", "<none>", "False", 1, "45s", "5m", "j", "i", "<none>",
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Other kinds
+
+
+def test_simple_core_kinds() -> None:
+    assert (
+        cells(
+            "", "ConfigMap", {"metadata": meta("c"), "data": {"a": "1"}, "binaryData": {"b": ""}}
+        )[1]
+        == 2
+    )
+    assert cells("", "Secret", {"metadata": meta("s"), "type": "Opaque", "data": {"k": "dg=="}})[
+        1:3
+    ] == [
+        "Opaque",
+        1,
+    ]
+    assert cells("", "Namespace", {"metadata": meta("ns"), "status": {"phase": "Active"}}) == [
+        "ns",
+        "Active",
+        "5m",
+    ]
+    assert cells("", "ServiceAccount", {"metadata": meta("default")}) == ["default", 0, "5m"]
+
+
+def test_node_cells() -> None:
+    obj = {
+        "metadata": meta(
+            "n1",
+            labels={"node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "edge"},
+        ),
+        "spec": {"unschedulable": True},
+        "status": {
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True"},
+            ],
+            "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}],
+            "nodeInfo": {"kubeletVersion": "v1.33.0", "osImage": "Debian"},
+        },
+    }
+    assert cells("", "Node", obj) == [
+        "n1", "Ready,SchedulingDisabled", "control-plane,edge", "5m", "v1.33.0",
+        "172.18.0.2", "<none>", "Debian", "<unknown>", "<unknown>",
+    ]  # fmt: skip
+    assert cells("", "Node", {"metadata": meta("n2")})[1:3] == ["Unknown", "<none>"]
+
+
+def test_event_cells_for_both_api_versions() -> None:
+    core = {
+        "metadata": meta("e1"),
+        "involvedObject": {"kind": "Pod", "name": "web-1", "fieldPath": "spec.containers{app}"},
+        "reason": "Pulled",
+        "type": "Normal",
+        "message": " pulled image \n",
+        "source": {"component": "kubelet", "host": "node-1"},
+        "firstTimestamp": ts(600),
+        "lastTimestamp": ts(30),
+        "count": 4,
+    }
+    assert cells("", "Event", core) == [
+        "30s", "Normal", "Pulled", "pod/web-1", "spec.containers{app}", "kubelet, node-1",
+        "pulled image", "10m", 4, "e1",
+    ]  # fmt: skip
+    new = {
+        "metadata": meta("e2"),
+        "regarding": {"kind": "Deployment", "name": "web"},
+        "reason": "ScalingReplicaSet",
+        "type": "Normal",
+        "note": "Scaled up",
+        "reportingController": "deployment-controller",
+        "eventTime": "2024-05-01T11:59:00.000000Z",
+    }
+    assert cells("events.k8s.io", "Event", new) == [
+        "60s", "Normal", "ScalingReplicaSet", "deployment/web", "", "deployment-controller",
+        "Scaled up", "60s", 1, "e2",
+    ]  # fmt: skip
+
+
+def test_endpoints_and_slices() -> None:
+    eps = {
+        "metadata": meta("svc"),
+        "subsets": [
+            {
+                "addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}, {"ip": "fd00::3"}],
+                "ports": [{"port": 80}, {"port": 443}],
+            }
+        ],
+    }
+    assert cells("", "Endpoints", eps)[1] == "10.0.0.1:80,10.0.0.2:80,[fd00::3]:80 + 3 more..."
+    assert cells("", "Endpoints", {"metadata": meta("none")})[1] == "<none>"
+    slice_ = {
+        "metadata": meta("svc-abc"),
+        "addressType": "IPv4",
+        "ports": [{"port": 80}, {"name": "metrics"}, {}],
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+    }
+    assert cells("discovery.k8s.io", "EndpointSlice", slice_)[1:4] == [
+        "IPv4",
+        "80,metrics,*",
+        "10.0.0.1",
+    ]
+    assert cells("discovery.k8s.io", "EndpointSlice", {"metadata": meta()})[2:4] == [
+        "<unset>",
+        "<unset>",
+    ]
+
+
+def test_rbac_and_admission_kinds() -> None:
+    binding = {
+        "metadata": meta("rb"),
+        "roleRef": {"kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "name": "alice"},
+            {"kind": "Group", "name": "devs"},
+            {"kind": "ServiceAccount", "name": "bot", "namespace": "ci"},
+            {"kind": "User", "name": "bob"},
+        ],
+    }
+    assert cells("rbac.authorization.k8s.io", "RoleBinding", binding) == [
+        "rb", "ClusterRole/view", "5m", "alice, bob", "devs", "ci/bot",
+    ]  # fmt: skip
+    hooks = {"metadata": meta("hooks"), "webhooks": [{}, {}]}
+    assert cells("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", hooks)[1] == 2
+    assert printer_for("rbac.authorization.k8s.io", "Role") is None
+    assert printer_for("apiextensions.k8s.io", "CustomResourceDefinition") is None
+
+
+def test_storage_scheduling_coordination_kinds() -> None:
+    sc = {
+        "metadata": meta(
+            "std", annotations={"storageclass.kubernetes.io/is-default-class": "true"}
+        ),
+        "provisioner": "rancher.io/local-path",
+    }
+    assert cells("storage.k8s.io", "StorageClass", sc) == [
+        "std (default)", "rancher.io/local-path", "Delete", "Immediate", False, "5m",
+    ]  # fmt: skip
+    pc = {"metadata": meta("high"), "value": 1000, "preemptionPolicy": "Never"}
+    assert cells("scheduling.k8s.io", "PriorityClass", pc) == ["high", 1000, False, "5m", "Never"]
+    lease = {"metadata": meta("leader"), "spec": {"holderIdentity": "pod-a"}}
+    assert cells("coordination.k8s.io", "Lease", lease) == ["leader", "pod-a", "5m"]
+    pvc = {
+        "metadata": meta("data"),
+        "spec": {"volumeName": "pv-1", "storageClassName": "std"},
+        "status": {
+            "phase": "Bound",
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+        },
+    }
+    assert cells("", "PersistentVolumeClaim", pvc) == [
+        "data", "Bound", "pv-1", "1Gi", "RWO", "std", "<unset>", "5m", "<unset>",
+    ]  # fmt: skip
+
+
+def test_controller_revision_quota_pdb_hpa() -> None:
+    rev = {
+        "metadata": meta(
+            "ds-abc",
+            ownerReferences=[
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "controller": True}
+            ],
+        ),
+        "revision": 3,
+    }
+    assert cells("apps", "ControllerRevision", rev) == ["ds-abc", "daemonset.apps/agent", 3, "5m"]
+    quota = {
+        "metadata": meta("q"),
+        "status": {
+            "hard": {"pods": "10", "limits.cpu": "4", "requests.cpu": "2"},
+            "used": {"pods": "3", "requests.cpu": "500m"},
+        },
+    }
+    assert cells("", "ResourceQuota", quota)[1:3] == [
+        "pods: 3/10, requests.cpu: 500m/2",
+        "limits.cpu: 0/4",
+    ]
+    pdb = {
+        "metadata": meta("pdb"),
+        "spec": {"minAvailable": "50%"},
+        "status": {"disruptionsAllowed": 1},
+    }
+    assert cells("policy", "PodDisruptionBudget", pdb)[1:4] == ["50%", "N/A", 1]
+    cpu_target = {"type": "Utilization", "averageUtilization": 80}
+    hpa = {
+        "metadata": meta("hpa"),
+        "spec": {
+            "scaleTargetRef": {"kind": "Deployment", "name": "web"},
+            "maxReplicas": 5,
+            "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": cpu_target}},
+                {"type": "Pods", "pods": {"target": {"averageValue": "100"}}},
+                {"type": "External", "external": {"target": {"value": "1"}}},
+            ],
+        },
+        "status": {
+            "currentReplicas": 2,
+            "currentMetrics": [
+                {"type": "Resource", "resource": {"current": {"averageUtilization": 35}}},
+            ],
+        },
+    }
+    assert cells("autoscaling", "HorizontalPodAutoscaler", hpa)[1:6] == [
+        "Deployment/web", "cpu: 35%/80%, <unknown>/100 + 1 more...", "<unset>", 5, 2,
+    ]  # fmt: skip
