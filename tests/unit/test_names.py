@@ -62,7 +62,7 @@ LABEL_VALUE_MSG = (
     ],
 )
 def test_dns1123_label(value: str, expected: list[str]) -> None:
-    assert is_dns1123_label(value) == expected
+    assert list(is_dns1123_label(value)) == expected
 
 
 @pytest.mark.parametrize(
@@ -76,11 +76,11 @@ def test_dns1123_label(value: str, expected: list[str]) -> None:
     ],
 )
 def test_dns1123_subdomain(value: str, expected: list[str]) -> None:
-    assert is_dns1123_subdomain(value) == expected
+    assert list(is_dns1123_subdomain(value)) == expected
 
 
 def test_dns1035_label_must_start_with_a_letter() -> None:
-    assert is_dns1035_label("svc-1") == []
+    assert list(is_dns1035_label("svc-1")) == []
     assert is_dns1035_label("1svc")[0].startswith(
         "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
         "with an alphabetic character"
@@ -100,7 +100,7 @@ def test_dns1035_label_must_start_with_a_letter() -> None:
     ],
 )
 def test_qualified_name(value: str, expected: list[str]) -> None:
-    assert is_qualified_name(value) == expected
+    assert list(is_qualified_name(value)) == expected
 
 
 def test_qualified_name_with_two_slashes() -> None:
@@ -122,7 +122,7 @@ def test_qualified_name_with_two_slashes() -> None:
     ],
 )
 def test_label_value(value: str, expected: list[str]) -> None:
-    assert is_valid_label_value(value) == expected
+    assert list(is_valid_label_value(value)) == expected
 
 
 @pytest.mark.parametrize(
@@ -165,8 +165,8 @@ def test_path_segment_names() -> None:
 
 
 def test_generate_name_may_end_with_a_dash() -> None:
-    assert validate_name("web-", "subdomain", prefix=True) == []
-    assert validate_name("web-", "subdomain") == [SUBDOMAIN_MSG]
+    assert list(validate_name("web-", "subdomain", prefix=True)) == []
+    assert list(validate_name("web-", "subdomain")) == [SUBDOMAIN_MSG]
 
 
 def test_go_renderings() -> None:

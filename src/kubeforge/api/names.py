@@ -5,8 +5,10 @@ Pure: every function takes plain values (dicts from JSON) and returns messages o
 
 from __future__ import annotations
 
+import functools
+
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -118,7 +120,8 @@ _CONFIG_KEY_MSG = regex_error(
 )
 
 
-def is_dns1123_label(value: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def is_dns1123_label(value: str) -> tuple[str, ...]:
     """Problems with `value` as an RFC 1123 label (namespaces, container names)."""
     errs = []
     if len(value) > 63:
@@ -126,27 +129,29 @@ def is_dns1123_label(value: str) -> list[str]:
     if not _LABEL_RE.match(value):
         # A valid subdomain that is no label can only be wrong for its dots.
         errs.append("must not contain dots" if _SUBDOMAIN_RE.match(value) else _LABEL_MSG)
-    return errs
+    return tuple(errs)
 
 
-def is_dns1123_subdomain(value: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def is_dns1123_subdomain(value: str) -> tuple[str, ...]:
     """Problems with `value` as an RFC 1123 subdomain (most object names)."""
     errs = []
     if len(value) > 253:
         errs.append(_max_len(253))
     if not _SUBDOMAIN_RE.match(value):
         errs.append(_SUBDOMAIN_MSG)
-    return errs
+    return tuple(errs)
 
 
-def is_dns1035_label(value: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def is_dns1035_label(value: str) -> tuple[str, ...]:
     """Problems with `value` as an RFC 1035 label (service names, CRD plural names)."""
     errs = []
     if len(value) > 63:
         errs.append(_max_len(63))
     if not _DNS1035_RE.match(value):
         errs.append(_DNS1035_MSG)
-    return errs
+    return tuple(errs)
 
 
 def is_path_segment_name(value: str, prefix: bool = False) -> list[str]:
@@ -156,7 +161,8 @@ def is_path_segment_name(value: str, prefix: bool = False) -> list[str]:
     return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
 
 
-def is_qualified_name(value: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def is_qualified_name(value: str) -> tuple[str, ...]:
     """Problems with `value` as `[prefix/]name` (annotation keys, finalizers, label keys)."""
     errs: list[str] = []
     parts = value.split("/")
@@ -169,28 +175,29 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             errs.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
     else:
-        return [
+        return (
             "a qualified name "
             + _QUALIFIED_MSG
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part " + _max_len(63))
     if not _QUALIFIED_RE.match(name):
         errs.append("name part " + _QUALIFIED_MSG)
-    return errs
+    return tuple(errs)
 
 
-def is_valid_label_value(value: str) -> list[str]:
+@functools.lru_cache(maxsize=8192)
+def is_valid_label_value(value: str) -> tuple[str, ...]:
     """Problems with `value` as a label value (empty, or a short qualified name)."""
     errs = []
     if len(value) > 63:
         errs.append(_max_len(63))
     if not _LABEL_VALUE_RE.match(value):
         errs.append(_LABEL_VALUE_MSG)
-    return errs
+    return tuple(errs)
 
 
 def is_config_map_key(value: str) -> list[str]:
@@ -233,7 +240,7 @@ def _mask_trailing_dash(name: str) -> str:
     return name
 
 
-def validate_name(name: str, rule: str, prefix: bool = False) -> list[str]:
+def validate_name(name: str, rule: str, prefix: bool = False) -> Sequence[str]:
     """Problems with an object name under `rule`: subdomain, label, dns1035 or path.
 
     `prefix` is for generateName, which the server completes with random characters.

@@ -424,6 +424,12 @@ def _sorted_paths(paths: Iterable[Path]) -> list[Path]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _decode_fields_cached(encoded: bytes) -> frozenset[Path]:
+    # Entries are read back on every write of an object and rarely change between writes.
+    return frozenset(_decode_fields(orjson.loads(encoded)))
+
+
 def _decode_fields(fields: Any) -> set[Path]:
     if not isinstance(fields, Mapping):
         raise ValueError("fieldsV1 must be an object")
@@ -591,7 +597,11 @@ def _index_items(values: list[Any], t: _Type) -> dict[str, Any]:
 
 
 def _compare(old: Any, new: Any, t: _Type, prefix: Path, diff: _Diff) -> None:
+    if old is new:
+        return
     if isinstance(old, dict) and isinstance(new, dict) and not (t.atomic_map and prefix):
+        if old == new and json_equal(old, new):
+            return  # the common case for most of an object: nothing below changed
         skip = t.skip
         for key, before in old.items():
             if key in skip:
@@ -915,7 +925,7 @@ def _decode_entries(value: Any) -> list[_Entry] | None:
                 return None
             if not isinstance(manager, str) or not isinstance(subresource, str):
                 return None
-            fields = _decode_fields(raw.get("fieldsV1") or {})
+            fields = set(_decode_fields_cached(orjson.dumps(raw.get("fieldsV1") or {})))
             entry = _Entry(
                 manager,
                 operation,
@@ -1055,6 +1065,23 @@ def update_managed_fields(
         return
 
     root = _root_type(schema)
+    if old is None and not entries:
+        # A plain create (the common write): the manager owns every field it sent.
+        own: set[Path] = set()
+        skip = root.skip
+        for name, value in new.items():
+            if name not in skip:
+                _nodes(value, root.field(name), ("f:" + name,), own)
+        own.difference_update(_STRIPPED)
+        scope = _Scope(ignored, subresource)
+        if scope:
+            own = {p for p in own if not scope.ignores(p[0][2:])}
+        if own:
+            created = _Entry(manager, "Update", api_version, subresource or "", now, own)
+            meta["managedFields"] = [created.encode()]
+        else:
+            meta.pop("managedFields", None)
+        return
     diff = _diff(old if old is not None else {}, new, root)
     diff.discard(_STRIPPED, _Scope(ignored, subresource))
     if diff:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 import time
-import uuid
 from typing import Any
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "carry_system_fields",
     "fill_system_fields",
     "generate_name",
+    "new_uid",
     "now_rfc3339",
     "spec_changed",
 ]
@@ -51,11 +52,21 @@ def generate_name(base: str) -> str:
     return base[:58] + suffix
 
 
+def new_uid() -> str:
+    """A random (version 4) UUID in its usual text form."""
+    h = os.urandom(16).hex()
+    # Version nibble 4; variant bits 10xx.
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+
+
 def fill_system_fields(meta: dict[str, Any], tracks_generation: bool) -> None:
     """Wipe client-supplied system fields and set uid, creationTimestamp and generation."""
     for key in SYSTEM_FIELDS:
         meta.pop(key, None)
-    meta["uid"] = str(uuid.uuid4())
+    meta["uid"] = new_uid()
     meta["creationTimestamp"] = now_rfc3339()
     if tracks_generation:
         meta["generation"] = 1
