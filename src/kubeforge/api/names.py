@@ -6,7 +6,6 @@ Pure: every function takes plain values (dicts from JSON) and returns messages o
 from __future__ import annotations
 
 import functools
-
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
