@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
+import pytest
+
 from kubeforge.apiserver import APIServer
-from tests.support import Client
+from tests.support import Client, eventually
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -206,3 +209,24 @@ async def test_resource_version_rules_for_lists(client: Client) -> None:
     assert (await client.get(f"{CMS}?resourceVersion=999999")).status == 504
     ok = await client.get(f"{CMS}?resourceVersion=0")
     assert ok.status == 200
+
+
+async def test_a_watch_client_that_disconnects_is_cleaned_up_quietly(
+    server: APIServer, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
+    response = await client.session.get(
+        f"{server.url}{CMS}?watch=true&resourceVersion={rv}", headers=client.auth
+    )
+    assert response.status == 200
+    assert len(server.watches.active) == 1
+    response.close()  # drop the connection mid-stream
+    for i in range(3):  # writes to the dead stream must not raise into the log
+        await client.post(CMS, cm(f"after-{i}"))
+
+    async def released() -> bool:
+        return not server.watches.active
+
+    await eventually(released)
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable
@@ -136,10 +135,8 @@ class WatchStreams:
             if bookmarks and not watcher.closed:
                 # A last bookmark lets the client resume from the newest revision.
                 await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
-        except (ConnectionResetError, asyncio.CancelledError):
-            watcher.close()
-            self.active.discard(watcher)
-            raise
+        except ConnectionResetError:
+            pass  # the client went away: a normal end for a watch
         finally:
             watcher.close()
             self.active.discard(watcher)
