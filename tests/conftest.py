@@ -10,6 +10,8 @@ import aiohttp
 import pytest
 
 from kubeforge.apiserver import APIServer
+from kubeforge.client import Client as KubeClient
+from kubeforge.client import load_kubeconfig
 from tests.support import Client, Kubectl
 
 
@@ -41,3 +43,10 @@ def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
     cache = tmp_path / "kube-cache"
     cache.mkdir()
     return Kubectl(kubeconfig, cache)
+
+
+@pytest.fixture
+async def api(kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    """A kubeforge Client for `server`, configured from its kubeconfig."""
+    async with KubeClient(load_kubeconfig(kubeconfig)) as kube:
+        yield kube

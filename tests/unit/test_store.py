@@ -156,3 +156,13 @@ async def test_next_batch_times_out_empty() -> None:
     store = Store()
     watcher = store.watch(CM, None, None, since=0)
     assert await watcher.next_batch(0.01) == []
+
+
+async def test_a_watch_from_before_a_collections_first_object_misses_nothing() -> None:
+    store = Store()
+    store.create(SECRETS, {"metadata": {"name": "s", "namespace": "default"}})
+    listed_at = store.revision  # a list of (still empty) configmaps answers this revision
+    store.create(CM, obj("first"))
+    watcher = store.watch(CM, None, None, since=listed_at)
+    ((event, seen),) = await watcher.next_batch(1.0)
+    assert (seen, event.new.key[1]) == ("ADDED", "first")

@@ -190,48 +190,40 @@ def list_objects(
     gr = rt.group_resource
     predicate = selection.predicate()
     after: tuple[str, str] | None = None
+    at: int | None = None
+    if options.continue_token:
+        at, after = _decode_token(options.continue_token)
+    elif options.exact:
+        assert options.resource_version is not None
+        at = options.resource_version
+    requested = at if at is not None else options.resource_version
+    if requested is not None and requested > store.revision:
+        raise StatusError.timeout(
+            f"Too large resource version: {requested}, current: {store.revision}"
+        )
     try:
-        if options.continue_token:
-            rv, after = _decode_token(options.continue_token)
-            try:
-                objects = store.list_at(gr, rv, namespace)
-            except Expired:
-                raise StatusError.gone(_EXPIRED_CONTINUE) from None
-        elif options.exact:
-            assert options.resource_version is not None
-            rv = options.resource_version
-            if rv > store.revision:
-                raise StatusError.timeout(
-                    f"Too large resource version: {rv}, current: {store.revision}"
-                )
-            objects = store.list_at(gr, rv, namespace)
-        else:
-            if options.resource_version is not None and options.resource_version > store.revision:
-                raise StatusError.timeout(
-                    f"Too large resource version: {options.resource_version}, "
-                    f"current: {store.revision}"
-                )
-            objects, rv = store.current(gr, namespace)
+        state, keys = store.state_at(gr, at, namespace)
     except Expired as exc:
+        if options.continue_token:
+            raise StatusError.gone(_EXPIRED_CONTINUE) from None
         raise StatusError.gone(
             f"too old resource version: {exc.requested} ({exc.oldest})"
         ) from None
+    rv = at if at is not None else store.revision
 
-    if after is not None:
-        objects = _after(objects, after)
-    if predicate is not None:
-        objects = [o for o in objects if predicate(o.obj)]
-    if options.limit and len(objects) > options.limit:
-        page = objects[: options.limit]
+    start = bisect.bisect_right(keys, after) if after is not None else 0
+    limit = options.limit
+    items: list[StoredObject] = []
+    i = start
+    # Collect one more than a page to know whether another page follows.
+    while i < len(keys) and (not limit or len(items) <= limit):
+        stored = state[keys[i]]
+        if predicate is None or predicate(stored.obj):
+            items.append(stored)
+        i += 1
+    if limit and len(items) > limit:
+        page = items[:limit]
         token = _encode_token(rv, page[-1].key)
-        remaining = len(objects) - options.limit if predicate is None else None
+        remaining = len(keys) - start - limit if predicate is None else None
         return ListResult(page, rv, token, remaining)
-    return ListResult(objects, rv)
-
-
-def _after(objects: list[StoredObject], key: tuple[str, str]) -> list[StoredObject]:
-    return objects[bisect.bisect_right(objects, key, key=_key) :]
-
-
-def _key(stored: StoredObject) -> tuple[str, str]:
-    return stored.key
+    return ListResult(items, rv)

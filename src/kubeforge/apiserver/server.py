@@ -118,10 +118,11 @@ class APIServer:
         cfg = self.config
         ssl_context = None
         if cfg.tls:
-            hosts = ("127.0.0.1", "localhost", "::1", *cfg.extra_hosts)
-            if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
-                hosts = (*hosts, cfg.host)
-            self.certificates = generate_certificates(hosts)
+            if self.certificates is None:  # a restart keeps its credentials
+                hosts = ("127.0.0.1", "localhost", "::1", *cfg.extra_hosts)
+                if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
+                    hosts = (*hosts, cfg.host)
+                self.certificates = generate_certificates(hosts)
             ssl_context = self.certificates.server_context()
         # The low-level server: every path is routed here, so aiohttp's router and
         # application layers would only add work to each request.
@@ -133,11 +134,11 @@ class APIServer:
         server = site._server
         assert server is not None
         sockets: list[socket.socket] = list(getattr(server, "sockets", []))
-        self.port = sockets[0].getsockname()[1]
+        self.port = self.config.port = sockets[0].getsockname()[1]
         log.info("serving on %s", self.url)
 
     async def stop(self) -> None:
-        """End every watch and stop serving."""
+        """End every watch and stop serving (start() again serves the same state and port)."""
         self.watches.close_all()
         if self._runner is not None:
             await self._runner.cleanup()

@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 import orjson
 
+from kubeforge.api.compactjson import dumps_exact
 from kubeforge.apiserver.resource import GroupResource
 
 __all__ = [
@@ -241,6 +242,8 @@ class Store:
         self.max_pending = max_pending
         self.backend = backend
         self._collections: dict[GroupResource, Collection] = {}
+        # Where this store's memory of events begins: nothing before it can be replayed.
+        self._base = 0
         if backend is not None:
             self._load(backend)
 
@@ -253,6 +256,7 @@ class Store:
             rv = int(meta.get("resourceVersion", "0"))
             self.collection(gr).objects[key] = StoredObject(key, obj, raw, rv)
         self.revision = revision
+        self._base = revision
         for collection in self._collections.values():
             collection.floor = revision
             collection._sorted = None
@@ -260,8 +264,9 @@ class Store:
     def collection(self, gr: GroupResource) -> Collection:
         coll = self._collections.get(gr)
         if coll is None:
+            # A collection seen for the first time has missed no event since the base.
             coll = Collection(gr, self.history_size)
-            coll.floor = self.revision
+            coll.floor = self._base
             self._collections[gr] = coll
         return coll
 
@@ -283,12 +288,24 @@ class Store:
         self, gr: GroupResource, rv: int, namespace: str | None = None
     ) -> list[StoredObject]:
         """Objects as of revision `rv` in key order; Expired if that is no longer known."""
+        state, keys = self.state_at(gr, rv, namespace)
+        return [state[k] for k in keys]
+
+    def state_at(
+        self, gr: GroupResource, rv: int | None, namespace: str | None = None
+    ) -> tuple[Mapping[Key, StoredObject], list[Key]]:
+        """The objects (by key) and their keys in order, now (rv None) or as of revision `rv`.
+
+        Pages of a large list walk the ordered keys from their start point, so the current
+        state is returned as is rather than copied.
+        """
         coll = self.collection(gr)
+        if rv is None:
+            return coll.objects, coll.sorted_keys(namespace)
         state = coll.snapshot(rv)
         if state is coll.objects:
-            return [state[k] for k in coll.sorted_keys(namespace)]
-        keys = sorted(k for k in state if namespace is None or k[0] == namespace)
-        return [state[k] for k in keys]
+            return state, coll.sorted_keys(namespace)
+        return state, sorted(k for k in state if namespace is None or k[0] == namespace)
 
     def _commit(
         self, gr: GroupResource, obj: dict[str, Any], type: EventType, old: StoredObject | None
@@ -298,7 +315,7 @@ class Store:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         key = (meta.get("namespace", ""), meta["name"])
-        raw = orjson.dumps(obj)
+        raw = dumps_exact(obj)
         stored = StoredObject(key, obj, raw, rv)
         coll = self.collection(gr)
         if self.backend is not None:

@@ -1,0 +1,154 @@
+"""Identifying kinds and objects: GroupVersionKind, object references, namespaced names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from kubeforge.api.model import Model
+
+__all__ = [
+    "Condition",
+    "GroupVersionKind",
+    "LabelSelector",
+    "LabelSelectorRequirement",
+    "NamespacedName",
+    "ObjectMeta",
+    "OwnerReference",
+    "ResourceInfo",
+    "gvk_of",
+    "split_api_version",
+]
+
+
+def split_api_version(api_version: str) -> tuple[str, str]:
+    """`apps/v1` -> ("apps", "v1"); `v1` -> ("", "v1")."""
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVersionKind:
+    """A kind in one API version: `GroupVersionKind("apps", "v1", "Deployment")`."""
+
+    group: str
+    version: str
+    kind: str
+
+    @classmethod
+    def of(cls, api_version: str, kind: str) -> GroupVersionKind:
+        """From an apiVersion string and a kind: `of("apps/v1", "Deployment")`."""
+        group, version = split_api_version(api_version)
+        return cls(group, version, kind)
+
+    @classmethod
+    def parse(cls, text: str) -> GroupVersionKind:
+        """From `apps/v1/Deployment` or `v1/ConfigMap` (apiVersion, a slash, the kind)."""
+        api_version, sep, kind = text.rpartition("/")
+        if not sep or not api_version or not kind:
+            raise ValueError(
+                f"{text!r} is not a kind: write the apiVersion and the kind, "
+                "e.g. 'apps/v1/Deployment'"
+            )
+        return cls.of(api_version, kind)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def __str__(self) -> str:
+        return f"{self.api_version}/{self.kind}"
+
+
+def gvk_of(obj: Mapping[str, Any]) -> GroupVersionKind:
+    """The kind of an object given as a dict (its `apiVersion` and `kind`)."""
+    api_version = obj.get("apiVersion")
+    kind = obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str) or not kind:
+        raise ValueError("the object has no apiVersion and kind")
+    return GroupVersionKind.of(api_version, kind)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class NamespacedName:
+    """An object's key: namespace ("" for cluster-scoped) and name."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    """What a typed resource class knows about itself: its kind, plural and scope.
+
+    Classes carrying `__kubeforge__: ResourceInfo` (and `from_dict` / `to_dict`) can be passed
+    to the client wherever a kind is expected, and their objects are returned typed.
+    """
+
+    gvk: GroupVersionKind
+    plural: str
+    namespaced: bool = True
+
+
+# Typed metadata models (the JSON form is camelCase; unknown fields are kept). -----------------
+
+
+class OwnerReference(Model):
+    """An owner of an object; `controller=True` marks the managing controller."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(Model):
+    """Standard object metadata."""
+
+    name: str | None = None
+    generate_name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    creation_timestamp: datetime | None = None
+    deletion_timestamp: datetime | None = None
+    deletion_grace_period_seconds: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    finalizers: list[str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    managed_fields: list[dict[str, object]] | None = None
+
+
+class Condition(Model):
+    """A status condition (metav1.Condition)."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    observed_generation: int | None = None
+    last_transition_time: datetime | None = None
+
+
+class LabelSelectorRequirement(Model):
+    key: str
+    operator: str
+    values: list[str] | None = None
+
+
+class LabelSelector(Model):
+    """matchLabels and matchExpressions (metav1.LabelSelector)."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = Field(default=None)

@@ -1,0 +1,238 @@
+"""HTTP to the API server: one pooled aiohttp session, TLS, credentials and retries.
+
+Retries follow client-go: a 429 is retried for any request (waiting Retry-After when the
+server gives one), 5xx answers and dropped connections only for reads (GET), with
+exponential backoff; a 401 makes the credentials refresh once. There is no client-side rate
+limiting: the API server's priority and fairness is the limiter, as in controller-runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from multidict import CIMultiDictProxy
+
+from kubeforge import __version__
+from kubeforge.client.config import ClusterConfig
+from kubeforge.client.errors import error_from_status
+
+__all__ = ["RequestObserver", "Response", "Transport", "raise_for"]
+
+USER_AGENT = f"kubeforge/{__version__} (python)"
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
+
+# Called after every request: (method, host, status code or "<error>", seconds).
+RequestObserver = Callable[[str, str, int | str, float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A complete (non-streaming) answer."""
+
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body) if self.body else None
+
+
+def _status_of(body: bytes) -> dict[str, Any] | None:
+    try:
+        parsed = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
+class Transport:
+    """Sends requests to one cluster. Create it in the event loop that will use it."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        *,
+        timeout: float = 30.0,
+        max_retries: int = 10,
+        user_agent: str = USER_AGENT,
+        on_request: RequestObserver | None = None,
+        on_retry: RequestObserver | None = None,
+    ) -> None:
+        self.config = config
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.user_agent = user_agent
+        self.on_request = on_request
+        self.on_retry = on_retry
+        self._session: aiohttp.ClientSession | None = None
+        self._host = config.server.split("://", 1)[-1]
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                json_serialize=lambda v: orjson.dumps(v).decode(),
+                headers={"User-Agent": self.user_agent},
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {"Accept": accept or "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        credentials = self.config.credentials
+        if credentials is not None:
+            token = await credentials.token()
+            if token:
+                headers["Authorization"] = f"Bearer {token}"
+        elif self.config.username is not None:
+            pair = f"{self.config.username}:{self.config.password or ''}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        return headers
+
+    def _url(self, path: str) -> str:
+        return self.config.server + path
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.config.tls_server_name:
+            kwargs["server_hostname"] = self.config.tls_server_name
+        if self.config.proxy_url:
+            kwargs["proxy"] = self.config.proxy_url
+        return kwargs
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str | None = None,
+        timeout: float | None = None,
+    ) -> Response:
+        """Send a request and read the whole answer; non-2xx answers raise ApiError."""
+        attempt = 0
+        refreshed = False
+        client_timeout = aiohttp.ClientTimeout(total=timeout or self.timeout)
+        while True:
+            started = time.monotonic()
+            headers = await self._headers(accept, content_type)
+            try:
+                async with self.session.request(
+                    method,
+                    self._url(path),
+                    params=params,
+                    data=body,
+                    headers=headers,
+                    timeout=client_timeout,
+                    **self._kwargs(),
+                ) as resp:
+                    data = await resp.read()
+                    status, resp_headers = resp.status, resp.headers
+            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                self._observe(method, "<error>", started)
+                if method in _IDEMPOTENT and attempt < self.max_retries:
+                    attempt += 1
+                    await self._wait(method, "<error>", _backoff(attempt))
+                    continue
+                raise ConnectionError(f"{method} {path}: {exc or type(exc).__name__}") from exc
+            self._observe(method, status, started)
+            if status < 400:
+                return Response(status, resp_headers, data)
+            if status == 401 and self.config.credentials is not None and not refreshed:
+                self.config.credentials.invalidate()
+                refreshed = True
+                continue
+            retry_after = _retry_after(resp_headers)
+            retryable = status == 429 or (
+                status >= 500 and (method in _IDEMPOTENT or retry_after is not None)
+            )
+            if retryable and attempt < self.max_retries:
+                attempt += 1
+                await self._wait(method, status, retry_after or _backoff(attempt))
+                continue
+            raise error_from_status(status, _status_of(data))
+
+    @asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        accept: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Open a streaming answer (watch, logs); non-2xx answers raise ApiError.
+
+        `timeout` bounds how long the stream may stay silent, not its total length.
+        """
+        headers = await self._headers(accept, None)
+        client_timeout = aiohttp.ClientTimeout(total=None, sock_read=timeout)
+        started = time.monotonic()
+        async with self.session.request(
+            method,
+            self._url(path),
+            params=params,
+            headers=headers,
+            timeout=client_timeout,
+            **self._kwargs(),
+        ) as resp:
+            self._observe(method, resp.status, started)
+            if resp.status >= 400:
+                data = await resp.read()
+                if resp.status == 401 and self.config.credentials is not None:
+                    self.config.credentials.invalidate()
+                raise error_from_status(resp.status, _status_of(data))
+            yield resp
+
+    def _observe(self, method: str, code: int | str, started: float) -> None:
+        if self.on_request is not None:
+            self.on_request(method, self._host, code, time.monotonic() - started)
+
+    async def _wait(self, method: str, code: int | str, seconds: float) -> None:
+        if self.on_retry is not None:
+            self.on_retry(method, self._host, code, seconds)
+        await asyncio.sleep(seconds)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return None
+
+
+def _backoff(attempt: int) -> float:
+    """Exponential backoff with jitter: 0.1 s, 0.2 s, 0.4 s ... capped at 5 s."""
+    base: float = min(0.1 * 2 ** (attempt - 1), 5.0)
+    return float(base * (0.5 + random.random()))
+
+
+def raise_for(status: int, body: bytes) -> None:
+    """Raise the ApiError for a non-2xx status (used by callers reading raw answers)."""
+    if status >= 400:
+        raise error_from_status(status, _status_of(body))

@@ -1,0 +1,267 @@
+"""Recording events.k8s.io/v1 Events about objects, with repeats folded into a series.
+
+Like client-go's `tools/events` recorder (what controller-runtime's manager hands out): an
+event is written to the regarding object's namespace (`default` for cluster-scoped
+objects) under the name `<object name>.<hex timestamp>`. An identical event (same object,
+type, reason, action, note and related object) seen again within six minutes of the last
+one is not written anew: the Event already written gets `series.count` (2 on the first
+repeat) and `series.lastObservedTime` instead. The object is identified by apiVersion,
+kind, namespace, name and uid, so a repeat still folds after the object's resourceVersion
+moved on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from kubeforge.client.client import Client
+from kubeforge.client.errors import NotFound
+from kubeforge.runtime._access import api_version_kind, get_meta
+from kubeforge.runtime._timefmt import micro_time
+
+__all__ = [
+    "EVENT_KIND",
+    "SERIES_TTL",
+    "EventRecorder",
+    "EventType",
+    "object_reference",
+]
+
+log = logging.getLogger("kubeforge.events")
+
+EVENT_KIND: Final = "events.k8s.io/v1/Event"
+EventType = Literal["Normal", "Warning"]
+
+# How long after its last occurrence an event can still be folded into a series.
+SERIES_TTL: Final = 6 * 60.0
+CACHE_SIZE: Final = 4096
+NOTE_LIMIT: Final = 1024  # bytes
+REASON_LIMIT: Final = 128
+ACTION_LIMIT: Final = 128
+INSTANCE_LIMIT: Final = 128
+NAME_LIMIT: Final = 253
+
+
+def object_reference(obj: Any) -> dict[str, str]:
+    """An ObjectReference to `obj` (apiVersion, kind, namespace, name, uid, resourceVersion)."""
+    api_version, kind = api_version_kind(obj)
+    ref = {"apiVersion": api_version, "kind": kind}
+    for key in ("namespace", "name", "uid", "resourceVersion"):
+        value = get_meta(obj, key)
+        if value:
+            ref[key] = str(value)
+    if "name" not in ref:
+        raise ValueError(f"cannot record an event about a {kind} without a name")
+    return ref
+
+
+def _identity(ref: Mapping[str, str] | None) -> tuple[str, ...]:
+    if ref is None:
+        return ()
+    return tuple(ref.get(k, "") for k in ("apiVersion", "kind", "namespace", "name", "uid"))
+
+
+def _truncate_utf8(text: str, limit: int) -> str:
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode(errors="ignore")
+
+
+@dataclass
+class _Series:
+    """What the recorder remembers of one Event it wrote."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    name: str | None = None
+    namespace: str = ""
+    count: int = 0
+    seen: float = 0.0
+
+
+class EventRecorder:
+    """Writes Events reported by one controller instance (see the module documentation)."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        controller: str,
+        instance: str | None = None,
+        cache_size: int = CACHE_SIZE,
+    ) -> None:
+        if not controller:
+            raise ValueError("an event recorder needs a controller name")
+        self.client = client
+        self.controller = controller
+        self.instance = (instance or f"{controller}-{socket.gethostname()}")[:INSTANCE_LIMIT]
+        self.cache_size = cache_size
+        self._series: OrderedDict[tuple[Any, ...], _Series] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last_stamp = 0
+
+    async def event(
+        self,
+        regarding: Any,
+        type: EventType,
+        reason: str,
+        note: str,
+        *,
+        action: str = "",
+        related: Any = None,
+    ) -> dict[str, Any]:
+        """Record an event about `regarding`; returns the Event as stored (created or with
+        its series updated). An empty action takes the reason, as the API requires one."""
+        return await self._emit(
+            object_reference(regarding),
+            type,
+            reason,
+            note,
+            action,
+            None if related is None else object_reference(related),
+        )
+
+    def record(
+        self,
+        regarding: Any,
+        type: EventType,
+        reason: str,
+        note: str,
+        *,
+        action: str = "",
+        related: Any = None,
+    ) -> None:
+        """Like `event`, in the background: never blocks and never raises (failures are
+        logged). Call from within the event loop."""
+        try:
+            regarding_ref = object_reference(regarding)
+            related_ref = None if related is None else object_reference(related)
+            task = asyncio.get_running_loop().create_task(
+                self._emit_quietly(regarding_ref, type, reason, note, action, related_ref)
+            )
+        except Exception as exc:
+            log.warning("event %s not recorded: %s", reason, exc)
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def flush(self) -> None:
+        """Wait until the events `record` scheduled so far are written (or failed)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _emit_quietly(
+        self,
+        regarding: dict[str, str],
+        type: str,
+        reason: str,
+        note: str,
+        action: str,
+        related: dict[str, str] | None,
+    ) -> None:
+        try:
+            await self._emit(regarding, type, reason, note, action, related)
+        except Exception as exc:
+            log.warning(
+                "event %s about %s %s not recorded: %s",
+                reason,
+                regarding.get("kind"),
+                regarding.get("name"),
+                exc,
+            )
+
+    async def _emit(
+        self,
+        regarding: dict[str, str],
+        type: str,
+        reason: str,
+        note: str,
+        action: str,
+        related: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        if type not in ("Normal", "Warning"):
+            raise ValueError(f"event type must be Normal or Warning, not {type!r}")
+        if not reason or len(reason) > REASON_LIMIT:
+            raise ValueError(f"an event reason must have 1 to {REASON_LIMIT} characters")
+        action = action or reason
+        if len(action) > ACTION_LIMIT:
+            raise ValueError(f"an event action can have at most {ACTION_LIMIT} characters")
+        note = _truncate_utf8(note, NOTE_LIMIT)
+        key = (_identity(regarding), type, reason, action, note, _identity(related))
+        series = self._remember(key)
+        async with series.lock:
+            if series.name is not None:
+                try:
+                    return await self._repeat(series)
+                except NotFound:
+                    pass  # the Event expired or was deleted: start over with a new one
+            body = self._new_event(regarding, type, reason, note, action, related)
+            created: dict[str, Any] = await self.client.create(body)
+            series.name = body["metadata"]["name"]
+            series.namespace = body["metadata"]["namespace"]
+            series.count = 1
+            return created
+
+    def _remember(self, key: tuple[Any, ...]) -> _Series:
+        """The cache entry for `key`, new when it has none or its series has gone stale."""
+        now = time.monotonic()
+        cache = self._series
+        # Entries are kept in order of last use, so the stale ones are at the front.
+        while cache:
+            oldest = next(iter(cache.values()))
+            if now - oldest.seen <= SERIES_TTL and len(cache) < self.cache_size:
+                break
+            cache.popitem(last=False)
+        series = cache.get(key)
+        if series is None:
+            series = cache[key] = _Series()
+        else:
+            cache.move_to_end(key)
+        series.seen = now
+        return series
+
+    async def _repeat(self, series: _Series) -> dict[str, Any]:
+        count = series.count + 1
+        patch = {"series": {"count": count, "lastObservedTime": micro_time()}}
+        updated: dict[str, Any] = await self.client.patch(
+            EVENT_KIND, series.name or "", patch, namespace=series.namespace
+        )
+        series.count = count
+        return updated
+
+    def _new_event(
+        self,
+        regarding: dict[str, str],
+        type: str,
+        reason: str,
+        note: str,
+        action: str,
+        related: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        stamp = max(time.time_ns(), self._last_stamp + 1)
+        self._last_stamp = stamp
+        suffix = f".{stamp:x}"
+        name = regarding["name"][: NAME_LIMIT - len(suffix)] + suffix
+        event: dict[str, Any] = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": regarding.get("namespace") or "default"},
+            "eventTime": micro_time(),
+            "regarding": regarding,
+            "reason": reason,
+            "note": note,
+            "type": type,
+            "action": action,
+            "reportingController": self.controller,
+            "reportingInstance": self.instance,
+        }
+        if related is not None:
+            event["related"] = related
+        return event

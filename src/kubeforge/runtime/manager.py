@@ -1,0 +1,357 @@
+"""The manager: runs the shared cache, the controllers, probes, metrics and leader election.
+
+Start-up order follows controller-runtime: the health/metrics server and the caches start
+at once (they need no leadership); controllers start once the caches have synced and, with
+leader election on, once this process leads. Shutdown (SIGTERM/SIGINT or `stop()`) lets
+in-flight reconciles finish within the graceful-shutdown timeout, releases the lease, then
+stops the caches. Losing leadership stops everything and `start()` raises LeadershipLost:
+another process is in charge now, so this one must not keep reconciling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import signal
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any
+
+from aiohttp import web
+
+from kubeforge.client.client import Client, KindLike
+from kubeforge.client.config import ClusterConfig, load_config
+from kubeforge.runtime.builder import Builder
+from kubeforge.runtime.cache import Cache, CacheOptions
+from kubeforge.runtime.cached_client import CachedClient, SyncClient
+from kubeforge.runtime.controller import Controller, ControllerOptions
+from kubeforge.runtime.handler import EnqueueRequestForOwner
+from kubeforge.runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_fields
+from kubeforge.runtime.leaderelection import LeaderElector, LeadershipLost
+from kubeforge.runtime.metrics import Metrics
+from kubeforge.runtime.reconcile import SyncReconciler
+
+__all__ = ["LeadershipLost", "Manager"]
+
+log = logging.getLogger("kubeforge.manager")
+
+Check = Callable[[], bool | Awaitable[bool]]
+Runnable = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+
+
+def _parse_address(address: str | None) -> tuple[str, int] | None:
+    """ ":8081" -> ("0.0.0.0", 8081); "127.0.0.1:0" -> ("127.0.0.1", 0); None or "0" -> off."""
+    if address is None or address in ("", "0"):
+        return None
+    host, _, port = address.rpartition(":")
+    return (host or "0.0.0.0", int(port))
+
+
+class Manager:
+    """Everything a set of controllers needs, started and stopped together."""
+
+    def __init__(
+        self,
+        config: ClusterConfig | None = None,
+        *,
+        client: Client | None = None,
+        namespace: str | None = None,
+        cache_options: Mapping[str, CacheOptions] | None = None,
+        default_transform: Transform | None = strip_managed_fields,
+        sync_period: float | None = DEFAULT_RESYNC,
+        metrics_bind_address: str | None = None,
+        health_probe_bind_address: str | None = None,
+        leader_election: bool = False,
+        leader_election_id: str | None = None,
+        leader_election_namespace: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        release_on_cancel: bool = True,
+        graceful_shutdown_timeout: float = 30.0,
+        identity: str | None = None,
+        controller_defaults: ControllerOptions | None = None,
+        field_manager: str | None = None,
+    ) -> None:
+        self.metrics = Metrics()
+        if client is None:
+            client = Client(
+                config or load_config(),
+                field_manager=field_manager,
+                on_request=self.metrics.observe_request,
+                on_retry=lambda verb, host, code, _s: self.metrics.observe_retry(verb, host, code),
+            )
+        self.api_reader = client
+        self.cache = Cache(
+            client,
+            namespace=namespace,
+            by_kind=cache_options,
+            default_transform=default_transform,
+            sync_period=sync_period,
+            on_watch_restart=lambda kind, _why: self.metrics.informer_watch_restarts_total.labels(
+                kind
+            ).inc(),
+        )
+        self.client = CachedClient(client, self.cache)
+        self.controller_defaults = controller_defaults or ControllerOptions()
+        self.controllers: dict[str, Controller] = {}
+        self.metrics_address = _parse_address(metrics_bind_address)
+        self.probe_address = _parse_address(health_probe_bind_address)
+        self.leader_election = leader_election
+        self.leader_election_id = leader_election_id
+        self.leader_election_namespace = leader_election_namespace
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.release_on_cancel = release_on_cancel
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self._healthz: dict[str, Check] = {"ping": lambda: True}
+        self._readyz: dict[str, Check] = {"ping": lambda: True}
+        self._runnables: list[tuple[Runnable, bool]] = []
+        self._owner_scopes: list[tuple[KindLike, EnqueueRequestForOwner]] = []
+        self._stopping = asyncio.Event()
+        self._runners: list[web.AppRunner] = []
+        self.bound: dict[str, tuple[str, int]] = {}
+        self.elector: LeaderElector | None = None
+        self.synced = False
+        self.leading = not leader_election
+        self._sync_clients: list[SyncClient] = []
+
+    # setup ----------------------------------------------------------------------------------
+
+    def controller(self) -> Builder:
+        """Start building a controller managed by this manager."""
+        return Builder(self)
+
+    def add_controller(self, controller: Controller) -> None:
+        if controller.name in self.controllers:
+            raise ValueError(
+                f"a controller named {controller.name!r} already exists; controller names must "
+                "be unique (use .named())"
+            )
+        self.controllers[controller.name] = controller
+        reconciler = controller.reconciler
+        if isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
+            reconciler.reconcile
+        ):
+            sync = SyncClient(self.client)
+            self._sync_clients.append(sync)
+            reconciler.client = sync
+        else:
+            reconciler.client = self.client
+
+    def resolve_owner_scope(self, owner: KindLike, handler: EnqueueRequestForOwner) -> None:
+        """Owner requests of cluster-scoped owners carry no namespace; learned at start."""
+        self._owner_scopes.append((owner, handler))
+
+    def add(self, runnable: Runnable, *, need_leader_election: bool = True) -> None:
+        """Run `runnable(stopping)` with the controllers; it returns once `stopping` is set."""
+        self._runnables.append((runnable, need_leader_election))
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        self._healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        self._readyz[name] = check
+
+    def event_recorder(self, name: str) -> Any:
+        """An event recorder reporting as controller `name` (events.k8s.io/v1)."""
+        from kubeforge.runtime.events import EventRecorder
+
+        return EventRecorder(self.api_reader, controller=name)
+
+    # HTTP: probes and metrics -----------------------------------------------------------------
+
+    async def _run_checks(self, checks: Mapping[str, Check]) -> list[str]:
+        failed = []
+        for name, check in checks.items():
+            try:
+                result = check()
+                if inspect.isawaitable(result):
+                    result = await result
+                if not result:
+                    failed.append(name)
+            except Exception:
+                failed.append(name)
+        return failed
+
+    async def _probe(self, request: web.Request) -> web.Response:
+        checks = self._healthz if request.path == "/healthz" else self._readyz
+        failed = await self._run_checks(checks)
+        if request.path == "/readyz" and not self.synced:
+            failed.append("informer-sync")
+        if failed:
+            return web.Response(status=500, text="checks failed: " + ", ".join(failed) + "\n")
+        return web.Response(text="ok")
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        body, content_type = self.metrics.render()
+        return web.Response(body=body, headers={"Content-Type": content_type})
+
+    async def _serve(self, name: str, address: tuple[str, int], routes: list[web.RouteDef]) -> None:
+        app = web.Application()
+        app.add_routes(routes)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, address[0], address[1])
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", [])
+        self.bound[name] = sockets[0].getsockname()[:2]
+        self._runners.append(runner)
+
+    async def _start_http(self) -> None:
+        probes = [web.get("/healthz", self._probe), web.get("/readyz", self._probe)]
+        metrics = [web.get("/metrics", self._metrics)]
+        if self.probe_address and self.probe_address == self.metrics_address:
+            await self._serve("probes", self.probe_address, probes + metrics)
+            self.bound["metrics"] = self.bound["probes"]
+            return
+        if self.probe_address:
+            await self._serve("probes", self.probe_address, probes)
+        if self.metrics_address:
+            await self._serve("metrics", self.metrics_address, metrics)
+
+    # running --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown (what SIGTERM does)."""
+        self._stopping.set()
+
+    async def start(self) -> None:
+        """Run until stop() (or leadership is lost, raising LeadershipLost)."""
+        lost = asyncio.Event()
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            for sync in self._sync_clients:
+                sync.bind(asyncio.get_running_loop())
+            await self._start_http()
+            for owner, handler in self._owner_scopes:
+                resource = await self.api_reader.resource(owner)
+                handler.owner_namespaced = resource.namespaced
+            await self.cache.start()
+            timeouts = [c.options.cache_sync_timeout for c in self.controllers.values()]
+            if not await self.cache.wait_for_sync(max(timeouts, default=120.0)):
+                raise TimeoutError("caches did not sync in time")
+            self.synced = True
+            log.info("caches synced")
+            # Work that needs no leadership starts at once.
+            for runnable, needs_leader in self._runnables:
+                if not needs_leader:
+                    tasks.append(asyncio.create_task(runnable(self._stopping)))
+            if self.leader_election and not await self._lead(lost, tasks):
+                return
+            for controller in self.controllers.values():
+                await controller.start()
+            for runnable, needs_leader in self._runnables:
+                if needs_leader:
+                    tasks.append(asyncio.create_task(runnable(self._stopping)))
+            stop_wait = asyncio.create_task(self._stopping.wait())
+            lost_wait = asyncio.create_task(lost.wait())
+            await asyncio.wait({stop_wait, lost_wait}, return_when=asyncio.FIRST_COMPLETED)
+            stop_wait.cancel()
+            lost_wait.cancel()
+        finally:
+            await self._shutdown(tasks)
+        if lost.is_set():
+            raise LeadershipLost("leader election lost")
+
+    async def _lead(self, lost: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> bool:
+        """Block until this process leads (True) or a stop is asked for first (False)."""
+        if not self.leader_election_id:
+            raise ValueError("leader election needs leader_election_id")
+        leading = asyncio.Event()
+        namespace = self.leader_election_namespace or self.api_reader.namespace
+
+        def started() -> None:
+            self.leading = True
+            self.metrics.set_leader(self.leader_election_id or "", True)
+            leading.set()
+
+        def stopped() -> None:
+            self.leading = False
+            self.metrics.set_leader(self.leader_election_id or "", False)
+            if not self._stopping.is_set():
+                lost.set()
+
+        self.elector = LeaderElector(
+            self.api_reader,
+            name=self.leader_election_id,
+            namespace=namespace,
+            identity=self.identity,
+            lease_duration=self.lease_duration,
+            renew_deadline=self.renew_deadline,
+            retry_period=self.retry_period,
+            release_on_cancel=self.release_on_cancel,
+            on_started_leading=started,
+            on_stopped_leading=stopped,
+        )
+        elector_task = asyncio.create_task(self._run_elector(lost))
+        tasks.append(elector_task)
+        lead_wait = asyncio.create_task(leading.wait())
+        stop_wait = asyncio.create_task(self._stopping.wait())
+        await asyncio.wait({lead_wait, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+        lead_wait.cancel()
+        stop_wait.cancel()
+        return leading.is_set() and not self._stopping.is_set()
+
+    async def _run_elector(self, lost: asyncio.Event) -> None:
+        assert self.elector is not None
+        try:
+            await self.elector.run()
+        except LeadershipLost:
+            lost.set()
+
+    async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
+        self._stopping.set()
+        deadline = asyncio.get_running_loop().time() + self.graceful_shutdown_timeout
+
+        def remaining() -> float:
+            return max(deadline - asyncio.get_running_loop().time(), 0.0)
+
+        await asyncio.gather(
+            *(c.stop(timeout=remaining()) for c in self.controllers.values()),
+            return_exceptions=True,
+        )
+        # Runnables were told to stop; give them what is left of the grace period.
+        pending = [t for t in tasks if not t.done()]
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=remaining())
+            for task in still:
+                task.cancel()
+            for task in still:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        await self.cache.stop()
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+        await self.api_reader.close()
+
+    async def run(self) -> None:
+        """start(), with SIGTERM and SIGINT starting a graceful shutdown (a second forces exit)."""
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM)
+        count = 0
+
+        def on_signal() -> None:
+            nonlocal count
+            count += 1
+            if count > 1:
+                os._exit(1)
+            log.info("shutting down (a second signal forces exit)")
+            self.stop()
+
+        for sig in signals:
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            await self.start()
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
