@@ -32,6 +32,8 @@ test: lint typecheck
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk
 	$(BIN)/python benchmarks/apiserver.py
+	$(BIN)/python benchmarks/runtime.py
+	$(BIN)/python benchmarks/workqueue.py
 
 dev: $(STAMP)
 	$(BIN)/kubeforge apiserver --port 6443 --kubeconfig .kubeforge/kubeconfig

@@ -156,3 +156,26 @@ async def test_other_namespaces_and_kubectl(api: Client, kubectl: Kubectl) -> No
     assert core["message"] == "key missing from cfg"
     assert core["involvedObject"]["name"] == "cfg"
     assert core["reportingComponent"] == "cfg-controller"
+
+
+async def test_series_expire_after_six_minutes_and_the_cache_is_bounded(api: Client) -> None:
+    target = await config_map(api, "clocked")
+    now = [1000.0]
+    recorder = EventRecorder(api, controller="clocked", cache_size=2, clock=lambda: now[0])
+    first = await recorder.event(target, "Normal", "A", "a")
+    now[0] += 359
+    assert (await recorder.event(target, "Normal", "A", "a"))["series"]["count"] == 2
+    now[0] += 359  # six minutes counts from the last occurrence
+    assert (await recorder.event(target, "Normal", "A", "a"))["series"]["count"] == 3
+    now[0] += 361
+    fresh = await recorder.event(target, "Normal", "A", "a")
+    assert fresh["metadata"]["name"] != first["metadata"]["name"]
+    assert "series" not in fresh
+
+    # With room for two series, a third pushes out the least recently seen.
+    await recorder.event(target, "Normal", "B", "b")
+    await recorder.event(target, "Normal", "A", "a")
+    await recorder.event(target, "Normal", "C", "c")
+    assert (await recorder.event(target, "Normal", "A", "a"))["series"]["count"] == 3
+    assert "series" not in await recorder.event(target, "Normal", "B", "b")
+    assert len(await events_in(api)) == 5

@@ -20,7 +20,6 @@ __all__ = [
     "get_finalizers",
     "get_meta",
     "get_owner_references",
-    "is_namespaced_kind",
     "json_copy",
     "json_form",
     "set_finalizers",
@@ -135,12 +134,6 @@ def client_kind(obj: Any) -> Any:
         return type(obj)
     api_version, kind = api_version_kind(obj)
     return f"{api_version}/{kind}"
-
-
-def is_namespaced_kind(obj: Any) -> bool | None:
-    """Whether the object's kind is namespaced, when its class says (None for dicts)."""
-    info = _info(obj)
-    return None if info is None else info.namespaced
 
 
 def json_form(obj: Any) -> dict[str, Any]:

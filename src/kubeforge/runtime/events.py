@@ -17,7 +17,7 @@ import logging
 import socket
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -87,7 +87,11 @@ class _Series:
 
 
 class EventRecorder:
-    """Writes Events reported by one controller instance (see the module documentation)."""
+    """Writes Events reported by one controller instance (see the module documentation).
+
+    At most `cache_size` series are remembered (the least recently seen are forgotten
+    first); `clock` (monotonic seconds) measures their six-minute lifetime.
+    """
 
     def __init__(
         self,
@@ -96,13 +100,15 @@ class EventRecorder:
         controller: str,
         instance: str | None = None,
         cache_size: int = CACHE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not controller:
             raise ValueError("an event recorder needs a controller name")
         self.client = client
         self.controller = controller
         self.instance = (instance or f"{controller}-{socket.gethostname()}")[:INSTANCE_LIMIT]
-        self.cache_size = cache_size
+        self.cache_size = max(1, cache_size)
+        self._clock = clock
         self._series: OrderedDict[tuple[Any, ...], _Series] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
@@ -211,16 +217,15 @@ class EventRecorder:
 
     def _remember(self, key: tuple[Any, ...]) -> _Series:
         """The cache entry for `key`, new when it has none or its series has gone stale."""
-        now = time.monotonic()
+        now = self._clock()
         cache = self._series
         # Entries are kept in order of last use, so the stale ones are at the front.
-        while cache:
-            oldest = next(iter(cache.values()))
-            if now - oldest.seen <= SERIES_TTL and len(cache) < self.cache_size:
-                break
+        while cache and now - next(iter(cache.values())).seen > SERIES_TTL:
             cache.popitem(last=False)
         series = cache.get(key)
         if series is None:
+            if len(cache) >= self.cache_size:
+                cache.popitem(last=False)
             series = cache[key] = _Series()
         else:
             cache.move_to_end(key)

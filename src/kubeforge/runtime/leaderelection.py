@@ -211,14 +211,15 @@ class LeaderElector:
         try:
             lost = await self._renew()
         finally:
-            # Also reached on cancellation: give the Lease up before unwinding.
-            if self.release_on_cancel:
-                await self._release()
+            # Also reached on cancellation. The work stops before the Lease is handed back,
+            # so two leaders never work at once.
             self._leading = False
             if work is not None and not work.done():
                 work.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await work
+            if self.release_on_cancel:
+                await self._release()
             await _call(self.on_leading_changed, False)
             await _call(self.on_stopped_leading)
         if lost:

@@ -319,6 +319,9 @@ class Manager:
             *(c.stop(timeout=remaining()) for c in self.controllers.values()),
             return_exceptions=True,
         )
+        if self.elector is not None:
+            # Nothing reconciles any more: hand the lease over now (when release_on_cancel).
+            self.elector.stop()
         # Runnables were told to stop; give them what is left of the grace period.
         pending = [t for t in tasks if not t.done()]
         if pending:
