@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import aiohttp
 import pytest
 
 from kubeforge.apiserver import APIServer
+from kubeforge.apiserver.server import ServerConfig
 from kubeforge.client import Client as KubeClient
 from kubeforge.client import load_kubeconfig
-from tests.support import Client, Kubectl
+from tests.support import Client, Kubectl, connect
 
 
 @pytest.fixture
@@ -25,11 +24,8 @@ async def server() -> AsyncIterator[APIServer]:
 @pytest.fixture
 async def client(server: APIServer) -> AsyncIterator[Client]:
     """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
-    assert server.certificates is not None
-    ctx: ssl.SSLContext = server.certificates.client_context()
-    connector = aiohttp.TCPConnector(ssl=ctx)
-    async with aiohttp.ClientSession(connector=connector) as session:
-        yield Client(server, session)
+    async with connect(server) as raw:
+        yield raw
 
 
 @pytest.fixture
@@ -50,3 +46,23 @@ async def api(kubeconfig: Path) -> AsyncIterator[KubeClient]:
     """A kubeforge Client for `server`, configured from its kubeconfig."""
     async with KubeClient(load_kubeconfig(kubeconfig)) as kube:
         yield kube
+
+
+@pytest.fixture
+async def gc_server() -> AsyncIterator[APIServer]:
+    """An API server that collects garbage and empties deleted namespaces, as a cluster does."""
+    async with APIServer(ServerConfig(garbage_collection=True)) as srv:
+        yield srv
+
+
+@pytest.fixture
+async def gc(gc_server: APIServer) -> AsyncIterator[Client]:
+    async with connect(gc_server) as raw:
+        yield raw
+
+
+@pytest.fixture
+def gc_kubectl(gc_server: APIServer, tmp_path: Path) -> Kubectl:
+    cache = tmp_path / "kube-cache"
+    cache.mkdir()
+    return Kubectl(gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig"), cache)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,3 +169,12 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError("condition not met within timeout")
         await asyncio.sleep(interval)
+
+
+@asynccontextmanager
+async def connect(server: APIServer) -> AsyncIterator[Client]:
+    """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
+    assert server.certificates is not None
+    ctx: ssl.SSLContext = server.certificates.client_context()
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
+        yield Client(server, session)

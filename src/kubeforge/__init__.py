@@ -29,6 +29,51 @@ _EXPORTS: dict[str, str] = {
     "LabelSelector": "kubeforge.api.meta",
     "GroupVersionKind": "kubeforge.api.meta",
     "ResourceInfo": "kubeforge.api.meta",
+    "PrinterColumn": "kubeforge.api.meta",
+    "Scale": "kubeforge.api.meta",
+    "WebhookConversion": "kubeforge.api.meta",
+    "resource": "kubeforge.api.resource",
+    "registered_resources": "kubeforge.api.resource",
+    "rbac": "kubeforge.api.rbac",
+    # schema markers
+    "AtLeastOneOf": "kubeforge.api.markers",
+    "AtMostOneOf": "kubeforge.api.markers",
+    "Default": "kubeforge.api.markers",
+    "Description": "kubeforge.api.markers",
+    "EmbeddedResource": "kubeforge.api.markers",
+    "Enum": "kubeforge.api.markers",
+    "Example": "kubeforge.api.markers",
+    "ExactlyOneOf": "kubeforge.api.markers",
+    "ExternalDocs": "kubeforge.api.markers",
+    "Format": "kubeforge.api.markers",
+    "Immutable": "kubeforge.api.markers",
+    "IntOrString": "kubeforge.api.markers",
+    "Items": "kubeforge.api.markers",
+    "ListMapKeys": "kubeforge.api.markers",
+    "ListType": "kubeforge.api.markers",
+    "MapType": "kubeforge.api.markers",
+    "Marker": "kubeforge.api.markers",
+    "MaxItems": "kubeforge.api.markers",
+    "MaxLength": "kubeforge.api.markers",
+    "MaxProperties": "kubeforge.api.markers",
+    "Maximum": "kubeforge.api.markers",
+    "MinItems": "kubeforge.api.markers",
+    "MinLength": "kubeforge.api.markers",
+    "MinProperties": "kubeforge.api.markers",
+    "Minimum": "kubeforge.api.markers",
+    "MultipleOf": "kubeforge.api.markers",
+    "Nullable": "kubeforge.api.markers",
+    "Optional": "kubeforge.api.markers",
+    "Pattern": "kubeforge.api.markers",
+    "PreserveUnknownFields": "kubeforge.api.markers",
+    "Required": "kubeforge.api.markers",
+    "Rule": "kubeforge.api.markers",
+    "Schemaless": "kubeforge.api.markers",
+    "StructType": "kubeforge.api.markers",
+    "Title": "kubeforge.api.markers",
+    "Type": "kubeforge.api.markers",
+    "UniqueItems": "kubeforge.api.markers",
+    "markers": "kubeforge.api.markers",
     # client
     "Client": "kubeforge.client.client",
     "ObjectList": "kubeforge.client.client",
@@ -127,82 +172,358 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from kubeforge.api.markers import (
+        AtLeastOneOf as AtLeastOneOf,
+    )
+    from kubeforge.api.markers import (
+        AtMostOneOf as AtMostOneOf,
+    )
+    from kubeforge.api.markers import (
+        Default as Default,
+    )
+    from kubeforge.api.markers import (
+        Description as Description,
+    )
+    from kubeforge.api.markers import (
+        EmbeddedResource as EmbeddedResource,
+    )
+    from kubeforge.api.markers import (
+        Enum as Enum,
+    )
+    from kubeforge.api.markers import (
+        ExactlyOneOf as ExactlyOneOf,
+    )
+    from kubeforge.api.markers import (
+        Example as Example,
+    )
+    from kubeforge.api.markers import (
+        ExternalDocs as ExternalDocs,
+    )
+    from kubeforge.api.markers import (
+        Format as Format,
+    )
+    from kubeforge.api.markers import (
+        Immutable as Immutable,
+    )
+    from kubeforge.api.markers import (
+        IntOrString as IntOrString,
+    )
+    from kubeforge.api.markers import (
+        Items as Items,
+    )
+    from kubeforge.api.markers import (
+        ListMapKeys as ListMapKeys,
+    )
+    from kubeforge.api.markers import (
+        ListType as ListType,
+    )
+    from kubeforge.api.markers import (
+        MapType as MapType,
+    )
+    from kubeforge.api.markers import (
+        Marker as Marker,
+    )
+    from kubeforge.api.markers import (
+        Maximum as Maximum,
+    )
+    from kubeforge.api.markers import (
+        MaxItems as MaxItems,
+    )
+    from kubeforge.api.markers import (
+        MaxLength as MaxLength,
+    )
+    from kubeforge.api.markers import (
+        MaxProperties as MaxProperties,
+    )
+    from kubeforge.api.markers import (
+        Minimum as Minimum,
+    )
+    from kubeforge.api.markers import (
+        MinItems as MinItems,
+    )
+    from kubeforge.api.markers import (
+        MinLength as MinLength,
+    )
+    from kubeforge.api.markers import (
+        MinProperties as MinProperties,
+    )
+    from kubeforge.api.markers import (
+        MultipleOf as MultipleOf,
+    )
+    from kubeforge.api.markers import (
+        Nullable as Nullable,
+    )
+    from kubeforge.api.markers import (
+        Optional as Optional,
+    )
+    from kubeforge.api.markers import (
+        Pattern as Pattern,
+    )
+    from kubeforge.api.markers import (
+        PreserveUnknownFields as PreserveUnknownFields,
+    )
+    from kubeforge.api.markers import (
+        Required as Required,
+    )
+    from kubeforge.api.markers import (
+        Rule as Rule,
+    )
+    from kubeforge.api.markers import (
+        Schemaless as Schemaless,
+    )
+    from kubeforge.api.markers import (
+        StructType as StructType,
+    )
+    from kubeforge.api.markers import (
+        Title as Title,
+    )
+    from kubeforge.api.markers import (
+        Type as Type,
+    )
+    from kubeforge.api.markers import (
+        UniqueItems as UniqueItems,
+    )
+    from kubeforge.api.markers import (
+        markers as markers,
+    )
     from kubeforge.api.meta import (
-        Condition,
-        GroupVersionKind,
-        LabelSelector,
-        ObjectMeta,
-        OwnerReference,
-        ResourceInfo,
+        Condition as Condition,
     )
-    from kubeforge.api.model import Model
-    from kubeforge.api.resource import Resource
-    from kubeforge.client.client import Client, ObjectList
-    from kubeforge.client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
-    from kubeforge.client.discovery import NoKindMatch
+    from kubeforge.api.meta import (
+        GroupVersionKind as GroupVersionKind,
+    )
+    from kubeforge.api.meta import (
+        LabelSelector as LabelSelector,
+    )
+    from kubeforge.api.meta import (
+        ObjectMeta as ObjectMeta,
+    )
+    from kubeforge.api.meta import (
+        OwnerReference as OwnerReference,
+    )
+    from kubeforge.api.meta import (
+        PrinterColumn as PrinterColumn,
+    )
+    from kubeforge.api.meta import (
+        ResourceInfo as ResourceInfo,
+    )
+    from kubeforge.api.meta import (
+        Scale as Scale,
+    )
+    from kubeforge.api.meta import (
+        WebhookConversion as WebhookConversion,
+    )
+    from kubeforge.api.model import Model as Model
+    from kubeforge.api.rbac import rbac as rbac
+    from kubeforge.api.resource import (
+        Resource as Resource,
+    )
+    from kubeforge.api.resource import (
+        registered_resources as registered_resources,
+    )
+    from kubeforge.api.resource import (
+        resource as resource,
+    )
+    from kubeforge.client.client import Client as Client
+    from kubeforge.client.client import ObjectList as ObjectList
+    from kubeforge.client.config import (
+        ClusterConfig as ClusterConfig,
+    )
+    from kubeforge.client.config import (
+        ConfigError as ConfigError,
+    )
+    from kubeforge.client.config import (
+        load_config as load_config,
+    )
+    from kubeforge.client.config import (
+        load_kubeconfig as load_kubeconfig,
+    )
+    from kubeforge.client.discovery import NoKindMatch as NoKindMatch
     from kubeforge.client.errors import (
-        AlreadyExists,
-        ApiError,
-        BadRequest,
-        Conflict,
-        Forbidden,
-        Gone,
-        Invalid,
-        NotFound,
-        TooManyRequests,
-        Unauthorized,
-        ignore_already_exists,
-        ignore_not_found,
+        AlreadyExists as AlreadyExists,
     )
-    from kubeforge.client.retry import Backoff, retry_on_conflict
-    from kubeforge.client.watch import WatchEvent
-    from kubeforge.runtime.builder import Builder
-    from kubeforge.runtime.cache import Cache, CacheOptions, NotCached
-    from kubeforge.runtime.cached_client import CachedClient, SyncClient
+    from kubeforge.client.errors import (
+        ApiError as ApiError,
+    )
+    from kubeforge.client.errors import (
+        BadRequest as BadRequest,
+    )
+    from kubeforge.client.errors import (
+        Conflict as Conflict,
+    )
+    from kubeforge.client.errors import (
+        Forbidden as Forbidden,
+    )
+    from kubeforge.client.errors import (
+        Gone as Gone,
+    )
+    from kubeforge.client.errors import (
+        Invalid as Invalid,
+    )
+    from kubeforge.client.errors import (
+        NotFound as NotFound,
+    )
+    from kubeforge.client.errors import (
+        TooManyRequests as TooManyRequests,
+    )
+    from kubeforge.client.errors import (
+        Unauthorized as Unauthorized,
+    )
+    from kubeforge.client.errors import (
+        ignore_already_exists as ignore_already_exists,
+    )
+    from kubeforge.client.errors import (
+        ignore_not_found as ignore_not_found,
+    )
+    from kubeforge.client.retry import Backoff as Backoff
+    from kubeforge.client.retry import retry_on_conflict as retry_on_conflict
+    from kubeforge.client.watch import WatchEvent as WatchEvent
+    from kubeforge.runtime.builder import Builder as Builder
+    from kubeforge.runtime.cache import (
+        Cache as Cache,
+    )
+    from kubeforge.runtime.cache import (
+        CacheOptions as CacheOptions,
+    )
+    from kubeforge.runtime.cache import (
+        NotCached as NotCached,
+    )
+    from kubeforge.runtime.cached_client import (
+        CachedClient as CachedClient,
+    )
+    from kubeforge.runtime.cached_client import (
+        SyncClient as SyncClient,
+    )
     from kubeforge.runtime.conditions import (
-        find_status_condition,
-        is_status_condition_true,
-        remove_status_condition,
-        set_status_condition,
+        find_status_condition as find_status_condition,
     )
-    from kubeforge.runtime.controller import Controller, ControllerOptions
-    from kubeforge.runtime.events import EventRecorder
-    from kubeforge.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
+    from kubeforge.runtime.conditions import (
+        is_status_condition_true as is_status_condition_true,
+    )
+    from kubeforge.runtime.conditions import (
+        remove_status_condition as remove_status_condition,
+    )
+    from kubeforge.runtime.conditions import (
+        set_status_condition as set_status_condition,
+    )
+    from kubeforge.runtime.controller import (
+        Controller as Controller,
+    )
+    from kubeforge.runtime.controller import (
+        ControllerOptions as ControllerOptions,
+    )
+    from kubeforge.runtime.events import EventRecorder as EventRecorder
+    from kubeforge.runtime.finalizers import (
+        add_finalizer as add_finalizer,
+    )
+    from kubeforge.runtime.finalizers import (
+        has_finalizer as has_finalizer,
+    )
+    from kubeforge.runtime.finalizers import (
+        remove_finalizer as remove_finalizer,
+    )
     from kubeforge.runtime.handler import (
-        EnqueueRequestForObject,
-        EnqueueRequestForOwner,
-        EnqueueRequestsFromMapFunc,
+        EnqueueRequestForObject as EnqueueRequestForObject,
     )
-    from kubeforge.runtime.informer import HandlerFuncs, Informer, strip_managed_fields
-    from kubeforge.runtime.leaderelection import LeaderElector, LeadershipLost
-    from kubeforge.runtime.manager import Manager
-    from kubeforge.runtime.metrics import Metrics
+    from kubeforge.runtime.handler import (
+        EnqueueRequestForOwner as EnqueueRequestForOwner,
+    )
+    from kubeforge.runtime.handler import (
+        EnqueueRequestsFromMapFunc as EnqueueRequestsFromMapFunc,
+    )
+    from kubeforge.runtime.informer import (
+        HandlerFuncs as HandlerFuncs,
+    )
+    from kubeforge.runtime.informer import (
+        Informer as Informer,
+    )
+    from kubeforge.runtime.informer import (
+        strip_managed_fields as strip_managed_fields,
+    )
+    from kubeforge.runtime.leaderelection import (
+        LeaderElector as LeaderElector,
+    )
+    from kubeforge.runtime.leaderelection import (
+        LeadershipLost as LeadershipLost,
+    )
+    from kubeforge.runtime.manager import Manager as Manager
+    from kubeforge.runtime.metrics import Metrics as Metrics
     from kubeforge.runtime.ownership import (
-        AlreadyOwnedError,
-        has_controller_reference,
-        remove_owner_reference,
-        set_controller_reference,
-        set_owner_reference,
+        AlreadyOwnedError as AlreadyOwnedError,
+    )
+    from kubeforge.runtime.ownership import (
+        has_controller_reference as has_controller_reference,
+    )
+    from kubeforge.runtime.ownership import (
+        remove_owner_reference as remove_owner_reference,
+    )
+    from kubeforge.runtime.ownership import (
+        set_controller_reference as set_controller_reference,
+    )
+    from kubeforge.runtime.ownership import (
+        set_owner_reference as set_owner_reference,
     )
     from kubeforge.runtime.predicate import (
-        AnnotationsChanged,
-        Funcs,
-        GenerationChanged,
-        LabelsChanged,
-        LabelSelectorPredicate,
-        Predicate,
-        ResourceVersionChanged,
-        all_of,
-        any_of,
-        negate,
+        AnnotationsChanged as AnnotationsChanged,
+    )
+    from kubeforge.runtime.predicate import (
+        Funcs as Funcs,
+    )
+    from kubeforge.runtime.predicate import (
+        GenerationChanged as GenerationChanged,
+    )
+    from kubeforge.runtime.predicate import (
+        LabelsChanged as LabelsChanged,
+    )
+    from kubeforge.runtime.predicate import (
+        LabelSelectorPredicate as LabelSelectorPredicate,
+    )
+    from kubeforge.runtime.predicate import (
+        Predicate as Predicate,
+    )
+    from kubeforge.runtime.predicate import (
+        ResourceVersionChanged as ResourceVersionChanged,
+    )
+    from kubeforge.runtime.predicate import (
+        all_of as all_of,
+    )
+    from kubeforge.runtime.predicate import (
+        any_of as any_of,
+    )
+    from kubeforge.runtime.predicate import (
+        negate as negate,
     )
     from kubeforge.runtime.reconcile import (
-        Reconciler,
-        Request,
-        Result,
-        SyncReconciler,
-        TerminalError,
+        Reconciler as Reconciler,
     )
-    from kubeforge.runtime.store import Store
-    from kubeforge.runtime.upsert import OperationResult, create_or_patch, create_or_update
-    from kubeforge.runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
+    from kubeforge.runtime.reconcile import (
+        Request as Request,
+    )
+    from kubeforge.runtime.reconcile import (
+        Result as Result,
+    )
+    from kubeforge.runtime.reconcile import (
+        SyncReconciler as SyncReconciler,
+    )
+    from kubeforge.runtime.reconcile import (
+        TerminalError as TerminalError,
+    )
+    from kubeforge.runtime.store import Store as Store
+    from kubeforge.runtime.upsert import (
+        OperationResult as OperationResult,
+    )
+    from kubeforge.runtime.upsert import (
+        create_or_patch as create_or_patch,
+    )
+    from kubeforge.runtime.upsert import (
+        create_or_update as create_or_update,
+    )
+    from kubeforge.runtime.workqueue import (
+        LOW_PRIORITY as LOW_PRIORITY,
+    )
+    from kubeforge.runtime.workqueue import (
+        ShutDown as ShutDown,
+    )
+    from kubeforge.runtime.workqueue import (
+        WorkQueue as WorkQueue,
+    )

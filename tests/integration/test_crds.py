@@ -216,3 +216,12 @@ async def test_cluster_scoped_crd(client: Client) -> None:
     assert reply.status == 201, reply.body
     assert "namespace" not in reply.json()["metadata"]
     assert (await client.get("/apis/example.com/v1/namespaces/default/widgets")).status == 404
+
+
+async def test_a_crd_can_be_updated_with_its_cleanup_finalizer(client: Client) -> None:
+    await install(client)
+    live = (await client.get(f"{CRDS}/widgets.example.com")).json()
+    assert "customresourcecleanup.apiextensions.k8s.io" in live["metadata"]["finalizers"]
+    live["spec"]["names"]["shortNames"] = ["wd", "wdg"]
+    reply = await client.put(f"{CRDS}/widgets.example.com", live)
+    assert reply.status == 200, reply.body

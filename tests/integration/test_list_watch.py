@@ -230,3 +230,43 @@ async def test_a_watch_client_that_disconnects_is_cleaned_up_quietly(
     await eventually(released)
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == []
+
+
+async def test_events_are_selectable_as_kubectl_describe_asks(client: Client) -> None:
+    regarding = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "p1",
+        "namespace": "default",
+        "uid": "u-1",
+    }
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "p1.1"},
+        "eventTime": "2026-11-21T05:00:00.000000Z",
+        "reason": "Started",
+        "note": "container started",
+        "type": "Normal",
+        "action": "Start",
+        "reportingController": "kubelet",
+        "reportingInstance": "node-1",
+        "regarding": regarding,
+    }
+    created = await client.post("/apis/events.k8s.io/v1/namespaces/default/events", event)
+    assert created.status == 201, created.body
+    selector = (
+        "involvedObject.name%3Dp1,involvedObject.namespace%3Ddefault,involvedObject.uid%3Du-1"
+    )
+    core = (await client.get(f"/api/v1/namespaces/default/events?fieldSelector={selector}")).json()
+    assert [(e["reason"], e["message"]) for e in core["items"]] == [
+        ("Started", "container started")
+    ]
+    new_api = await client.get(
+        "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dp1"
+    )
+    assert [e["note"] for e in new_api.json()["items"]] == ["container started"]
+    none = await client.get(
+        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dp2"
+    )
+    assert none.json()["items"] == []

@@ -39,7 +39,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -47,6 +47,7 @@ import cel
 from cel import stdlib as cel_stdlib
 
 from kubeforge.api.fielderror import FieldError, FieldErrorType
+from kubeforge.api.quantity import parse_quantity
 
 __all__ = [
     "FUNCTIONS",
@@ -371,44 +372,16 @@ def _prefix_length(net: str) -> int:
 
 # Quantities, kept as their exact value in base units ("1073741824", "0.5").
 
-_QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([a-zA-Z]*|[eE][+-]?[0-9]+)$")
-_SUFFIXES = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-}
 _INT64_MAX = 2**63 - 1
 
 
 def _quantity_value(text: Any) -> Decimal:
-    if isinstance(text, bool):
+    if isinstance(text, bool | float):
         raise _CelError("no such overload")
-    if isinstance(text, int):
-        return Decimal(text)
-    m = _QUANTITY_RE.match(text) if isinstance(text, str) else None
-    if m is not None:
-        number, suffix = m.groups()
-        try:
-            if suffix[:1] in ("e", "E"):
-                return Decimal(number) * Decimal(10) ** int(suffix[1:])
-            if suffix in _SUFFIXES:
-                return Decimal(number) * _SUFFIXES[suffix]
-        except InvalidOperation:
-            pass
-    raise _CelError(f"quantities must match the regular expression: {text}")
+    value = parse_quantity(text)
+    if value is None:
+        raise _CelError(f"quantities must match the regular expression: {text}")
+    return value
 
 
 def _quantity_text(value: Decimal) -> str:

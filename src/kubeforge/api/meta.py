@@ -19,7 +19,10 @@ __all__ = [
     "NamespacedName",
     "ObjectMeta",
     "OwnerReference",
+    "PrinterColumn",
     "ResourceInfo",
+    "Scale",
+    "WebhookConversion",
     "gvk_of",
     "split_api_version",
 ]
@@ -85,8 +88,43 @@ class NamespacedName:
 
 
 @dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """A column of `kubectl get` for a custom resource (additionalPrinterColumns).
+
+    `type`: string, integer, number, boolean or date; `priority` > 0 shows only with -o wide.
+    """
+
+    name: str
+    json_path: str
+    type: str = "string"
+    format: str | None = None
+    priority: int = 0
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The scale subresource: where replicas live (paths like `.spec.replicas`)."""
+
+    spec_replicas_path: str = ".spec.replicas"
+    status_replicas_path: str = ".status.replicas"
+    label_selector_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookConversion:
+    """Convert between a CRD's versions through a conversion webhook (served at `path`)."""
+
+    service_name: str = "webhook-service"
+    service_namespace: str = "system"
+    path: str = "/convert"
+    port: int = 443
+    review_versions: tuple[str, ...] = ("v1",)
+
+
+@dataclass(frozen=True, slots=True)
 class ResourceInfo:
-    """What a typed resource class knows about itself: its kind, plural and scope.
+    """What a typed resource class knows about itself: its kind, names, scope and CRD options.
 
     Classes carrying `__kubeforge__: ResourceInfo` (and `from_dict` / `to_dict`) can be passed
     to the client wherever a kind is expected, and their objects are returned typed.
@@ -95,6 +133,20 @@ class ResourceInfo:
     gvk: GroupVersionKind
     plural: str
     namespaced: bool = True
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    status_subresource: bool = True
+    scale: Scale | None = None
+    storage: bool = True
+    served: bool = True
+    deprecated: bool = False
+    deprecation_warning: str | None = None
+    selectable_fields: tuple[str, ...] = ()
+    conversion: WebhookConversion | None = None
+    crd_labels: tuple[tuple[str, str], ...] = ()
+    crd_annotations: tuple[tuple[str, str], ...] = ()
 
 
 # Typed metadata models (the JSON form is camelCase; unknown fields are kept). -----------------

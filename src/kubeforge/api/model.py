@@ -19,11 +19,17 @@ class Model(BaseModel):
 
     model_config = ConfigDict(
         alias_generator=AliasGenerator(alias=to_camel),
-        populate_by_name=True,
+        validate_by_name=True,
+        validate_by_alias=True,
         extra="allow",
         validate_assignment=False,
         use_enum_values=True,
         ser_json_timedelta="float",
+        # bytes travel as base64, as Kubernetes' `format: byte` fields do.
+        ser_json_bytes="base64",
+        val_json_bytes="base64",
+        # Docstrings under attributes become field descriptions (and CRD field docs).
+        use_attribute_docstrings=True,
     )
 
     @classmethod

@@ -2,38 +2,31 @@
 
 The definitions come from the `kubernetes-validate` package (one `_definitions.json` per
 Kubernetes minor, JSON Schema 2020-12 with every type made nullable). They are loaded on first
-use and checked with `jsonschema_rs`; a compiled "shape" tree per definition answers which
-fields a type declares, which is what a typed decoder keeps and what it silently drops.
+use, once per process (`kubeforge.api.definitions`), and checked with `jsonschema_rs`; a
+compiled "shape" tree per definition answers which fields a type declares, which is what a
+typed decoder keeps and what it silently drops.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import importlib.util
-import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
-import orjson
 
+from kubeforge.api import definitions
+from kubeforge.api.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
 from kubeforge.api.fielderror import FieldError, join_path
 from kubeforge.api.schemaview import SchemaView
 
 __all__ = ["DEFAULT_VERSION", "BuiltinSchemas", "DecodeError"]
 
-DEFAULT_VERSION = "1.33"
-
-INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
-
 _REF_PREFIX = "#/$defs/"
 _REGISTRY_URI = "urn:kubeforge:builtin-definitions"
-_DIR_RE = re.compile(r"^v1\.(\d+)\.0-local$")
-_VERSION_RE = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
 
 # Quantity strings the server accepts; anything else fails decoding with this expression quoted.
 _QUANTITY_PATTERN = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -95,22 +88,6 @@ class _Shape:
 _LEAF = _Shape()
 
 _BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-
-
-def _schema_dir() -> Path:
-    spec = importlib.util.find_spec("kubernetes_validate")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the kubernetes-validate package is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
-
-
-def _shipped_minors(base: Path) -> list[int]:
-    minors = []
-    for entry in base.iterdir():
-        m = _DIR_RE.match(entry.name)
-        if m and (entry / "_definitions.json").is_file():
-            minors.append(int(m.group(1)))
-    return sorted(minors)
 
 
 def _is_base64(text: str) -> bool:
@@ -186,20 +163,11 @@ class BuiltinSchemas:
     @classmethod
     def for_version(cls, version: str = DEFAULT_VERSION) -> BuiltinSchemas:
         """The shared instance for a minor (`"1.33"`, `"v1.33.2"`), or the nearest one shipped."""
-        m = _VERSION_RE.match(version.strip())
-        if not m:
-            raise ValueError(f"not a Kubernetes 1.x version: {version!r}")
-        wanted = int(m.group(1))
-        base = _schema_dir()
-        minors = _shipped_minors(base)
-        if not minors:
-            raise RuntimeError(f"no built-in schema directories under {base}")
-        minor = min(minors, key=lambda n: (abs(n - wanted), n))
-        key = f"v1.{minor}.0"
+        key, directory = definitions.resolve(version)
         with cls._instances_lock:
             inst = cls._instances.get(key)
             if inst is None:
-                inst = cls(base / f"{key}-local", key)
+                inst = cls(directory, key)
                 cls._instances[key] = inst
             return inst
 
@@ -210,7 +178,7 @@ class BuiltinSchemas:
         """The `$defs` mapping (names like `io.k8s.api.apps.v1.Deployment`).
 
         The `enum`s the converter put on `apiVersion`/`kind` are removed: the server checks
-        those itself, with its own messages.
+        those itself, with its own messages. The mapping is shared process-wide: read only.
         """
         defs = self._defs
         if defs is None:
@@ -221,15 +189,8 @@ class BuiltinSchemas:
         with self._lock:
             if self._defs is not None:
                 return self._defs
-            doc = orjson.loads((self.directory / "_definitions.json").read_bytes())
-            defs: dict[str, Any] = doc["$defs"]
+            defs = definitions.load_file(self.directory / "_definitions.json")
             for name, node in defs.items():
-                props = node.get("properties")
-                if props:
-                    for key in ("apiVersion", "kind"):
-                        prop = props.get(key)
-                        if prop is not None:
-                            prop.pop("enum", None)
                 for gvk in node.get("x-kubernetes-group-version-kind", ()):
                     self._by_kind.setdefault((gvk["group"], gvk["version"], gvk["kind"]), name)
             self._defs = defs

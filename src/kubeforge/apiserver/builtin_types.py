@@ -107,7 +107,7 @@ def builtin_types() -> list[ResourceType]:
         _t("", "v1", "Binding", "bindings", verbs=CREATE_ONLY, virtual=True),
         _t("", "v1", "ConfigMap", "configmaps", short=("cm",)),
         _t("", "v1", "Endpoints", "endpoints", short=("ep",)),
-        _t("", "v1", "Event", "events", short=("ev",)),
+        _t("", "v1", "Event", "events", short=("ev",), field_selectors=EVENT_FIELDS),
         _t("", "v1", "LimitRange", "limitranges", short=("limits",)),
         _t(
             "",
@@ -234,6 +234,7 @@ def builtin_types() -> list[ResourceType]:
             subresources=(SCALE, STATUS),
             generation=True,
             scale=ScalePaths(),
+            status_keeps_annotations=True,
         ),
         _t(
             "apps",
@@ -303,6 +304,12 @@ def builtin_types() -> list[ResourceType]:
             storage=GroupResource("", "events"),
             to_storage=event_to_storage,
             from_storage=event_from_storage,
+            # Selectors name this version's fields; the stored (core/v1) objects hold them
+            # under the core names.
+            field_selectors=tuple(_event_field(f) for f in EVENT_FIELDS),
+            extras={
+                "field_paths": {_event_field(f): f for f in EVENT_FIELDS},
+            },
         ),
         # networking.k8s.io/v1
         _t("networking.k8s.io", "v1", "IngressClass", "ingressclasses", namespaced=False),
@@ -487,6 +494,30 @@ GROUP_ORDER = (
     "discovery.k8s.io",
     "flowcontrol.apiserver.k8s.io",
 )
+
+# Fields core/v1 Events can be selected by (what `kubectl describe` asks for).
+EVENT_FIELDS = (
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+)
+
+
+def _event_field(core: str) -> str:
+    """The events.k8s.io/v1 name of a core/v1 Event field."""
+    for new, old in _EVENT_RENAMES:
+        if core == old or core.startswith(old + "."):
+            return new + core[len(old) :]
+    return core
+
 
 # events.k8s.io/v1 <-> core/v1 field names (the rest are shared).
 _EVENT_RENAMES = (

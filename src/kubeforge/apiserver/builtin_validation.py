@@ -16,12 +16,13 @@ import binascii
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
+from kubeforge.api import quantity
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.names import (
     GoValue,
@@ -207,48 +208,10 @@ def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
 
 # -- quantities and QoS ----------------------------------------------------------------------
 
-_QUANTITY_RE = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
-_SUFFIXES = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(2**10),
-    "Mi": Decimal(2**20),
-    "Gi": Decimal(2**30),
-    "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50),
-    "Ei": Decimal(2**60),
-}
-_EXPONENT_RE = re.compile(r"^[eE][+-]?[0-9]+$")
-
 
 def parse_quantity(value: Any) -> Decimal | None:
-    """The exact value of a resource quantity ("500m", "1Gi", "2e3", 4), or None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        return None
-    m = _QUANTITY_RE.match(value.strip())
-    if m is None:
-        return None
-    number, suffix = m.groups()
-    try:
-        if suffix in _SUFFIXES:
-            return Decimal(number) * _SUFFIXES[suffix]
-        if _EXPONENT_RE.match(suffix):
-            return Decimal(number) * Decimal(10) ** int(suffix[1:])
-    except InvalidOperation:
-        return None
-    return None
+    """A quantity as the server decodes it from JSON: surrounding whitespace is trimmed."""
+    return quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
 
 
 _QOS_RESOURCES = ("cpu", "memory")

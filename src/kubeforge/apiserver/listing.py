@@ -96,8 +96,9 @@ class Selection:
 def selectable_fields(rt: ResourceType) -> dict[str, str]:
     """Field selector names the type supports, with the object path each reads."""
     paths = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
+    renamed = rt.extras.get("field_paths", {})
     for name in rt.field_selectors:
-        paths[name] = name
+        paths[name] = renamed.get(name, name)
     for field in rt.extras.get("selectable_fields", ()):
         name = field.lstrip(".")
         paths[name] = name

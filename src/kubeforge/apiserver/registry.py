@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from kubeforge.api.versions import version_priority
 from kubeforge.apiserver.builtin_types import GROUP_ORDER, builtin_types
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 
 __all__ = ["Registry", "version_priority"]
-
-_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-
-
-def version_priority(version: str) -> tuple[int, int, int, str]:
-    """Sort key putting versions in Kubernetes priority order (v2, v1, v1beta2, v1alpha1, foo)."""
-    m = _VERSION_RE.match(version)
-    if not m:
-        return (3, 0, 0, version)
-    major = int(m.group(1))
-    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
-    minor = int(m.group(3) or 0)
-    return (stage, -major, -minor, "")
 
 
 class Registry:

@@ -73,6 +73,9 @@ class ResourceType:
     field_selectors: tuple[str, ...] = ()
     # Whether metadata.generation is kept (set to 1, bumped on non-metadata changes).
     tracks_generation: bool = False
+    # Whether a /status write may also change annotations (Deployments record their
+    # revision that way, as upstream's status strategy allows).
+    status_keeps_annotations: bool = False
     # Whether DELETE answers the deleted object rather than a Status.
     returns_deleted_object: bool = False
     name_rule: NameRule = "subdomain"

@@ -28,10 +28,13 @@ from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
 from kubeforge.apiserver.validation import TypeSupport
 
-__all__ = ["Observer", "Rest", "Validator"]
+__all__ = ["Mutator", "Observer", "Rest", "Validator"]
 
 # Called after every commit: (type, event type, new state, previous state).
 Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
+# Server-side changes made before validation (e.g. allocating a Service's cluster IP):
+# (type, new object, old object or None on create).
+Mutator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
 # Extra checks for particular resources (e.g. CRD schemas): (type, new, old) -> errors.
 Validator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], list[FieldError]]
 
@@ -56,6 +59,7 @@ class Rest:
         self.types = types
         self.observers: list[Observer] = []
         self.validators: list[Validator] = []
+        self.mutators: list[Mutator] = []
         # Namespaces that accept no new objects (set while they terminate).
         self.protected_namespaces = frozenset({"default", "kube-system", "kube-public"})
 
@@ -174,6 +178,8 @@ class Rest:
 
     def _validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         rt = call.rt
+        for mutate in self.mutators:
+            mutate(rt, obj, old)
         meta = obj["metadata"]
         if old is None:
             errors = validate_object_meta(meta, rt.namespaced, rt.name_rule, True)
@@ -351,7 +357,7 @@ class Rest:
         strategy = self.types.strategy(rt)
         sub = call.info.subresource
         if sub == "status":
-            obj = _status_only(obj, old_obj)
+            obj = _status_only(obj, old_obj, rt.status_keeps_annotations)
             meta = obj["metadata"]
             strategy.prepare_status_update(obj, old_obj)
         else:
@@ -592,10 +598,19 @@ def _name_of(obj: Any) -> str:
     return ""
 
 
-def _status_only(obj: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
-    """A /status write: the old object with only status (and managedFields) from the request."""
+def _status_only(
+    obj: dict[str, Any], old: dict[str, Any], keep_annotations: bool = False
+) -> dict[str, Any]:
+    """A /status write: the old object with only status (and managedFields) from the request
+    (and its annotations, for types whose status strategy allows them)."""
     result = dict(old)
     result["metadata"] = dict(old["metadata"])
+    if keep_annotations:
+        annotations = obj["metadata"].get("annotations")
+        if annotations:
+            result["metadata"]["annotations"] = annotations
+        else:
+            result["metadata"].pop("annotations", None)
     if "status" in obj:
         result["status"] = obj["status"]
     else:

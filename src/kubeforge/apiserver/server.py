@@ -24,13 +24,16 @@ import orjson
 import yaml
 from aiohttp import web
 
+from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.gc import GarbageCollector
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
+from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.openapi import OpenAPIV3
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
@@ -39,7 +42,7 @@ from kubeforge.apiserver.rest import Rest
 from kubeforge.apiserver.store import Backend, Store, StoredObject
 from kubeforge.apiserver.subresources import LogSource, NoLogs, Subresources
 from kubeforge.apiserver.tables import to_table
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge.apiserver.tls import ServingCertificates, generate_certificates, load_or_generate
 from kubeforge.apiserver.validation import TypeSupport
 from kubeforge.apiserver.watch import WatchStreams
 
@@ -67,6 +70,13 @@ class ServerConfig:
     max_request_bytes: int = 3 * 1024 * 1024
     backend: Backend | None = None
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
+    # Owner-reference garbage collection and namespace deletion, which a real cluster's
+    # controller manager does; off by default, as with envtest.
+    garbage_collection: bool = False
+    # Where Services' cluster IPs come from; the first address is the `kubernetes` Service's.
+    service_cidr: str = DEFAULT_SERVICE_CIDR
+    # Keep the CA, serving certificate and token here, so a restart keeps them.
+    credentials_dir: Path | None = None
 
 
 class APIServer:
@@ -83,7 +93,7 @@ class APIServer:
         for key, value in overrides.items():
             setattr(self.config, key, value)
         cfg = self.config
-        self.token = cfg.token or secrets.token_urlsafe(32)
+        self.token = cfg.token or self._stored_token() or secrets.token_urlsafe(32)
         self.store = Store(history_size=cfg.history_size, backend=cfg.backend)
         self.registry = Registry()
         self.schemas = BuiltinSchemas.for_version(cfg.kubernetes_version)
@@ -92,6 +102,12 @@ class APIServer:
         self.watches = WatchStreams(self.store, cfg.bookmark_interval)
         self.crds = CRDController(self.rest)
         self.subresources = Subresources(self.rest, logs or NoLogs())
+        self.allocators = ServiceAllocators(self.rest, cfg.service_cidr)
+        self.gc: GarbageCollector | None = None
+        self.namespaces: NamespaceController | None = None
+        if cfg.garbage_collection:
+            self.gc = GarbageCollector(self.rest)
+            self.namespaces = NamespaceController(self.rest, self.subresources)
         self.openapi = OpenAPIV3(self.registry, self.schemas)
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
@@ -122,7 +138,10 @@ class APIServer:
                 hosts = ("127.0.0.1", "localhost", "::1", *cfg.extra_hosts)
                 if cfg.host not in hosts and cfg.host not in ("0.0.0.0", "::"):
                     hosts = (*hosts, cfg.host)
-                self.certificates = generate_certificates(hosts)
+                if cfg.credentials_dir is not None:
+                    self.certificates = load_or_generate(cfg.credentials_dir, hosts)
+                else:
+                    self.certificates = generate_certificates(hosts)
             ssl_context = self.certificates.server_context()
         # The low-level server: every path is routed here, so aiohttp's router and
         # application layers would only add work to each request.
@@ -135,10 +154,20 @@ class APIServer:
         assert server is not None
         sockets: list[socket.socket] = list(getattr(server, "sockets", []))
         self.port = self.config.port = sockets[0].getsockname()[1]
+        # The `kubernetes` Service's endpoints point at the port actually bound.
+        self.allocators.ensure_kubernetes_service(cfg.host, self.port)
+        if self.gc is not None:
+            self.gc.start()
+        if self.namespaces is not None:
+            self.namespaces.start()
         log.info("serving on %s", self.url)
 
     async def stop(self) -> None:
         """End every watch and stop serving (start() again serves the same state and port)."""
+        if self.gc is not None:
+            await self.gc.stop()
+        if self.namespaces is not None:
+            await self.namespaces.stop()
         self.watches.close_all()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -166,6 +195,19 @@ class APIServer:
         """Write the kubeconfig (mode 0600) and return its path."""
         return write_kubeconfig(path, self.url, self.ca_pem, self.token, context)
 
+    def _stored_token(self) -> str | None:
+        directory = self.config.credentials_dir
+        if directory is None:
+            return None
+        path = directory / "token"
+        if path.exists():
+            return path.read_text().strip() or None
+        directory.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        path.write_text(token)
+        path.chmod(0o600)
+        return token
+
     def _bootstrap(self) -> None:
         self.crds.restore()
         ns_type = self.registry.get("", "v1", "namespaces")
@@ -176,6 +218,7 @@ class APIServer:
                 call = Call(info, ns_type, {"fieldManager": "kube-apiserver"})
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 self.rest.create(call, body)
+        self.allocators.ensure_kubernetes_service(self.config.host, self.port)
 
     # request handling ---------------------------------------------------------------------
 
@@ -593,9 +636,12 @@ class APIServer:
         if log_request.follow:
             response.enable_chunked_encoding()
         await response.prepare(request)
-        async for chunk in self.subresources.logs.stream(log_request):
-            await response.write(chunk)
-        await response.write_eof()
+        try:
+            async for chunk in self.subresources.logs.stream(log_request):
+                await response.write(chunk)
+            await response.write_eof()
+        except ConnectionResetError:
+            pass  # the client stopped following the log
         return response
 
 

@@ -90,13 +90,25 @@ class Event:
 
 
 class Backend(Protocol):
-    """Durable storage under the in-memory store (see the dev cluster's persistence)."""
+    """Durable storage under the in-memory store (apiserver/persistence.py)."""
 
     def load(self) -> tuple[int, Iterable[tuple[GroupResource, bytes]]]:
         """The last revision and every stored object."""
 
-    def write(self, gr: GroupResource, key: Key, raw: bytes | None, revision: int) -> None:
-        """Persist one change (raw None: deleted) before it is acknowledged."""
+    def load_events(self) -> list[tuple[int, GroupResource, str, bytes, bytes | None]]:
+        """The recent events, oldest first: (revision, resource, type, object, previous)."""
+
+    def write(
+        self,
+        gr: GroupResource,
+        key: Key,
+        raw: bytes | None,
+        revision: int,
+        event_type: str,
+        event_data: bytes,
+        previous: bytes | None,
+    ) -> None:
+        """Persist one change (raw None: deleted) and its event before it is acknowledged."""
 
 
 class Watcher:
@@ -167,6 +179,13 @@ class Watcher:
         self.closed = True
         self.collection.watchers.discard(self)
         self._wakeup.set()
+
+
+def _stored(raw: bytes) -> StoredObject:
+    obj = orjson.loads(raw)
+    meta = obj["metadata"]
+    key = (meta.get("namespace", ""), meta["name"])
+    return StoredObject(key, obj, raw, int(meta.get("resourceVersion") or 0))
 
 
 def _event_rv(event: Event) -> int:
@@ -250,16 +269,23 @@ class Store:
     def _load(self, backend: Backend) -> None:
         revision, rows = backend.load()
         for gr, raw in rows:
-            obj = orjson.loads(raw)
-            meta = obj["metadata"]
-            key = (meta.get("namespace", ""), meta["name"])
-            rv = int(meta.get("resourceVersion", "0"))
-            self.collection(gr).objects[key] = StoredObject(key, obj, raw, rv)
+            stored = _stored(raw)
+            self.collection(gr).objects[stored.key] = stored
+        events = backend.load_events()
+        # The persisted log is a contiguous suffix of history: watches may resume from any
+        # revision at or after the one before its first event.
+        self._base = events[0][0] - 1 if events else revision
         self.revision = revision
-        self._base = revision
         for collection in self._collections.values():
-            collection.floor = revision
+            collection.floor = self._base
             collection._sorted = None
+        for _, gr, kind, data, previous in events:
+            coll = self.collection(gr)
+            old = _stored(previous) if previous is not None else None
+            event = Event(kind, _stored(data), old)  # type: ignore[arg-type]
+            coll.history.append(event)
+            while len(coll.history) > coll.history_size:
+                coll.floor = coll.history.popleft().rv
 
     def collection(self, gr: GroupResource) -> Collection:
         coll = self._collections.get(gr)
@@ -319,7 +345,8 @@ class Store:
         stored = StoredObject(key, obj, raw, rv)
         coll = self.collection(gr)
         if self.backend is not None:
-            self.backend.write(gr, key, None if type == "DELETED" else raw, rv)
+            previous = old.raw if old is not None else None
+            self.backend.write(gr, key, None if type == "DELETED" else raw, rv, type, raw, previous)
         if type == "DELETED":
             del coll.objects[key]
             coll._sorted = None

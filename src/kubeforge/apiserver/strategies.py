@@ -126,18 +126,20 @@ class BuiltinStrategy(Strategy):
     """A built-in kind: its defaults, its initial status, its validators, and the finalizer
     rule every built-in kind follows."""
 
-    __slots__ = ("_defaulter", "_status", "_validate", "_validate_update")
+    __slots__ = ("_defaulter", "_status", "_strict_finalizers", "_validate", "_validate_update")
 
     def __init__(
         self,
         defaulter: Callable[[Obj], None] | None = None,
         validators: tuple[CreateValidator, UpdateValidator] | None = None,
         status: Obj | None = None,
+        strict_finalizers: bool = True,
     ) -> None:
         self._defaulter = defaulter
         self._validate: CreateValidator | None = validators[0] if validators else None
         self._validate_update: UpdateValidator | None = validators[1] if validators else None
         self._status = status
+        self._strict_finalizers = strict_finalizers
 
     @property
     def reports_required(self) -> bool:
@@ -161,13 +163,13 @@ class BuiltinStrategy(Strategy):
                     status[key] = copy.deepcopy(value)
 
     def validate(self, obj: Obj) -> list[FieldError]:
-        errors = _finalizer_errors(obj)
+        errors = _finalizer_errors(obj) if self._strict_finalizers else []
         if self._validate is not None:
             errors += self._validate(obj)
         return errors
 
     def validate_update(self, obj: Obj, old: Obj) -> list[FieldError]:
-        errors = _finalizer_errors(obj)
+        errors = _finalizer_errors(obj) if self._strict_finalizers else []
         if self._validate_update is not None:
             errors += self._validate_update(obj, old)
         return errors
@@ -488,12 +490,22 @@ _NOOP = Strategy()
 _CACHE: dict[tuple[str, str], Strategy] = {}
 
 
+# Groups validated with the generic object-meta rules, which lack the core kinds' finalizer
+# rule (a CRD's own `customresourcecleanup.apiextensions.k8s.io` would fail it).
+_GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "admissionregistration.k8s.io"})
+
+
 def _build(group: str, kind: str) -> Strategy:
     if group not in BUILTIN_GROUPS:
         return _NOOP
     key = (group, kind)
     cls = _SPECIAL.get(key, BuiltinStrategy)
-    return cls(defaults.DEFAULTERS.get(key), VALIDATORS.get(key), STATUS_ON_CREATE.get(key))
+    return cls(
+        defaults.DEFAULTERS.get(key),
+        VALIDATORS.get(key),
+        STATUS_ON_CREATE.get(key),
+        strict_finalizers=group not in _GENERIC_META_GROUPS,
+    )
 
 
 def strategy_for(group: str, kind: str) -> Strategy:

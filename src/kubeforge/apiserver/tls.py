@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["ServingCertificates", "generate_certificates"]
+__all__ = ["ServingCertificates", "generate_certificates", "load_or_generate"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +119,18 @@ def generate_certificates(
             serialization.NoEncryption(),
         ),
     )
+
+
+def load_or_generate(directory: Path, hosts: tuple[str, ...]) -> ServingCertificates:
+    """Certificates kept in `directory` (created there on first use), so a server restarted on
+    the same state keeps the credentials its kubeconfig names."""
+    files = [directory / name for name in ("ca.crt", "tls.crt", "tls.key")]
+    if all(f.exists() for f in files):
+        ca, cert, key = (f.read_bytes() for f in files)
+        return ServingCertificates(ca, cert, key)
+    certs = generate_certificates(hosts)
+    directory.mkdir(parents=True, exist_ok=True)
+    for f, data in zip(files, (certs.ca_pem, certs.cert_pem, certs.key_pem), strict=True):
+        f.write_bytes(data)
+    files[2].chmod(0o600)
+    return certs

@@ -6,6 +6,10 @@ import typer
 
 from kubeforge.cli.apiserver import apiserver
 from kubeforge.cli.demo import demo
+from kubeforge.cli.dev import dev
+from kubeforge.cli.install import install, uninstall
+from kubeforge.cli.manifests import manifests
+from kubeforge.cli.run import run
 
 app = typer.Typer(
     name="kubeforge",
@@ -15,6 +19,11 @@ app = typer.Typer(
 )
 app.command("apiserver")(apiserver)
 app.command("demo")(demo)
+app.command("dev")(dev)
+app.command("manifests")(manifests)
+app.command("install")(install)
+app.command("uninstall")(uninstall)
+app.command("run")(run)
 
 
 if __name__ == "__main__":  # pragma: no cover

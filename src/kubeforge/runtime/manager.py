@@ -119,6 +119,8 @@ class Manager:
         self.bound: dict[str, tuple[str, int]] = {}
         self.elector: LeaderElector | None = None
         self.synced = False
+        # Set once the caches have synced and this process's controllers are running.
+        self.running = asyncio.Event()
         self.leading = not leader_election
         self._sync_clients: list[SyncClient] = []
 
@@ -252,12 +254,14 @@ class Manager:
             for runnable, needs_leader in self._runnables:
                 if needs_leader:
                     tasks.append(asyncio.create_task(runnable(self._stopping)))
+            self.running.set()
             stop_wait = asyncio.create_task(self._stopping.wait())
             lost_wait = asyncio.create_task(lost.wait())
             await asyncio.wait({stop_wait, lost_wait}, return_when=asyncio.FIRST_COMPLETED)
             stop_wait.cancel()
             lost_wait.cancel()
         finally:
+            self.running.clear()
             await self._shutdown(tasks)
         if lost.is_set():
             raise LeadershipLost("leader election lost")

@@ -1,1 +1,1 @@
-"""kubeforge.cluster.controllers."""
+"""The built-in controllers of a development cluster, written with kubeforge.runtime."""

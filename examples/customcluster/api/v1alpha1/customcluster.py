@@ -1,0 +1,42 @@
+"""Customcluster: a fixed number of pods echoing a message."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import kubeforge
+
+
+class CustomclusterSpec(kubeforge.Model):
+    """How many pods, saying what."""
+
+    count: Annotated[int, kubeforge.Minimum(0), kubeforge.Maximum(20)] = 1
+    """The number of pods to keep running, from 0 to 20."""
+
+    message: Annotated[str, kubeforge.MinLength(1), kubeforge.MaxLength(256)]
+    """What each pod echoes; changing it replaces every pod."""
+
+
+class CustomclusterStatus(kubeforge.Model):
+    """What the controller observed."""
+
+    running: int = 0
+    """Pods of this cluster that are running."""
+
+    message: str = ""
+    """The message the running pods echo."""
+
+
+@kubeforge.resource(
+    group="samplecontroller.kubeforge.dev",
+    version="v1alpha1",
+    short_names=["cc"],
+    printer_columns=[
+        kubeforge.PrinterColumn("Count", ".spec.count", type="integer"),
+        kubeforge.PrinterColumn("Running", ".status.running", type="integer"),
+        kubeforge.PrinterColumn("Message", ".status.message"),
+        kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ],
+)
+class Customcluster(kubeforge.Resource[CustomclusterSpec, CustomclusterStatus]):
+    """Customcluster keeps `count` pods labelled controller=<name> that echo `message`."""

@@ -1,0 +1,47 @@
+"""WebServer: a web server made of a Deployment and a NodePort Service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import kubeforge
+
+
+@kubeforge.markers(
+    kubeforge.Rule(
+        "!self.image.endsWith(':latest')",
+        message="pin the image to a version: ':latest' cannot be rolled back",
+        field_path=".image",
+    )
+)
+class WebServerSpec(kubeforge.Model):
+    """How many replicas of which image to serve."""
+
+    replicas: Annotated[int, kubeforge.Minimum(0), kubeforge.Maximum(10)] = 1
+    """The number of web server pods, from 0 to 10."""
+
+    image: Annotated[str, kubeforge.MinLength(1)] = "nginx:1.27"
+    """The container image serving the web content."""
+
+
+class WebServerStatus(kubeforge.Model):
+    """What the controller observed."""
+
+    ready_replicas: int = 0
+    """Pods of the Deployment that are ready."""
+
+
+@kubeforge.resource(
+    group="my.kubeforge.dev",
+    version="v1",
+    short_names=["ws"],
+    scale=kubeforge.Scale(".spec.replicas", ".status.readyReplicas"),
+    printer_columns=[
+        kubeforge.PrinterColumn("Replicas", ".spec.replicas", type="integer"),
+        kubeforge.PrinterColumn("Ready", ".status.readyReplicas", type="integer"),
+        kubeforge.PrinterColumn("Image", ".spec.image"),
+        kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ],
+)
+class WebServer(kubeforge.Resource[WebServerSpec, WebServerStatus]):
+    """WebServer runs an image as a Deployment behind a NodePort Service."""

@@ -1,0 +1,302 @@
+"""The ReplicaSet controller: keep `spec.replicas` active pods matching the selector.
+
+As upstream's: pods are created from the template (named `<replicaset>-<random>`, the
+ReplicaSet as controlling owner) in slow-start batches of 1, 2, 4 ... and extra pods are
+deleted in the order that costs least (unscheduled, pending, not ready, cheap to delete,
+crowded on a node, recently ready, restarting, young first). Orphans matching the selector
+are adopted and owned pods that stopped matching are released. The status counts active
+pods (not finished, not being deleted): replicas, fullyLabeledReplicas, readyReplicas,
+availableReplicas (ready for minReadySeconds), and a ReplicaFailure condition while
+creating or deleting pods fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from kubeforge.client.errors import ApiError, NotFound
+from kubeforge.cluster.controllers._pods import (
+    Expectations,
+    Obj,
+    claim,
+    claimable_pods,
+    controller_ref,
+    controllers_of,
+    format_time,
+    gather_errors,
+    generate_name_prefix,
+    index_pods_by_controller,
+    is_deleting,
+    is_pod_active,
+    is_pod_ready,
+    labels_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    namespace_terminating,
+    now,
+    observe_pods,
+    pod_from_template,
+    pods_controlled_by,
+    pods_to_delete,
+    quiet_conflicts,
+    replace,
+    seconds_until_available,
+    selector_matches,
+    uid_of,
+)
+from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.manager import Manager
+from kubeforge.runtime.reconcile import Reconciler, Request, Result
+
+__all__ = [
+    "BURST_REPLICAS",
+    "ReplicaSetReconciler",
+    "calculate_status",
+    "setup",
+    "slow_start",
+]
+
+REPLICA_SET = "apps/v1/ReplicaSet"
+POD = "v1/Pod"
+# At most this many pods are created or deleted in one sync (--replicaset burst).
+BURST_REPLICAS = 500
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = obj.get("spec")
+    return value if isinstance(value, Mapping) else {}
+
+
+def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = obj.get("status")
+    return value if isinstance(value, Mapping) else {}
+
+
+# -- status ------------------------------------------------------------------------------------
+
+
+def calculate_status(
+    rs: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], error: Exception | None, at: datetime
+) -> Obj:
+    """The status a ReplicaSet should report for its active pods (zero counts omitted as
+    the API serialises them, except replicas)."""
+    spec = _spec(rs)
+    template_labels = labels_of(spec.get("template") or {})
+    min_ready = int(spec.get("minReadySeconds") or 0)
+    fully_labeled = ready = available = 0
+    for pod in pods:
+        labels = labels_of(pod)
+        if all(labels.get(k) == v for k, v in template_labels.items()):
+            fully_labeled += 1
+        if is_pod_ready(pod):
+            ready += 1
+            if seconds_until_available(pod, min_ready, at) == 0.0:
+                available += 1
+    status: Obj = {"replicas": len(pods)}
+    for field, value in (
+        ("fullyLabeledReplicas", fully_labeled),
+        ("readyReplicas", ready),
+        ("availableReplicas", available),
+        ("observedGeneration", int(meta_of(rs).get("generation") or 0)),
+    ):
+        if value:
+            status[field] = value
+    conditions = [dict(c) for c in _status(rs).get("conditions") or ()]
+    failure = next((c for c in conditions if c.get("type") == "ReplicaFailure"), None)
+    if error is not None and failure is None:
+        diff = len(pods) - int(spec.get("replicas", 1))
+        reason = "FailedCreate" if diff < 0 else "FailedDelete" if diff > 0 else ""
+        conditions.append(
+            {
+                "type": "ReplicaFailure",
+                "status": "True",
+                "lastTransitionTime": format_time(at),
+                "reason": reason,
+                "message": str(error),
+            }
+        )
+    elif error is None and failure is not None:
+        conditions.remove(failure)
+    if conditions:
+        status["conditions"] = conditions
+    return status
+
+
+# -- the reconciler ----------------------------------------------------------------------------
+
+
+class ReplicaSetReconciler(Reconciler):
+    """Creates and deletes pods until a ReplicaSet has its replicas; reports its status."""
+
+    def __init__(self, expectations: Expectations, events: Any) -> None:
+        self.expectations = expectations
+        self.events = events
+
+    async def reconcile(self, request: Request) -> Result | None:
+        return await quiet_conflicts(functools.partial(self._sync, request))
+
+    async def _sync(self, request: Request) -> Result | None:
+        key = f"{request.namespace}/{request.name}"
+        try:
+            rs: Obj = await self.client.get(REPLICA_SET, request.name, namespace=request.namespace)
+        except NotFound:
+            self.expectations.forget(key)
+            return None
+        needs_sync = self.expectations.satisfied(key) and not is_deleting(rs)
+        selector = _spec(rs).get("selector")
+        active = [pod for pod in await claimable_pods(self.client, rs) if is_pod_active(pod)]
+        pods = await claim(
+            self.client,
+            rs,
+            POD,
+            active,
+            lambda pod: selector_matches(selector, labels_of(pod)),
+        )
+        error: Exception | None = None
+        deleted: set[str] = set()
+        if needs_sync:
+            try:
+                await self._manage(rs, key, pods, deleted)
+            except ApiError as exc:
+                error = exc
+        at = now()
+        # Pods deleted just now are on their way out: not counted, as the next sync would not.
+        remaining = [pod for pod in pods if name_of(pod) not in deleted]
+        status = calculate_status(rs, remaining, error, at)
+        if status != dict(_status(rs)):
+            rs["status"] = status
+            replace(rs, await self.client.update_status(rs))
+        if error is not None:
+            raise error
+        return self._requeue(rs, key, pods, at)
+
+    def _requeue(
+        self, rs: Mapping[str, Any], key: str, pods: Sequence[Obj], at: datetime
+    ) -> Result | None:
+        """Come back when a ready pod turns available, or when unmet expectations expire."""
+        waits: list[float] = []
+        min_ready = int(_spec(rs).get("minReadySeconds") or 0)
+        if min_ready > 0:
+            for pod in pods:
+                remaining = seconds_until_available(pod, min_ready, at)
+                if remaining:
+                    waits.append(remaining)
+        pending = self.expectations.remaining_wait(key)
+        if pending:
+            waits.append(pending)
+        return Result(requeue_after=min(waits)) if waits else None
+
+    async def _manage(
+        self,
+        rs: Obj,
+        key: str,
+        pods: Sequence[Obj],
+        deleted: set[str],
+    ) -> None:
+        diff = len(pods) - int(_spec(rs).get("replicas", 1))
+        if diff < 0:
+            await self._create(rs, key, min(-diff, BURST_REPLICAS))
+        elif diff > 0:
+            count = min(diff, BURST_REPLICAS)
+            victims = pods_to_delete(pods, await self._related(rs, pods), count)
+            await self._delete(rs, key, victims, deleted)
+
+    async def _create(self, rs: Obj, key: str, count: int) -> None:
+        self.expectations.expect_creations(key, count)
+        template = _spec(rs).get("template") or {}
+        prefix = generate_name_prefix(name_of(rs))
+
+        async def create_one() -> bool:
+            pod = pod_from_template(template, rs, generate_name=prefix)
+            try:
+                created = await self.client.create(pod)
+            except ApiError as exc:
+                self.expectations.creation_observed(key)
+                if namespace_terminating(exc):
+                    return False
+                self.events.record(rs, "Warning", "FailedCreate", f"Error creating: {exc}")
+                raise
+            self.events.record(rs, "Normal", "SuccessfulCreate", f"Created pod: {name_of(created)}")
+            return True
+
+        attempted, error = await slow_start(count, create_one)
+        # Pods never attempted will not be observed either.
+        for _ in range(count - attempted):
+            self.expectations.creation_observed(key)
+        if error is not None:
+            raise error
+
+    async def _delete(self, rs: Obj, key: str, victims: Sequence[Obj], deleted: set[str]) -> None:
+        self.expectations.expect_deletions(key, [name_of(p) for p in victims])
+        results = await gather_errors(
+            [self.client.delete(POD, name_of(p), namespace=namespace_of(p)) for p in victims]
+        )
+        first: BaseException | None = None
+        for pod, error in zip(victims, results, strict=True):
+            if error is None or isinstance(error, NotFound):
+                deleted.add(name_of(pod))
+            if error is None:
+                self.events.record(rs, "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
+                continue
+            self.expectations.deletion_observed(key, name_of(pod))
+            if not isinstance(error, NotFound):
+                self.events.record(rs, "Warning", "FailedDelete", f"Error deleting: {error}")
+                first = first or error
+        if first is not None:
+            raise first
+
+    async def _related(self, rs: Mapping[str, Any], pods: Sequence[Obj]) -> Sequence[Obj]:
+        """Active pods of this ReplicaSet and of those sharing its controller."""
+        owner = controller_ref(rs)
+        if owner is None:
+            return pods
+        namespace = namespace_of(rs)
+        related = list(pods)
+        for other in self.client.cache.list(REPLICA_SET, namespace=namespace):
+            if uid_of(other) == uid_of(rs):
+                continue
+            if (controller_ref(other) or {}).get("uid") == owner.get("uid"):
+                siblings = await pods_controlled_by(self.client, namespace, uid_of(other))
+                related += [pod for pod in siblings if is_pod_active(pod)]
+        return related
+
+
+async def slow_start(count: int, create: Any) -> tuple[int, BaseException | None]:
+    """Run `create()` up to `count` times in batches of 1, 2, 4 ... stopping after the
+    first batch with a failure, so a doomed template costs one request rather than
+    hundreds. Returns how many calls were made and the first error."""
+    attempted = 0
+    batch = min(count, 1)
+    while batch > 0:
+        results = await asyncio.gather(*(create() for _ in range(batch)), return_exceptions=True)
+        attempted += batch
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            return attempted, errors[0]
+        batch = min(2 * batch, count - attempted)
+    return attempted, None
+
+
+# -- wiring ------------------------------------------------------------------------------------
+
+
+def setup(manager: Manager, options: ClusterOptions) -> None:
+    """Register the ReplicaSet controller with `manager`."""
+    expectations = Expectations()
+    reconciler = ReplicaSetReconciler(expectations, manager.event_recorder("replicaset-controller"))
+    cache = manager.cache
+    (
+        manager.controller()
+        .named("replicaset")
+        .for_(REPLICA_SET)
+        .watches(POD, lambda pod: controllers_of(cache, pod, REPLICA_SET))
+        .with_options(max_concurrent_reconciles=5)
+        .complete(reconciler)
+    )
+    observe_pods(manager, "ReplicaSet", expectations)
+    index_pods_by_controller(manager)

@@ -1,0 +1,435 @@
+"""The scheduler: binds each pending pod to a node, as kube-scheduler's default profile does
+for the common cases.
+
+A pod is considered when it has no `spec.nodeName`, asks for `default-scheduler` (or no
+scheduler), is not being deleted and has no scheduling gates. A node fits when it is
+schedulable (or the pod tolerates that), is Ready, has no NoSchedule/NoExecute taint the
+pod does not tolerate, matches the pod's node selector and required node affinity, and
+has room: fewer pods than its allocatable `pods`, and enough allocatable cpu and memory
+for the pod's requests. Among the nodes that fit, the one running the fewest pods wins
+(ties go round). The pod is bound through `pods/binding`; a pod no node fits gets the
+PodScheduled=False condition (reason Unschedulable) with upstream's message, e.g.
+`0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are
+available: 2 Preemption is not helpful for scheduling.`, and a FailedScheduling event; it
+is tried again when nodes change, when a bound pod finishes or goes, and every 30 s.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from kubeforge.api import quantity
+from kubeforge.client.errors import Conflict, NotFound
+from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.handler import Queue
+from kubeforge.runtime.manager import Manager
+from kubeforge.runtime.reconcile import Reconciler, Request, Result
+
+__all__ = ["SCHEDULER_NAME", "Scheduler", "parse_quantity", "setup"]
+
+POD = "v1/Pod"
+NODE = "v1/Node"
+SCHEDULER_NAME = "default-scheduler"
+# Cache indexes: the node a pod occupies (bound and not finished), and pods to schedule.
+NODE_INDEX = "kubeforge.dev/occupied-node"
+PENDING_INDEX = "kubeforge.dev/unscheduled"
+RETRY_SECONDS = 30.0
+TERMINAL = ("Succeeded", "Failed")
+RESOURCES = ("cpu", "memory")
+
+UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+TOO_MANY_PODS = "Too many pods"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_VICTIMS = "No preemption victims found for incoming pod"
+NO_NODES = "no nodes available to schedule pods"
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A resource quantity (`100m`, `1.5Gi`, `2`) as a number; 0 when it is not one."""
+    parsed = quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
+    return parsed if parsed is not None else Decimal(0)
+
+
+# -- reading pods and nodes ------------------------------------------------------------------
+
+
+def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("spec") or {}
+
+
+def wants_scheduling(pod: Mapping[str, Any]) -> bool:
+    """Whether this scheduler should place the pod now."""
+    spec = _spec(pod)
+    if spec.get("nodeName") or spec.get("schedulingGates"):
+        return False
+    if (spec.get("schedulerName") or SCHEDULER_NAME) != SCHEDULER_NAME:
+        return False
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return False
+    return (pod.get("status") or {}).get("phase") not in TERMINAL
+
+
+def _occupied_node(pod: Mapping[str, Any]) -> Iterable[str]:
+    node = _spec(pod).get("nodeName")
+    if node and (pod.get("status") or {}).get("phase") not in TERMINAL:
+        return (str(node),)
+    return ()
+
+
+def _pending(pod: Mapping[str, Any]) -> Iterable[str]:
+    return ("true",) if wants_scheduling(pod) else ()
+
+
+def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
+    """The cpu and memory a pod needs on a node: its containers' (and sidecars') requests,
+    at least the largest init container's, plus its overhead."""
+    spec = _spec(pod)
+
+    def requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+        resources = container.get("resources") or {}
+        wanted = resources.get("requests") or {}
+        limits = resources.get("limits") or {}
+        return {r: parse_quantity(wanted.get(r, limits.get(r, 0))) for r in RESOURCES}
+
+    total = dict.fromkeys(RESOURCES, Decimal(0))
+    inits = spec.get("initContainers") or []
+    sidecars = [c for c in inits if c.get("restartPolicy") == "Always"]
+    for container in [*(spec.get("containers") or []), *sidecars]:
+        for resource, amount in requests(container).items():
+            total[resource] += amount
+    for container in inits:
+        if container.get("restartPolicy") != "Always":
+            for resource, amount in requests(container).items():
+                total[resource] = max(total[resource], amount)
+    for resource, amount in (spec.get("overhead") or {}).items():
+        if resource in total:
+            total[resource] += parse_quantity(amount)
+    return total
+
+
+def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    """Whether one of the tolerations covers the taint (upstream's ToleratesTaint)."""
+    for toleration in tolerations:
+        effect = toleration.get("effect") or ""
+        if effect and effect != taint.get("effect"):
+            continue
+        key = toleration.get("key") or ""
+        if key and key != taint.get("key"):
+            continue
+        operator = toleration.get("operator") or "Equal"
+        if operator == "Exists":
+            return True
+        if operator == "Equal" and (toleration.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def _requirement_matches(requirement: Mapping[str, Any], values: Mapping[str, str]) -> bool:
+    key = requirement.get("key") or ""
+    operator = requirement.get("operator")
+    wanted = [str(v) for v in requirement.get("values") or []]
+    have = values.get(key)
+    if operator == "In":
+        return have is not None and have in wanted
+    if operator == "NotIn":
+        return have is None or have not in wanted
+    if operator == "Exists":
+        return have is not None
+    if operator == "DoesNotExist":
+        return have is None
+    if operator in ("Gt", "Lt") and have is not None and len(wanted) == 1:
+        try:
+            a, b = int(have), int(wanted[0])
+        except ValueError:
+            return False
+        return a > b if operator == "Gt" else a < b
+    return False
+
+
+def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """The pod's nodeSelector and required node affinity against the node."""
+    meta = node.get("metadata") or {}
+    labels: Mapping[str, str] = meta.get("labels") or {}
+    spec = _spec(pod)
+    for key, value in (spec.get("nodeSelector") or {}).items():
+        if labels.get(key) != value:
+            return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or None
+    if required is None:
+        return True
+    fields = {"metadata.name": str(meta.get("name") or "")}
+    for term in required.get("nodeSelectorTerms") or []:
+        expressions = term.get("matchExpressions") or []
+        field_terms = term.get("matchFields") or []
+        if not expressions and not field_terms:
+            continue  # an empty term matches nothing
+        if all(_requirement_matches(r, labels) for r in expressions) and all(
+            _requirement_matches(r, fields) for r in field_terms
+        ):
+            return True
+    return False
+
+
+def _readiness_taint(node: Mapping[str, Any]) -> dict[str, str] | None:
+    """The taint the node lifecycle controller puts on a node that is not Ready."""
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            status = condition.get("status")
+            if status == "True":
+                return None
+            key = "not-ready" if status == "False" else "unreachable"
+            return {"key": f"node.kubernetes.io/{key}", "effect": "NoSchedule"}
+    return {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def _allocatable(node: Mapping[str, Any], resource: str) -> Decimal:
+    status = node.get("status") or {}
+    value = (status.get("allocatable") or {}).get(resource)
+    if value is None:
+        value = (status.get("capacity") or {}).get(resource)
+    return parse_quantity(value) if value is not None else Decimal(-1)
+
+
+def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
+    """Upstream's FitError text: reasons counted over nodes, sorted, and what preemption
+    could do."""
+    parts = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+    return f"0/{total} nodes are available: {parts}. preemption: {preemption}"
+
+
+# -- the controller --------------------------------------------------------------------------
+
+
+class _RoomFreed:
+    """Pod events that free room on a node (a bound pod finishing, being deleted or gone)
+    send every pending pod back to the scheduler."""
+
+    def __init__(self, pending: Callable[[], list[Request]]) -> None:
+        self.pending = pending
+
+    def _requeue(self, queue: Queue) -> None:
+        for request in self.pending():
+            queue.add(request)
+
+    def create(self, obj: Mapping[str, Any], queue: Queue, initial: bool) -> None:
+        return None
+
+    def update(self, old: Mapping[str, Any], new: Mapping[str, Any], queue: Queue) -> None:
+        if not _spec(new).get("nodeName"):
+            return
+        was_active = bool(_occupied_node(old)) and not _deleting(old)
+        if was_active and (not _occupied_node(new) or _deleting(new)):
+            self._requeue(queue)
+
+    def delete(self, obj: Mapping[str, Any], queue: Queue) -> None:
+        if _occupied_node(obj):
+            self._requeue(queue)
+
+
+def _deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class Scheduler(Reconciler):
+    """Binds pending pods to the nodes that fit them best."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.cache = manager.cache
+        self.events = manager.event_recorder(SCHEDULER_NAME)
+        # Pods bound but not yet seen bound in the cache: key -> (node, requests).
+        self._assumed: dict[str, tuple[str, dict[str, Decimal]]] = {}
+        self._turn = 0
+
+    # mapping events to pods -------------------------------------------------------------------
+
+    def pending_requests(self, _obj: Any = None) -> list[Request]:
+        """Every pod waiting to be scheduled (something that may let them fit changed)."""
+        store = self.cache.informer_for(POD).store
+        requests = []
+        for key in store.by_index(PENDING_INDEX, "true"):
+            namespace, _, name = key.rpartition("/")
+            requests.append(Request(namespace, name))
+        return requests
+
+    # scheduling -------------------------------------------------------------------------------
+
+    async def reconcile(self, request: Request) -> Result | None:
+        key = str(request)
+        try:
+            pod = await self.client.get(POD, request.name, namespace=request.namespace)
+        except NotFound:
+            self._assumed.pop(key, None)
+            return None
+        if not wants_scheduling(pod):
+            self._assumed.pop(key, None)
+            return None
+        if key in self._assumed:
+            return None  # bound already; the cache has not caught up yet
+        nodes = [
+            n
+            for n in await self.client.list(NODE)
+            if not (n.get("metadata") or {}).get("deletionTimestamp")
+        ]
+        if not nodes:
+            await self._unschedulable(pod, NO_NODES)
+            return Result(requeue_after=RETRY_SECONDS)
+        requests = pod_requests(pod)
+        reasons: Counter[str] = Counter()
+        preemption: Counter[str] = Counter()
+        fits: list[tuple[int, str]] = []
+        for node in nodes:
+            name = str(node["metadata"]["name"])
+            problems, resolvable, load = self._check(pod, node, requests)
+            if problems:
+                reasons.update(problems)
+                preemption[NO_VICTIMS if resolvable else NOT_HELPFUL] += 1
+            else:
+                fits.append((load, name))
+        if not fits:
+            if _spec(pod).get("preemptionPolicy") == "Never":
+                preempt = "not eligible due to preemptionPolicy=Never."
+            else:
+                counted = ", ".join(sorted(f"{n} {r}" for r, n in preemption.items()))
+                preempt = f"0/{len(nodes)} nodes are available: {counted}."
+            await self._unschedulable(pod, fit_message(len(nodes), reasons, preempt))
+            return Result(requeue_after=RETRY_SECONDS)
+        node_name = self._choose(fits)
+        try:
+            await self.client.create_subresource(
+                POD,
+                request.name,
+                "binding",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": request.name, "namespace": request.namespace},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+                },
+                namespace=request.namespace,
+            )
+        except (Conflict, NotFound):
+            return None  # bound by someone else, being deleted, or gone
+        self._assumed[key] = (node_name, requests)
+        self.events.record(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {request.namespace}/{request.name} to {node_name}",
+        )
+        return None
+
+    def _check(
+        self, pod: Mapping[str, Any], node: Mapping[str, Any], requests: Mapping[str, Decimal]
+    ) -> tuple[list[str], bool, int]:
+        """Why the pod does not fit the node (empty: it fits), whether removing other pods
+        could help, and how many pods the node runs."""
+        spec = _spec(node)
+        tolerations = _spec(pod).get("tolerations") or []
+        unschedulable_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+        if spec.get("unschedulable") and not tolerates(tolerations, unschedulable_taint):
+            return [UNSCHEDULABLE], False, 0
+        taints = list(spec.get("taints") or [])
+        readiness = _readiness_taint(node)
+        if readiness is not None:
+            taints.append(readiness)
+        for taint in taints:
+            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+                continue
+            if not tolerates(tolerations, taint):
+                text = f"{{{taint.get('key', '')}: {taint.get('value') or ''}}}"
+                return [f"node(s) had untolerated taint {text}"], False, 0
+        if not matches_node_affinity(pod, node):
+            return [AFFINITY], False, 0
+        name = str(node["metadata"]["name"])
+        store = self.cache.informer_for(POD).store
+        keys = store.by_index(NODE_INDEX, name)
+        bound = set(keys)
+        assumed = [
+            wanted
+            for key, (target, wanted) in self._assumed.items()
+            if target == name and key not in bound
+        ]
+        load = len(keys) + len(assumed)
+        problems = []
+        max_pods = _allocatable(node, "pods")
+        if max_pods >= 0 and load + 1 > max_pods:
+            problems.append(TOO_MANY_PODS)
+        if any(requests.values()):
+            used = dict.fromkeys(RESOURCES, Decimal(0))
+            for key in keys:
+                other = store.get(key)
+                if other is not None:
+                    for resource, amount in pod_requests(other).items():
+                        used[resource] += amount
+            for wanted in assumed:
+                for resource, amount in wanted.items():
+                    used[resource] += amount
+            for resource in RESOURCES:
+                free = _allocatable(node, resource)
+                if requests[resource] and free >= 0 and used[resource] + requests[resource] > free:
+                    problems.append(f"Insufficient {resource}")
+        return problems, True, load
+
+    def _choose(self, fits: list[tuple[int, str]]) -> str:
+        """The least loaded node; equally loaded ones take turns."""
+        fewest = min(load for load, _ in fits)
+        candidates = sorted(name for load, name in fits if load == fewest)
+        choice = candidates[self._turn % len(candidates)]
+        self._turn += 1
+        return choice
+
+    async def _unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
+        meta = pod["metadata"]
+        conditions = list((pod.get("status") or {}).get("conditions") or [])
+        current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+        self.events.record(pod, "Warning", "FailedScheduling", message)
+        if (
+            current is not None
+            and current.get("status") == "False"
+            and current.get("reason") == "Unschedulable"
+            and current.get("message") == message
+        ):
+            return
+        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if current is not None and current.get("status") == "False":
+            since = current.get("lastTransitionTime") or since
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "lastProbeTime": None,
+            "lastTransitionTime": since,
+            "reason": "Unschedulable",
+            "message": message,
+        }
+        conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+        try:
+            await self.client.patch_status(
+                POD,
+                meta["name"],
+                {"status": {"conditions": conditions}},
+                namespace=meta.get("namespace"),
+            )
+        except NotFound:
+            pass
+
+
+def setup(manager: Manager, options: ClusterOptions) -> None:
+    """Register the scheduler with `manager`."""
+    manager.cache.index_field(POD, NODE_INDEX, _occupied_node)
+    manager.cache.index_field(POD, PENDING_INDEX, _pending)
+    scheduler = Scheduler(manager)
+    (
+        manager.controller()
+        .named("scheduler")
+        .for_(POD)
+        .watches(NODE, scheduler.pending_requests)
+        .watches(POD, _RoomFreed(scheduler.pending_requests))
+        .complete(scheduler)
+    )

@@ -1,0 +1,178 @@
+"""A whole development cluster in one process: API server, built-in controllers, nodes.
+
+    async with DevCluster() as cluster:
+        cluster.write_kubeconfig(".kubeforge/kubeconfig")
+        ...   # kubectl and operators talk to cluster.url as to any cluster
+
+The built-in controllers run on kubeforge's own runtime and talk to the API server over
+HTTPS like any other client; the simulated nodes do the kubelet's part (pods go Pending ->
+Running -> Succeeded/Failed, `kubectl logs` works).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kubeforge.apiserver.persistence import SQLiteBackend
+from kubeforge.apiserver.server import APIServer, ServerConfig
+from kubeforge.client.auth import StaticToken
+from kubeforge.client.client import Client
+from kubeforge.client.config import ClusterConfig
+from kubeforge.cluster.controllers import (
+    deployment,
+    endpoints,
+    job,
+    replicaset,
+    scheduler,
+    serviceaccount,
+)
+from kubeforge.cluster.kubelet import SimulatedNode
+from kubeforge.cluster.options import ClusterOptions
+from kubeforge.cluster.podlogs import PodLogs
+from kubeforge.runtime.manager import Manager
+
+__all__ = ["CONTEXT", "DevCluster"]
+
+log = logging.getLogger("kubeforge.dev")
+
+CONTEXT = "kubeforge-dev"
+
+# Each built-in controller module registers its controllers with the cluster's manager.
+CONTROLLERS: tuple[Callable[[Manager, ClusterOptions], None], ...] = (
+    serviceaccount.setup,
+    replicaset.setup,
+    deployment.setup,
+    job.setup,
+    endpoints.setup,
+    scheduler.setup,
+)
+
+
+class DevCluster:
+    """The embedded API server with the controllers and nodes an operator relies on."""
+
+    def __init__(
+        self,
+        options: ClusterOptions | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        data_dir: str | Path | None = None,
+        kubernetes_version: str = "1.33.0",
+    ) -> None:
+        self.options = options or ClusterOptions()
+        self.logs = PodLogs()
+        self.backend = SQLiteBackend(data_dir) if data_dir is not None else None
+        config = ServerConfig(
+            host=host,
+            port=port,
+            kubernetes_version=kubernetes_version,
+            backend=self.backend,
+            garbage_collection=True,
+            service_cidr=self.options.service_cidr,
+            credentials_dir=Path(data_dir) / "credentials" if data_dir is not None else None,
+        )
+        self.server = APIServer(config, logs=self.logs)
+        self.client: Client | None = None
+        self.manager: Manager | None = None
+        self.nodes: list[SimulatedNode] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._clients: list[Client] = []
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def cluster_config(self) -> ClusterConfig:
+        """Connection settings for a client of this cluster (the admin token)."""
+        return ClusterConfig(
+            server=self.server.url,
+            ca_data=self.server.ca_pem,
+            credentials=StaticToken(self.server.token),
+            context=CONTEXT,
+        )
+
+    def kubeconfig_dict(self) -> dict[str, Any]:
+        return self.server.kubeconfig_dict(context=CONTEXT)
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        """Write a kubeconfig (context `kubeforge-dev`, mode 0600)."""
+        return self.server.write_kubeconfig(path, context=CONTEXT)
+
+    async def start(self) -> None:
+        """Start the server, then the controllers and nodes; returns once they run."""
+        await self.server.start()
+        # The controllers and nodes are clients like any other, over HTTPS.
+        self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
+        manager = Manager(
+            client=Client(self.cluster_config(), field_manager="kube-controller-manager")
+        )
+        for setup in CONTROLLERS:
+            setup(manager, self.options)
+        self.manager = manager
+        self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
+        for i in range(self.options.nodes):
+            node_client = Client(self.cluster_config(), field_manager="kubelet")
+            self._clients.append(node_client)
+            node = SimulatedNode(
+                node_client,
+                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node",
+                self.options,
+                self.logs,
+                index=i,
+            )
+            self.nodes.append(node)
+            self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
+        await self._wait_ready()
+
+    async def _wait_ready(self) -> None:
+        """Wait for the controllers to run, failing fast if any part dies on the way."""
+        manager = self.manager
+        assert manager is not None
+        running = asyncio.create_task(manager.running.wait())
+        done, _ = await asyncio.wait({running, *self._tasks}, return_when=asyncio.FIRST_COMPLETED)
+        if running not in done:
+            running.cancel()
+            failed = next(iter(done))
+            raise RuntimeError("the development cluster failed to start") from failed.exception()
+
+    async def stop(self) -> None:
+        """Stop nodes and controllers, then the server (pods keep their last state)."""
+        if self.manager is not None:
+            self.manager.stop()
+        for node in self.nodes:
+            await node.stop()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        self.nodes.clear()
+        for client in self._clients:
+            await client.close()
+        self._clients.clear()
+        if self.client is not None:
+            await self.client.close()
+            self.client = None
+        await self.server.stop()
+        if self.backend is not None:
+            self.backend.close()
+
+    async def __aenter__(self) -> DevCluster:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
