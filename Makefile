@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXAMPLE ?= apiserver
+EXAMPLE ?= cnat
+# Each example is its own project (its own api/ package): checked and tested one at a time.
+EXAMPLES := $(patsubst examples/%/main.py,%,$(wildcard examples/*/main.py))
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint typecheck unit bench dev clean venv
@@ -20,23 +22,26 @@ demo: $(STAMP)
 	$(BIN)/kubeforge demo $(EXAMPLE)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks tools examples
+	$(BIN)/ruff format --check src tests benchmarks tools examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy src
+	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/mypy .) || exit 1; done
 
 test: lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
+	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/pytest $(PYTEST_ARGS)) || exit 1; done
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk
 	$(BIN)/python benchmarks/apiserver.py
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/workqueue.py
+	$(BIN)/python benchmarks/devcluster.py
 
 dev: $(STAMP)
-	$(BIN)/kubeforge apiserver --port 6443 --kubeconfig .kubeforge/kubeconfig
+	$(BIN)/kubeforge dev --data-dir .kubeforge/data
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -92,4 +92,4 @@ async def test_unknown_demo_is_an_error() -> None:
     )
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode != 0
-    assert b"unknown demo" in out
+    assert b"no demo 'nope'; choose one of: apiserver" in out

@@ -195,8 +195,13 @@ async def test_job_runs_its_completions_one_at_a_time(api: Client, kubectl: Kube
         return len(pods) == 1 and pods[0]["metadata"]["name"] != first["metadata"]["name"]
 
     await wait_for(second_pod)
-    mid = (await get_job(api, "count"))["status"]
-    assert mid["succeeded"] == 1 and condition(await get_job(api, "count"), "Complete") is None
+
+    # The next pod is created before the status is written in the same sync: wait for both.
+    async def first_counted() -> bool:
+        return ((await get_job(api, "count")).get("status") or {}).get("succeeded") == 1
+
+    await wait_for(first_counted)
+    assert condition(await get_job(api, "count"), "Complete") is None
     (second,) = running(await pods_of(api, "count"))
     await finish(api, second, succeeded=True)
     done = await finished(api, "count", "Complete")

@@ -323,3 +323,45 @@ async def test_a_dead_watch_is_restarted_and_counted(
     finally:
         mgr.stop()
         await task
+
+
+async def test_a_failing_runnable_stops_the_manager_with_its_error(kubeconfig: Path) -> None:
+    mgr = Manager(load_kubeconfig(kubeconfig))
+    recorder = Recorder()
+    mgr.controller().for_(CM).complete(recorder)
+    stopped_cleanly: list[bool] = []
+
+    async def patient(stopping: asyncio.Event) -> None:
+        await stopping.wait()
+        stopped_cleanly.append(True)
+
+    started = asyncio.Event()
+
+    async def broken(stopping: asyncio.Event) -> None:
+        started.set()
+        raise RuntimeError("the runnable broke")
+
+    mgr.add(patient)
+    mgr.add(broken)
+    assert [name.rsplit(".", 1)[-1] for name in mgr.runnables] == ["patient", "broken"]
+    with pytest.raises(RuntimeError, match="the runnable broke"):
+        await asyncio.wait_for(mgr.start(), 30)
+    assert started.is_set()
+    assert stopped_cleanly == [True]  # the others were told to stop, and did
+    assert not mgr.running.is_set()
+
+
+async def test_a_runnable_that_returns_early_leaves_the_manager_running(kubeconfig: Path) -> None:
+    mgr = Manager(load_kubeconfig(kubeconfig))
+    ran = asyncio.Event()
+
+    async def once(stopping: asyncio.Event) -> None:
+        ran.set()
+
+    mgr.add(once)
+    task = asyncio.create_task(mgr.start())
+    await asyncio.wait_for(ran.wait(), 30)
+    await asyncio.wait_for(mgr.running.wait(), 30)
+    assert not task.done()
+    mgr.stop()
+    await asyncio.wait_for(task, 30)

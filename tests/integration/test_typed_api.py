@@ -142,7 +142,13 @@ INVALID = [
         {"spec": {"message": "x" * 300}},
         ["spec.message"],
     ),
-    ("missing container", "watcher", "Watcher", {"spec": {}}, ["spec.container"]),
+    (
+        "container without image",
+        "watcher",
+        "Watcher",
+        {"spec": {"container": {"name": "main"}}},
+        ["spec.container.image"],
+    ),
 ]
 
 

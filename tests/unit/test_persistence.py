@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.persistence import SQLiteBackend
+from kubeforge.apiserver.persistence import DataDirInUse, SQLiteBackend
 from kubeforge.apiserver.resource import GroupResource
 from kubeforge.apiserver.store import Expired, Store
 
@@ -66,3 +66,12 @@ def test_history_older_than_the_log_is_expired(tmp_path: Path) -> None:
     with pytest.raises(Expired):
         reopened.watch(CM, None, None, since=1)
     assert len(reopened.current(CM)[0]) == 1200
+
+
+def test_one_data_directory_serves_one_process_at_a_time(tmp_path: Path) -> None:
+    first = SQLiteBackend(tmp_path)
+    with pytest.raises(DataDirInUse, match="in use by another kubeforge process"):
+        SQLiteBackend(tmp_path)
+    first.close()
+    second = SQLiteBackend(tmp_path)  # free again once the holder has closed it
+    second.close()

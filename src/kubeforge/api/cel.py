@@ -33,18 +33,17 @@ Compilation does check syntax, unknown variables and unknown functions.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
-
-import cel
-from cel import stdlib as cel_stdlib
 
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.quantity import parse_quantity
@@ -147,6 +146,30 @@ def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
     return compiled
 
 
+# The CEL engine is imported on first use: importing it costs more than the rest of
+# kubeforge.api together, and most programs that load this module never run a rule.
+_cel: ModuleType | None = None
+_cel_stdlib: ModuleType | None = None
+
+
+def _engine() -> ModuleType:
+    global _cel
+    if _cel is None:
+        import cel
+
+        _cel = cel
+    return _cel
+
+
+def _stdlib() -> ModuleType:
+    global _cel_stdlib
+    if _cel_stdlib is None:
+        from cel import stdlib
+
+        _cel_stdlib = stdlib
+    return _cel_stdlib
+
+
 # -- the Kubernetes CEL libraries ---------------------------------------------------------------
 
 
@@ -156,7 +179,7 @@ class _CelError(Exception):
 
 def _index_of(target: Any, item: Any, offset: int | None = None) -> int:
     if isinstance(target, str):
-        return cel_stdlib.index_of(target, item, 0 if offset is None else offset)
+        return int(_stdlib().index_of(target, item, 0 if offset is None else offset))
     if isinstance(target, list):
         for i, x in enumerate(target):
             if _cel_equal(x, item):
@@ -167,7 +190,7 @@ def _index_of(target: Any, item: Any, offset: int | None = None) -> int:
 
 def _last_index_of(target: Any, item: Any, offset: int | None = None) -> int:
     if isinstance(target, str):
-        return cel_stdlib.last_index_of(target, item, offset)
+        return int(_stdlib().last_index_of(target, item, offset))
     if isinstance(target, list):
         for i in range(len(target) - 1, -1, -1):
             if _cel_equal(target[i], item):
@@ -442,12 +465,7 @@ def _q_less(a: str, b: str) -> bool:
     return _quantity_value(a) < _quantity_value(b)
 
 
-FUNCTIONS: Mapping[str, Callable[..., Any]] = {
-    **{
-        name: fn
-        for name, fn in cel_stdlib.STDLIB_FUNCTIONS.items()
-        if name not in ("bool", "min", "max")
-    },
+_KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "indexOf": _index_of,
     "lastIndexOf": _last_index_of,
     "isSorted": _is_sorted,
@@ -490,6 +508,33 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "isGreaterThan": _q_greater,
     "isLessThan": _q_less,
 }
+
+
+class _FunctionTable(Mapping[str, Callable[..., Any]]):
+    """The CEL standard library with the Kubernetes libraries over it, built on first use."""
+
+    def __init__(self) -> None:
+        self._table: dict[str, Callable[..., Any]] | None = None
+
+    def _load(self) -> dict[str, Callable[..., Any]]:
+        if self._table is None:
+            standard = _stdlib().STDLIB_FUNCTIONS.items()
+            table = {k: v for k, v in standard if k not in ("bool", "min", "max")}
+            table.update(_KUBERNETES_FUNCTIONS)
+            self._table = table
+        return self._table
+
+    def __getitem__(self, name: str) -> Callable[..., Any]:
+        return self._load()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._load())
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+
+FUNCTIONS: Mapping[str, Callable[..., Any]] = _FunctionTable()
 """The library functions rules may call, by CEL name."""
 
 _BUILTINS = frozenset(
@@ -502,7 +547,13 @@ _NAMESPACES = frozenset({"math", "strings", "sets", "lists", "base64", "optional
 _TYPE_NAMES = frozenset(
     "int uint double bool string bytes list map null_type type timestamp duration".split()  # noqa: SIM905
 )
-_KNOWN_FUNCTIONS = _BUILTINS | {name.rpartition(".")[2] for name in FUNCTIONS}
+
+
+@functools.cache
+def _known_functions() -> frozenset[str]:
+    return _BUILTINS | {name.rpartition(".")[2] for name in FUNCTIONS}
+
+
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _MACRO_VARS_RE = re.compile(
     r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
@@ -561,7 +612,7 @@ def _compile(source: str) -> _Program | str:
         return cached
     result: _Program | str
     try:
-        program = cel.compile(source)
+        program = _engine().compile(source)
     except Exception as exc:  # the engine raises ValueError, but be safe with any parse failure
         result = _parse_error(exc)
     else:
@@ -571,7 +622,7 @@ def _compile(source: str) -> _Program | str:
             bound.update(g for g in m.groups() if g)
         unknown_vars = [v for v in refs["variables"] if v not in bound]
         unknown_funcs = [
-            f for f in refs["functions"] if _IDENT_RE.match(f) and f not in _KNOWN_FUNCTIONS
+            f for f in refs["functions"] if _IDENT_RE.match(f) and f not in _known_functions()
         ]
         if unknown_vars:
             result = _undeclared(source, unknown_vars[0], call=False)
@@ -773,6 +824,7 @@ def run_rules(
     variables: dict[str, Any] = {"self": value}
     if has_old:
         variables["oldSelf"] = old
+    cel = _engine()
     ctx = cel.Context(variables, dict(functions))
     optional_set = False
     where = path or "<nil>"

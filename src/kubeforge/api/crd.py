@@ -1,7 +1,7 @@
 """CustomResourceDefinitions from resource classes, written the way controller-gen writes them.
 
     crds = group_crds(registered_resources())      # one CRD per (group, kind)
-    write_crds(registered_resources(), "config/crd/bases")
+    text = dump_yaml(crds[0])                       # what config/crd/bases/<file> holds
 
 Every class decorated with `@resource` is one version of a kind; the classes of one kind make
 one CRD (versions in Kubernetes priority order, exactly one of them stored). The YAML is
@@ -11,7 +11,6 @@ deterministic: keys sorted, block style, no line wrapping, multi-line text as li
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -28,7 +27,6 @@ __all__ = [
     "dump_yaml",
     "group_crds",
     "resource_info",
-    "write_crds",
 ]
 
 VERSION_ANNOTATION = "kubeforge.dev/version"
@@ -234,15 +232,3 @@ def dump_yaml(crd: Mapping[str, Any]) -> str:
         width=1 << 30,
     )
     return "---\n" + body
-
-
-def write_crds(classes: Iterable[type], directory: str | Path) -> list[Path]:
-    """Write one `<group>_<plural>.yaml` per kind into `directory`; return the paths."""
-    target = Path(directory)
-    target.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for crd in group_crds(classes):
-        path = target / crd_filename(crd)
-        path.write_text(dump_yaml(crd), encoding="utf-8")
-        paths.append(path)
-    return paths

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import ipaddress
 import re
 import threading
@@ -98,14 +99,23 @@ _UUID_RE = {
 # Letters and symbols of any script count as hostname characters, as in the server's pattern.
 _HC = "[a-zA-Z0-9$+<=>^`|~\u00a0-\U0010ffff]"
 _HCD = "[-a-zA-Z0-9$+<=>^`|~\u00a0-\U0010ffff]"
-_HOSTNAME_RE = re.compile(
-    rf"^({_HC}((-?{_HC}{{0,62}})?)|({_HC}(({_HCD}{{0,61}}{_HC})?)(\.)){{1,}}({_HC})(-?{_HC}){{1,62}})\Z"
+# The two patterns with Unicode ranges take tens of milliseconds to compile: on first use.
+_HOSTNAME_PATTERN = (
+    rf"^({_HC}((-?{_HC}{{0,62}})?)|"
+    rf"({_HC}(({_HCD}{{0,61}}{_HC})?)(\.)){{1,}}({_HC})(-?{_HC}){{1,62}})\Z"
 )
 _ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-\u0080-\U0010ffff]+"
 _QUOTED = r'"(?:[^"\\\r\n]|\\.)*"'
 _ADDR = rf"(?:{_ATOM}(?:\.{_ATOM})*|{_QUOTED})@(?:{_ATOM}(?:\.{_ATOM})*|\[[^\[\]\\]*\])"
 _WORD = rf"(?:{_ATOM}|{_QUOTED})"
-_EMAIL_RE = re.compile(rf"^\s*(?:{_ADDR}|(?:{_WORD}(?:[\s.]+{_WORD})*\s*)?<{_ADDR}>)\s*\Z")
+_EMAIL_PATTERN = rf"^\s*(?:{_ADDR}|(?:{_WORD}(?:[\s.]+{_WORD})*\s*)?<{_ADDR}>)\s*\Z"
+
+
+@functools.cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 _MAC_RE = re.compile(
     r"^(?:[0-9a-fA-F]{2}(?:([:-])[0-9a-fA-F]{2})(?:\1[0-9a-fA-F]{2})*"
     r"|[0-9a-fA-F]{4}(?:\.[0-9a-fA-F]{4})+)\Z"
@@ -314,11 +324,11 @@ def _is_ipv6(text: str) -> bool:
 
 
 def _is_email(text: str) -> bool:
-    return _EMAIL_RE.match(text) is not None
+    return _compiled(_EMAIL_PATTERN).match(text) is not None
 
 
 def _is_hostname(text: str) -> bool:
-    if not _HOSTNAME_RE.match(text) or len(text.encode()) > 255:
+    if not _compiled(_HOSTNAME_PATTERN).match(text) or len(text.encode()) > 255:
         return False
     return all(len(part.encode()) <= 63 for part in text.split("."))
 

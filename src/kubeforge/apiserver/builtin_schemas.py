@@ -87,6 +87,9 @@ class _Shape:
 
 _LEAF = _Shape()
 
+# Definitions whose zero value encodes as null rather than being left out.
+_NULL_KEPT = frozenset({"Time", "MicroTime"})
+
 _BASE64_ALPHABET = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
 
@@ -482,8 +485,8 @@ class BuiltinSchemas:
         return self._unknown(definition, obj, drop=False)
 
     def drop_unknown_fields(self, definition: str, obj: Any) -> list[str]:
-        """Remove undeclared fields from `obj` in place (what typed decoding does); return
-        their paths."""
+        """Remove undeclared fields, and declared ones set to null, from `obj` in place (what
+        typed decoding and encoding do); return the undeclared fields' paths."""
         return self._unknown(definition, obj, drop=True)
 
     def _unknown(self, definition: str, obj: Any, drop: bool) -> list[str]:
@@ -503,16 +506,25 @@ class BuiltinSchemas:
                 if not isinstance(value, dict):
                     continue
                 doomed: list[str] = []
+                nulls: list[str] = []
                 for key, child_value in value.items():
                     child = fields.get(key)
                     child_path = f"{path}.{key}" if path else key
                     if child is None:
                         pending.append(child_path)
                         doomed.append(key)
-                    elif child.walk and child_value is not None:
+                    elif child_value is None:
+                        # Go decodes null into the zero value, which optional (omitempty)
+                        # fields then leave out; a zero metav1.Time, a struct, is still
+                        # written, as null (`creationTimestamp: null` in pod templates).
+                        if child.name not in _NULL_KEPT:
+                            nulls.append(key)
+                    elif child.walk:
                         pending.append((child, child_value, child_path))
                 if drop:
                     for key in doomed:
+                        del value[key]
+                    for key in nulls:
                         del value[key]
             elif shape.values is not None:
                 if not isinstance(value, dict):

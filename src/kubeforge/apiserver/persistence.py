@@ -10,13 +10,15 @@ missing anything, and revisions continue upward.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 from kubeforge.apiserver.resource import GroupResource
 
-__all__ = ["SQLiteBackend", "StoredEvent"]
+__all__ = ["DataDirInUse", "SQLiteBackend", "StoredEvent"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -52,6 +54,10 @@ def _decode(text: str) -> GroupResource:
     return GroupResource(group, resource)
 
 
+class DataDirInUse(RuntimeError):
+    """Another process holds the data directory: two servers on one state would diverge."""
+
+
 class SQLiteBackend:
     """Objects and recent events in one SQLite database file under `directory`."""
 
@@ -59,6 +65,16 @@ class SQLiteBackend:
         self.path = Path(directory) / "kubeforge.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.history = history
+        # An exclusive lock for the life of this backend; the kernel drops it when the
+        # process dies, even by kill -9, so a restart never finds a stale lock.
+        self._lock = os.open(self.path.parent / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock)
+            raise DataDirInUse(
+                f"{self.path.parent} is in use by another kubeforge process"
+            ) from None
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
@@ -67,6 +83,9 @@ class SQLiteBackend:
 
     def close(self) -> None:
         self._db.close()
+        if self._lock >= 0:
+            os.close(self._lock)  # releases the lock
+            self._lock = -1
 
     def load(self) -> tuple[int, Iterable[tuple[GroupResource, bytes]]]:
         """The last revision and every stored object."""

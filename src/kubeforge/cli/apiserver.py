@@ -9,8 +9,6 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.apiserver import APIServer, ServerConfig, tune_gc
-
 __all__ = ["apiserver"]
 
 
@@ -26,11 +24,16 @@ def apiserver(
     context: Annotated[str, typer.Option(help="Context name in the kubeconfig.")] = "kubeforge",
 ) -> None:
     """Run a Kubernetes API server (HTTPS, bearer token) until interrupted."""
+    asyncio.run(_run(bind, port, kubernetes_version, kubeconfig, context))
+
+
+async def _run(
+    bind: str, port: int, kubernetes_version: str, kubeconfig: Path, context: str
+) -> None:
+    # Imported here: `kubeforge --help` and the other commands need none of the server.
+    from kubeforge.apiserver import APIServer, ServerConfig, tune_gc
+
     config = ServerConfig(host=bind, port=port, kubernetes_version=kubernetes_version)
-    asyncio.run(_run(config, kubeconfig, context))
-
-
-async def _run(config: ServerConfig, kubeconfig: Path, context: str) -> None:
     server = APIServer(config)
     await server.start()
     tune_gc()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
@@ -162,20 +164,85 @@ def _fail(message: str) -> int:
     return 1
 
 
-DEMOS = {"apiserver": _apiserver_demo}
+async def _project_demo(root: Path) -> None:
+    """Start a development cluster, install the project's CRDs, run its controllers in this
+    process and play its demo.sh with kubectl pointed at the cluster."""
+    from kubeforge.cli.project import load_project
+    from kubeforge.testing.env import TestEnv
+
+    script = root / "demo.sh"
+    if not script.is_file():
+        raise RuntimeError(f"{script}: missing; it is the scenario the demo plays")
+    project = load_project(root)
+    logging.basicConfig(level=logging.WARNING, format="  [%(name)s] %(message)s", stream=sys.stdout)
+    # The project's own loggers tell the story next to kubectl's output.
+    for name in ("main", "controllers", "api", project.name):
+        logging.getLogger(name).setLevel(logging.INFO)
+    crds = root / "config" / "crd" / "bases"
+    with tempfile.TemporaryDirectory(prefix="kubeforge-demo-") as tmp:
+        workdir = Path(tmp)
+        async with TestEnv(crd_paths=[crds], use_existing_cluster=False) as env:
+            kubeconfig = env.write_kubeconfig(workdir / "kubeconfig")
+            assert env.cluster is not None  # use_existing_cluster=False: one was started
+            typer.secho(
+                f"development cluster running at {env.cluster.url}; "
+                f"CRDs installed: {', '.join(env.installed) or 'none'}",
+                fg=typer.colors.GREEN,
+            )
+            async with env.run_manager(project.setup) as manager:
+                running = [*manager.controllers, *manager.runnables]
+                typer.secho(
+                    f"{project.name} controllers running: {', '.join(running) or 'none'}",
+                    fg=typer.colors.GREEN,
+                )
+                environment = dict(
+                    os.environ, KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(workdir / "cache")
+                )
+                proc = await asyncio.create_subprocess_exec(
+                    "bash", str(script), cwd=root, env=environment
+                )
+                code = await proc.wait()
+                if code != 0:
+                    raise RuntimeError(f"{script} exited with status {code}")
+                typer.secho("\nstopping the controllers and the cluster", fg=typer.colors.GREEN)
+    typer.secho("demo finished", fg=typer.colors.GREEN)
+
+
+def _find_project(name: str) -> Path | None:
+    """A project directory: `name` itself, or examples/<name> from here."""
+    for candidate in (Path(name), Path("examples") / name):
+        if (candidate / "demo.sh").is_file():
+            return candidate.resolve()
+    return None
+
+
+def _examples() -> list[str]:
+    base = Path("examples")
+    return sorted(p.parent.name for p in base.glob("*/demo.sh")) if base.is_dir() else []
 
 
 def demo(
     name: Annotated[
-        str, typer.Argument(help="Which demo to run: " + ", ".join(DEMOS))
-    ] = "apiserver",
+        str,
+        typer.Argument(
+            help="apiserver (the bare API server and kubectl), an example's name (cnat, "
+            "useless, ...) or a project directory holding demo.sh"
+        ),
+    ] = "cnat",
 ) -> None:
     """Run a narrated demo end to end and exit 0 when everything worked."""
-    scenario = DEMOS.get(name)
-    if scenario is None:
-        raise typer.Exit(_fail(f"unknown demo {name!r}; choose one of: {', '.join(DEMOS)}"))
+    if name == "apiserver":
+        scenario = _apiserver_demo()
+    else:
+        root = _find_project(name)
+        if root is None:
+            choices = ", ".join(["apiserver", *_examples()])
+            raise typer.Exit(_fail(f"no demo {name!r}; choose one of: {choices}"))
+        scenario = _project_demo(root)
     try:
-        asyncio.run(scenario())
+        asyncio.run(scenario)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
     except Exception as exc:  # report any failure plainly and exit non-zero
         typer.secho(f"demo failed: {exc}", fg=typer.colors.RED, err=True)
         raise typer.Exit(1) from None

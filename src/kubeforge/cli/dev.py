@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.apiserver.server import tune_gc
+from kubeforge.cli.project import fail
 from kubeforge.cluster.options import ClusterOptions
 
 __all__ = ["dev"]
@@ -36,13 +36,19 @@ def dev(
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
 ) -> None:
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
+    from kubeforge.apiserver.persistence import DataDirInUse
+
     options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
-    asyncio.run(_run(options, port, kubeconfig, data_dir, bind))
+    try:
+        asyncio.run(_run(options, port, kubeconfig, data_dir, bind))
+    except DataDirInUse as exc:
+        raise fail(f"{exc}; stop it first, or choose another --data-dir") from None
 
 
 async def _run(
     options: ClusterOptions, port: int, kubeconfig: Path, data_dir: Path | None, bind: str
 ) -> None:
+    from kubeforge.apiserver.server import tune_gc
     from kubeforge.cluster.devcluster import CONTEXT, DevCluster
 
     cluster = DevCluster(options, host=bind, port=port, data_dir=data_dir)

@@ -117,7 +117,7 @@ async def _run(
             await pending
         except Exception as exc:
             raise project.setup_error(exc) from None
-    names = ", ".join(manager.controllers) or "none"
+    names = ", ".join([*manager.controllers, *manager.runnables]) or "none"
     where = f"context {config.context!r}" if config.context else config.server
     log.info("project %s: controllers %s; cluster %s", project.name, names, where)
     try:

@@ -25,13 +25,17 @@ from kubeforge import __version__
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import error_from_status
 
-__all__ = ["RequestObserver", "Response", "Transport", "raise_for"]
+__all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 
 USER_AGENT = f"kubeforge/{__version__} (python)"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 
 # Called after every request: (method, host, status code or "<error>", seconds).
 RequestObserver = Callable[[str, str, int | str, float], None]
+
+
+class ClientClosed(RuntimeError):
+    """A request through a client that was already closed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +78,14 @@ class Transport:
         self.on_request = on_request
         self.on_retry = on_retry
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         self._host = config.server.split("://", 1)[-1]
 
     @property
     def session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            # A new session now would never be closed (and leak its connections).
+            raise ClientClosed("the client is closed")
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
                 ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
@@ -90,6 +98,8 @@ class Transport:
         return self._session
 
     async def close(self) -> None:
+        """Close the connections; the transport cannot be used afterwards."""
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None

@@ -146,6 +146,8 @@ class DevCluster:
         """Stop nodes and controllers, then the server (pods keep their last state)."""
         if self.manager is not None:
             self.manager.stop()
+            # Let the controllers finish their shutdown (which closes their client).
+            await asyncio.wait(self._tasks[:1], timeout=10)
         for node in self.nodes:
             await node.stop()
         for task in self._tasks:

@@ -43,6 +43,11 @@ Check = Callable[[], bool | Awaitable[bool]]
 Runnable = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 
 
+def _describe(runnable: Runnable) -> str:
+    """A runnable's name for logs: its qualified name (bound methods name their class)."""
+    return str(getattr(runnable, "__qualname__", None) or repr(runnable))
+
+
 def _parse_address(address: str | None) -> tuple[str, int] | None:
     """ ":8081" -> ("0.0.0.0", 8081); "127.0.0.1:0" -> ("127.0.0.1", 0); None or "0" -> off."""
     if address is None or address in ("", "0"):
@@ -123,6 +128,7 @@ class Manager:
         self.running = asyncio.Event()
         self.leading = not leader_election
         self._sync_clients: list[SyncClient] = []
+        self._failure: BaseException | None = None
 
     # setup ----------------------------------------------------------------------------------
 
@@ -154,6 +160,11 @@ class Manager:
     def add(self, runnable: Runnable, *, need_leader_election: bool = True) -> None:
         """Run `runnable(stopping)` with the controllers; it returns once `stopping` is set."""
         self._runnables.append((runnable, need_leader_election))
+
+    @property
+    def runnables(self) -> list[str]:
+        """The names of the runnables given to add(), in order."""
+        return [_describe(runnable) for runnable, _ in self._runnables]
 
     def add_healthz_check(self, name: str, check: Check) -> None:
         self._healthz[name] = check
@@ -246,14 +257,14 @@ class Manager:
             # Work that needs no leadership starts at once.
             for runnable, needs_leader in self._runnables:
                 if not needs_leader:
-                    tasks.append(asyncio.create_task(runnable(self._stopping)))
+                    tasks.append(self._start_runnable(runnable))
             if self.leader_election and not await self._lead(lost, tasks):
                 return
             for controller in self.controllers.values():
                 await controller.start()
             for runnable, needs_leader in self._runnables:
                 if needs_leader:
-                    tasks.append(asyncio.create_task(runnable(self._stopping)))
+                    tasks.append(self._start_runnable(runnable))
             self.running.set()
             stop_wait = asyncio.create_task(self._stopping.wait())
             lost_wait = asyncio.create_task(lost.wait())
@@ -263,8 +274,27 @@ class Manager:
         finally:
             self.running.clear()
             await self._shutdown(tasks)
+        if self._failure is not None:
+            raise self._failure
         if lost.is_set():
             raise LeadershipLost("leader election lost")
+
+    def _start_runnable(self, runnable: Runnable) -> asyncio.Task[None]:
+        """Run an added runnable; one that fails stops the manager, and start() raises its
+        error (a runnable that returns early is simply done)."""
+        task = asyncio.create_task(runnable(self._stopping), name=_describe(runnable))
+
+        def finished(done: asyncio.Task[None]) -> None:
+            if done.cancelled() or done.exception() is None:
+                return
+            error = done.exception()
+            log.error("runnable %s failed: %r; stopping", done.get_name(), error)
+            if self._failure is None:
+                self._failure = error
+            self._stopping.set()
+
+        task.add_done_callback(finished)
+        return task
 
     async def _lead(self, lost: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> bool:
         """Block until this process leads (True) or a stop is asked for first (False)."""

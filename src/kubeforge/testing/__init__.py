@@ -1,5 +1,59 @@
-"""Testing operators: TestEnv (the envtest equivalent) and a pytest plugin."""
+"""Testing operators: TestEnv (the envtest equivalent), kubectl and waiting helpers, and
+the pytest plugin (fixtures `testenv`, `kubeforge_client`, `manager`, `kubectl`).
 
-from kubeforge.testing.env import USE_EXISTING_CLUSTER, TestEnv
+Names are loaded on first use: pytest loads the plugin in every run of any project where
+kubeforge is installed, and that must not cost the import of the client and runtime.
+"""
 
-__all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kubeforge.lazyload import lazy_exports
+
+__all__ = [
+    "USE_EXISTING_CLUSTER",
+    "FlakyReconciler",
+    "InjectedFailure",
+    "Kubectl",
+    "KubectlError",
+    "KubectlResult",
+    "TestEnv",
+    "eventually",
+    "find_kubectl",
+    "metric_value",
+]
+
+# Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "USE_EXISTING_CLUSTER": "kubeforge.testing.env",
+    "TestEnv": "kubeforge.testing.env",
+    "Kubectl": "kubeforge.testing.kubectl",
+    "KubectlError": "kubeforge.testing.kubectl",
+    "KubectlResult": "kubeforge.testing.kubectl",
+    "find_kubectl": "kubeforge.testing.kubectl",
+    "eventually": "kubeforge.testing.waiting",
+    "FlakyReconciler": "kubeforge.testing.faults",
+    "InjectedFailure": "kubeforge.testing.faults",
+    "metric_value": "kubeforge.testing.metrics",
+}
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:
+    from kubeforge.testing.env import USE_EXISTING_CLUSTER as USE_EXISTING_CLUSTER
+    from kubeforge.testing.env import TestEnv as TestEnv
+    from kubeforge.testing.faults import FlakyReconciler as FlakyReconciler
+    from kubeforge.testing.faults import InjectedFailure as InjectedFailure
+    from kubeforge.testing.kubectl import Kubectl as Kubectl
+    from kubeforge.testing.kubectl import KubectlError as KubectlError
+    from kubeforge.testing.kubectl import KubectlResult as KubectlResult
+    from kubeforge.testing.kubectl import find_kubectl as find_kubectl
+    from kubeforge.testing.metrics import metric_value as metric_value
+    from kubeforge.testing.waiting import eventually as eventually

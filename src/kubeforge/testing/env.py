@@ -11,21 +11,30 @@ collection, namespace deletion, Deployments, Jobs and pods all work.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
 import os
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.manager import Manager
+
+if TYPE_CHECKING:
+    from kubeforge.cluster.devcluster import DevCluster
 
 __all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
 
 USE_EXISTING_CLUSTER = "KUBEFORGE_USE_EXISTING_CLUSTER"
+FIELD_MANAGER = "kubeforge-testenv"
+CRD_TIMEOUT = 10.0
 
 
 def _truthy(value: str | None) -> bool:
@@ -55,13 +64,16 @@ class TestEnv:
         )
         self.kubeconfig = kubeconfig
         self.error_if_crd_path_missing = error_if_crd_path_missing
-        self.cluster: Any = None
+        # The DevCluster this environment started (None for an existing cluster). Typed Any
+        # so that the cluster package is imported only when one is started.
+        self.cluster: DevCluster | None = None
         self.config: ClusterConfig | None = None
         self._client: Client | None = None
         self.installed: list[str] = []
 
     @property
     def client(self) -> Client:
+        """The environment's client (field manager `kubeforge-testenv`)."""
         if self._client is None:
             raise RuntimeError("the test environment is not started")
         return self._client
@@ -69,21 +81,30 @@ class TestEnv:
     def write_kubeconfig(self, path: str | Path) -> Path:
         """A kubeconfig for the started environment (for kubectl or subprocesses)."""
         if self.cluster is not None:
-            written: Path = self.cluster.write_kubeconfig(path)
+            written = self.cluster.write_kubeconfig(path)
             return written
         raise RuntimeError("an existing cluster has its own kubeconfig")
 
     async def start(self) -> None:
-        if self.use_existing:
-            self.config = load_config(kubeconfig=self.kubeconfig)
-        else:
-            from kubeforge.cluster.devcluster import DevCluster
+        """Start (or connect to) the cluster, install the CRDs and wait until they are
+        established; a failure on the way leaves nothing running."""
+        # Read the CRDs first: a missing path or a broken file fails before any cluster.
+        documents = self._crd_documents()
+        self.installed = []
+        try:
+            if self.use_existing:
+                self.config = load_config(kubeconfig=self.kubeconfig)
+            else:
+                from kubeforge.cluster.devcluster import DevCluster
 
-            self.cluster = DevCluster(self.options)
-            await self.cluster.start()
-            self.config = self.cluster.cluster_config()
-        self._client = Client(self.config, field_manager="kubeforge-testenv")
-        await self.install_crds()
+                self.cluster = DevCluster(self.options)
+                await self.cluster.start()
+                self.config = self.cluster.cluster_config()
+            self._client = Client(self.config, field_manager=FIELD_MANAGER)
+            await self._install(documents)
+        except BaseException:
+            await self.stop()
+            raise
 
     def _crd_documents(self) -> list[dict[str, Any]]:
         docs: list[dict[str, Any]] = []
@@ -98,21 +119,77 @@ class TestEnv:
                 else [path]
             )
             for file in files:
-                for doc in yaml.safe_load_all(file.read_text()):
-                    if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                        docs.append(doc)
+                try:
+                    loaded = list(yaml.safe_load_all(file.read_text()))
+                except yaml.YAMLError as exc:
+                    exc.add_note(f"while reading CRDs from {file}")
+                    raise
+                docs.extend(
+                    doc
+                    for doc in loaded
+                    if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+                )
         return docs
 
     async def install_crds(self) -> None:
         """Apply every CRD under `crd_paths` and wait until all are established."""
-        docs = self._crd_documents()
-        for doc in docs:
-            await self.client.apply(doc, field_manager="kubeforge-testenv", force=True)
+        await self._install(self._crd_documents())
+
+    async def _install(self, documents: list[dict[str, Any]]) -> None:
+        for doc in documents:
+            await self.client.apply(doc, field_manager=FIELD_MANAGER, force=True)
             self.installed.append(doc["metadata"]["name"])
-        if docs:
-            await self.client.wait_established([d["metadata"]["name"] for d in docs], timeout=10)
+        if documents:
+            names = [d["metadata"]["name"] for d in documents]
+            try:
+                await self.client.wait_established(names, timeout=CRD_TIMEOUT)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"CRDs not established within {CRD_TIMEOUT} s: {', '.join(names)}"
+                ) from None
+
+    @contextlib.asynccontextmanager
+    async def run_manager(
+        self, setup: Callable[[Manager], Any] | None = None, **options: Any
+    ) -> AsyncIterator[Manager]:
+        """A Manager for this environment with the controllers `setup(manager)` registers
+        (a sync or async function, as a project's main.setup), started and running while
+        the block runs and stopped after it. `options` go to Manager(); a manager that dies
+        fails the block with its error."""
+        if self.config is None:
+            raise RuntimeError("the test environment is not started")
+        manager = Manager(self.config, **options)
+        try:
+            if setup is not None:
+                pending = setup(manager)
+                if inspect.isawaitable(pending):
+                    await pending
+        except BaseException:
+            await manager.api_reader.close()
+            raise
+        task = asyncio.create_task(manager.start(), name="testenv manager")
+        running = asyncio.create_task(manager.running.wait())
+        try:
+            await asyncio.wait({task, running}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            # Cancelled while the manager starts: leave nothing running.
+            manager.stop()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            running.cancel()
+        if task.done():
+            task.result()  # raises what ended it
+            raise RuntimeError("the manager stopped before it was running")
+        try:
+            yield manager
+        finally:
+            manager.stop()
+            await task
 
     async def stop(self) -> None:
+        """Close the client and stop the cluster this environment started (an existing
+        cluster and the CRDs installed there are left as they are)."""
         if self._client is not None:
             await self._client.close()
             self._client = None

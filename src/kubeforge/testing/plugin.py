@@ -1,21 +1,56 @@
-"""The kubeforge pytest plugin: a `testenv` fixture with the project's CRDs installed.
+"""The kubeforge pytest plugin: a test environment with the project's CRDs, its controllers
+running, and kubectl pointed at it.
 
-Configure the CRD directories in pytest's ini options (`kubeforge_crd_paths`, default
-`config/crd/bases`, relative to the rootdir). Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run the
-same tests against the current kubeconfig's cluster.
+pytest loads it by itself (the `pytest11` entry point `kubeforge`) wherever kubeforge is
+installed. ini options (relative paths are from the rootdir):
+
+- `kubeforge_crd_paths`: directories or files of CRDs to install (default `config/crd/bases`).
+- `kubeforge_setup`: `module:function` registering the project's controllers (default
+  `main:setup`), used by the `manager` fixture.
+- `kubeforge_kubectl_version`: prefer `kubectl.<version>` when installed (e.g. `1.33`).
+
+Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run the same tests against the current kubeconfig's
+cluster instead of a development cluster started per test.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import importlib
+import sys
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pytest
 
-from kubeforge.client.client import Client
-from kubeforge.testing.env import TestEnv
+# Only pytest is imported up front: the rest loads when a test asks for a fixture.
+if TYPE_CHECKING:
+    from kubeforge.client.client import Client
+    from kubeforge.runtime.manager import Manager
+    from kubeforge.testing.env import TestEnv
+    from kubeforge.testing.kubectl import Kubectl
 
-__all__ = ["kubeforge_client", "pytest_addoption", "testenv"]
+__all__ = [
+    "kubectl",
+    "kubeforge_client",
+    "kubeforge_setup",
+    "manager",
+    "pytest_addoption",
+    "pytest_configure",
+    "testenv",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _async_fixture(function: F) -> F:
+    """Declare an async fixture as pytest-asyncio's own, so that it works in its strict
+    mode as well as in auto mode."""
+    try:
+        import pytest_asyncio
+    except ImportError:  # without pytest-asyncio no async test runs anyway
+        return cast(F, pytest.fixture(function))
+    return cast(F, pytest_asyncio.fixture(function))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,12 +60,73 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=["config/crd/bases"],
     )
+    parser.addini(
+        "kubeforge_setup",
+        "module:function that registers the project's controllers with a manager",
+        default="main:setup",
+    )
+    parser.addini(
+        "kubeforge_kubectl_version",
+        "run kubectl.<version> when it is installed (otherwise kubectl)",
+        default="",
+    )
 
 
-@pytest.fixture
+def pytest_configure(config: pytest.Config) -> None:
+    """Reject a malformed `kubeforge_setup` before any test runs."""
+    _split_setup(str(config.getini("kubeforge_setup")))
+
+
+def _root(config: pytest.Config) -> Path:
+    return Path(str(config.rootpath))
+
+
+def _split_setup(target: str) -> tuple[str, list[str]]:
+    module, sep, attribute = target.strip().partition(":")
+    names = attribute.split(".")
+    if not (
+        sep
+        and all(part.isidentifier() for part in module.split("."))
+        and all(name.isidentifier() for name in names)
+    ):
+        raise pytest.UsageError(
+            f"kubeforge_setup must name a function as module:function (like main:setup), "
+            f"not {target!r}"
+        )
+    return module, names
+
+
+def _load_setup(root: Path, target: str) -> Callable[[Manager], Any]:
+    """The function `kubeforge_setup` names, imported with the rootdir on sys.path."""
+    __tracebackhide__ = True  # a usage error is about the ini file, not this code
+    module_name, names = _split_setup(target)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            raise pytest.UsageError(
+                f"kubeforge_setup = {target}: no module named {module_name!r} "
+                f"(looked in {root} and on sys.path)"
+            ) from None
+        raise  # the module exists but one of its own imports failed
+    for name in names:
+        found = getattr(found, name, None)
+    if not callable(found):
+        raise pytest.UsageError(
+            f"kubeforge_setup = {target}: {module_name} has no function {'.'.join(names)!r}"
+        )
+    return cast("Callable[[Manager], Any]", found)
+
+
+@_async_fixture
 async def testenv(request: pytest.FixtureRequest) -> AsyncIterator[TestEnv]:
     """A started test environment (a fresh development cluster per test)."""
-    root = Path(str(request.config.rootpath))
+    from kubeforge.testing.env import TestEnv
+
+    root = _root(request.config)
     paths = [root / p for p in request.config.getini("kubeforge_crd_paths")]
     async with TestEnv(crd_paths=paths) as env:
         yield env
@@ -40,3 +136,36 @@ async def testenv(request: pytest.FixtureRequest) -> AsyncIterator[TestEnv]:
 def kubeforge_client(testenv: TestEnv) -> Client:
     """The test environment's client."""
     return testenv.client
+
+
+@pytest.fixture
+def kubeforge_setup(request: pytest.FixtureRequest) -> Callable[[Manager], Any]:
+    """The function `kubeforge_setup` names (a usage error when there is none)."""
+    __tracebackhide__ = True
+    return _load_setup(_root(request.config), str(request.config.getini("kubeforge_setup")))
+
+
+@_async_fixture
+async def manager(
+    kubeforge_setup: Callable[[Manager], Any], testenv: TestEnv
+) -> AsyncIterator[Manager]:
+    """The project's controllers (kubeforge_setup), running against `testenv`."""
+    async with testenv.run_manager(kubeforge_setup) as running:
+        yield running
+
+
+@pytest.fixture
+def kubectl(testenv: TestEnv, tmp_path: Path, request: pytest.FixtureRequest) -> Kubectl:
+    """kubectl pointed at `testenv` (for an existing cluster: its kubeconfig, or the
+    KUBECONFIG kubectl would use anyway)."""
+    from kubeforge.testing.kubectl import Kubectl
+
+    version = str(request.config.getini("kubeforge_kubectl_version")).strip() or None
+    kubeconfig = (
+        testenv.write_kubeconfig(tmp_path / "kubeconfig")
+        if testenv.cluster is not None
+        else testenv.kubeconfig
+    )
+    cache = tmp_path / "kubectl-cache"
+    cache.mkdir(exist_ok=True)
+    return Kubectl(kubeconfig, version=version, cache_dir=cache)

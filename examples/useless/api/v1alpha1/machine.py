@@ -29,6 +29,10 @@ class MachineStatus(kubeforge.Model):
     positions: str = ""
     """The positions of the machine's switches, one letter each: u (up) or d (down)."""
 
+    flipped_at: datetime | None = None
+    """When the controller last flipped one of the machine's switches back down (stage 2);
+    it flips at most one per interval."""
+
 
 @kubeforge.resource(
     group="useless.container.training",
@@ -40,6 +44,7 @@ class MachineStatus(kubeforge.Model):
         kubeforge.PrinterColumn("Switches", ".spec.switches", type="integer"),
         kubeforge.PrinterColumn("Positions", ".status.positions"),
         kubeforge.PrinterColumn("Seen", ".status.seenAt", type="date"),
+        kubeforge.PrinterColumn("Flipped", ".status.flippedAt", type="date", priority=1),
         kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
     ],
 )
@@ -67,6 +72,7 @@ class SwitchStatus(kubeforge.Model):
     short_names=["sw"],
     printer_columns=[
         kubeforge.PrinterColumn("Position", ".spec.position"),
+        kubeforge.PrinterColumn("Machine", ".metadata.labels.machine"),
         kubeforge.PrinterColumn("Seen", ".status.seenAt", type="date"),
         kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
     ],

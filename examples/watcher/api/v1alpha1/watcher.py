@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import kubeforge
 from kubeforge.models import Container, LocalObjectReference, Volume
 
 
+class RequireFields(kubeforge.Marker):
+    """Make fields required that the annotated type's own schema leaves optional.
+
+    A pod spec may leave a container's image to a higher-level controller; a Watcher has
+    nothing above it to fill one in, so its container must name an image itself.
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def apply(self, schema: dict[str, Any]) -> None:
+        schema["required"] = sorted({*schema.get("required", []), *self.names})
+
+
 class WatcherSpec(kubeforge.Model):
     """The container to run and the configuration it reads."""
 
-    container: Container
-    """The main container, exactly as in a pod spec."""
+    container: Annotated[Container, RequireFields("image")]
+    """The container to run, exactly as in a pod spec (name and image are required)."""
 
     volume: Volume | None = None
     """A volume for the container, exactly as in a pod spec."""

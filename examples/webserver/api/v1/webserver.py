@@ -27,15 +27,21 @@ class WebServerSpec(kubeforge.Model):
 class WebServerStatus(kubeforge.Model):
     """What the controller observed."""
 
+    replicas: int = 0
+    """Pods of the Deployment, ready or not (the scale subresource reports this number)."""
+
     ready_replicas: int = 0
     """Pods of the Deployment that are ready."""
+
+    selector: str | None = None
+    """The label selector of the pods, as a string (what an autoscaler needs to find them)."""
 
 
 @kubeforge.resource(
     group="my.kubeforge.dev",
     version="v1",
     short_names=["ws"],
-    scale=kubeforge.Scale(".spec.replicas", ".status.readyReplicas"),
+    scale=kubeforge.Scale(".spec.replicas", ".status.replicas", ".status.selector"),
     printer_columns=[
         kubeforge.PrinterColumn("Replicas", ".spec.replicas", type="integer"),
         kubeforge.PrinterColumn("Ready", ".status.readyReplicas", type="integer"),

@@ -1,0 +1,1 @@
+"""The controllers of this project."""

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The watcher scenario: a Watcher's configuration lands in the ConfigMap <name>-config, follows
+# every change to the spec, and comes back when someone edits or deletes the ConfigMap.
+#
+# `kubeforge demo watcher` plays it on a development cluster with the watcher controller
+# running. On another cluster: install the CRD and run the controller first
+# (`kubeforge install --dir examples/watcher`, `kubeforge run --dir examples/watcher`).
+set -euo pipefail
+cd "$(dirname "$0")"
+. ../narrate.sh
+
+say "The Watcher kind is installed."
+run kubectl get crd watchers.watch.kubeforge.dev
+
+say "A Watcher: a container, some text configuration and some binary configuration."
+run kubectl apply -f - <<'YAML'
+apiVersion: watch.kubeforge.dev/v1alpha1
+kind: Watcher
+metadata:
+  name: greeter
+spec:
+  container:
+    name: greeter
+    image: busybox:1.36
+    command: ["sh", "-c", "cat /etc/greeter/greeting"]
+  configData:
+    greeting: hello
+    language: en
+  configBinaryData:
+    logo.bin: AAECAw==
+YAML
+
+say "The controller creates greeter-config and names it in the Watcher's status."
+run kubectl wait --for=jsonpath='{.status.configMapName}'=greeter-config watcher/greeter --timeout=30s
+run kubectl get watchers
+run kubectl get configmap greeter-config -o jsonpath='{.data}{"\n"}{.binaryData}{"\n"}'
+run kubectl get configmap greeter-config \
+  -o jsonpath='owned by {.metadata.ownerReferences[0].kind} {.metadata.ownerReferences[0].name}{"\n"}'
+
+say "Change the spec: one key changed, one added, one removed."
+run kubectl patch watcher greeter --type=merge \
+  -p '{"spec":{"configData":{"greeting":"bonjour","language":null,"audience":"world"}}}'
+run kubectl wait --for=jsonpath='{.data.greeting}'=bonjour configmap/greeter-config --timeout=30s
+run kubectl get configmap greeter-config -o jsonpath='{.data}{"\n"}'
+# The controller replaces data in one write, so with greeting changed, language is gone too.
+test -z "$(kubectl get configmap greeter-config -o jsonpath='{.data.language}')"
+
+say "Someone edits the ConfigMap by hand; the controller puts the spec's value back."
+run kubectl patch configmap greeter-config --type=merge -p '{"data":{"greeting":"tampered"}}'
+run kubectl wait --for=jsonpath='{.data.greeting}'=bonjour configmap/greeter-config --timeout=30s
+run kubectl get configmap greeter-config -o jsonpath='{.data}{"\n"}'
+
+say "Someone deletes the ConfigMap; the controller creates it again."
+run kubectl delete configmap greeter-config
+run kubectl wait --for=create configmap/greeter-config --timeout=30s
+run kubectl wait --for=jsonpath='{.data.greeting}'=bonjour configmap/greeter-config --timeout=30s
+run kubectl get configmap greeter-config
+
+# rejected: apply the manifest on stdin, which the API server must refuse.
+rejected() {
+  if run kubectl apply -f -; then
+    echo "an invalid Watcher was accepted" >&2
+    exit 1
+  fi
+}
+
+say "A container without an image is rejected, with the field's path."
+rejected <<'YAML'
+apiVersion: watch.kubeforge.dev/v1alpha1
+kind: Watcher
+metadata:
+  name: broken
+spec:
+  container:
+    name: no-image
+YAML
+
+say "So is binary configuration that is not base64."
+rejected <<'YAML'
+apiVersion: watch.kubeforge.dev/v1alpha1
+kind: Watcher
+metadata:
+  name: broken
+spec:
+  container:
+    name: greeter
+    image: busybox:1.36
+  configBinaryData:
+    logo.bin: "not base64!"
+YAML
+
+say "Deleting the Watcher deletes its ConfigMap too (garbage collection)."
+run kubectl delete watcher greeter --wait=true
+run kubectl wait --for=delete configmap/greeter-config --timeout=30s

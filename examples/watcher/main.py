@@ -1,0 +1,20 @@
+"""watcher's entry point: `setup(manager)` registers the controllers (used by `kubeforge run`,
+the tests and the container image alike)."""
+
+from __future__ import annotations
+
+import kubeforge
+from kubeforge.models import ConfigMap
+
+from api.v1alpha1 import Watcher
+from controllers.watcher import WatcherReconciler
+
+
+def setup(manager: kubeforge.Manager) -> None:
+    """Reconcile Watchers, and come back to one whenever its ConfigMap changes or goes away."""
+    (
+        manager.controller()
+        .for_(Watcher)
+        .owns(ConfigMap)
+        .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
+    )

@@ -1,0 +1,70 @@
+"""The example projects from the outside: their generated config is current, and each demo
+plays end to end (as `make demo EXAMPLE=<name>` does)."""
+
+from __future__ import annotations
+
+import asyncio
+import filecmp
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/main.py"))
+KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+
+
+def differences(left: Path, right: Path) -> list[str]:
+    """Files that differ, or exist on one side only, between two directory trees."""
+    found: list[str] = []
+
+    def walk(cmp: filecmp.dircmp[str], prefix: str) -> None:
+        found.extend(f"{prefix}{name} (only in the original)" for name in cmp.left_only)
+        found.extend(f"{prefix}{name} (only after regenerating)" for name in cmp.right_only)
+        found.extend(f"{prefix}{name}" for name in cmp.diff_files)
+        for name, sub in cmp.subdirs.items():
+            walk(sub, f"{prefix}{name}/")
+
+    walk(filecmp.dircmp(left, right, ignore=["__pycache__"]), "")
+    return found
+
+
+async def run(*args: str, cwd: Path, timeout: float) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    return proc.returncode or 0, out.decode()
+
+
+def test_there_are_examples() -> None:
+    assert {"cnat"} <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+async def test_manifests_regenerate_the_committed_config(name: str, tmp_path: Path) -> None:
+    copy = tmp_path / name
+    shutil.copytree(
+        ROOT / "examples" / name, copy, ignore=shutil.ignore_patterns("__pycache__", ".*cache")
+    )
+    code, out = await run(*KUBEFORGE, "manifests", "--dir", str(copy), cwd=tmp_path, timeout=60)
+    assert code == 0, out
+    assert "wrote" not in out and "removed" not in out, out
+    assert differences(ROOT / "examples" / name / "config", copy / "config") == [], out
+
+
+@pytest.mark.parametrize(
+    "name", [e for e in EXAMPLES if (ROOT / "examples" / e / "demo.sh").exists()]
+)
+async def test_the_demo_plays_end_to_end(name: str) -> None:
+    code, out = await run(*KUBEFORGE, "demo", name, cwd=ROOT, timeout=90)
+    assert code == 0, out
+    assert "demo finished" in out, out
+    assert "Traceback" not in out and "Unclosed" not in out, out

@@ -1,0 +1,297 @@
+"""The pytest plugin, run on small projects with pytester: its fixtures, its ini options,
+its usage errors, and the existing-cluster mode."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubeforge.cluster.devcluster import DevCluster
+from kubeforge.testing import USE_EXISTING_CLUSTER
+
+pytest_plugins = ["pytester"]
+
+GROUP = "demo.kubeforge.dev"
+
+MAIN = f'''
+import kubeforge
+
+WIDGET = "{GROUP}/v1/Widget"
+
+
+class WidgetReconciler(kubeforge.Reconciler):
+    async def reconcile(self, request):
+        try:
+            widget = await self.client.get(WIDGET, request.name, namespace=request.namespace)
+        except kubeforge.NotFound:
+            return None
+        if (widget.get("status") or {{}}).get("phase") != "Seen":
+            await self.client.patch_status(
+                WIDGET, request.name, {{"status": {{"phase": "Seen"}}}},
+                namespace=request.namespace,
+            )
+        return None
+
+
+def setup(manager):
+    manager.controller().for_(WIDGET).named("widgets").complete(WidgetReconciler())
+'''
+
+WIDGET_TESTS = f'''
+import kubeforge
+from kubeforge.testing import Kubectl, TestEnv, eventually
+
+WIDGET = """
+apiVersion: {GROUP}/v1
+kind: Widget
+metadata:
+  name: first
+spec:
+  size: 3
+"""
+
+
+async def test_the_controller_marks_widgets(
+    testenv: TestEnv,
+    kubeforge_client: kubeforge.Client,
+    manager: kubeforge.Manager,
+    kubectl: Kubectl,
+    request,
+) -> None:
+    assert request.config.pluginmanager.hasplugin("kubeforge")  # loaded by entry point
+    assert testenv.installed == ["widgets.{GROUP}"]
+    assert kubeforge_client is testenv.client
+    assert manager.running.is_set() and list(manager.controllers) == ["widgets"]
+    await kubectl.apply(WIDGET)
+
+    async def seen() -> bool:
+        widget = await kubeforge_client.get("{GROUP}/v1/Widget", "first", namespace="default")
+        return (widget.get("status") or {{}}).get("phase") == "Seen"
+
+    await eventually(seen, timeout=20)
+    header, row = (await kubectl.run("get", "widgets")).rows()
+    assert dict(zip(header, row)) == {{"NAME": "first", "PHASE": "Seen"}}
+
+
+async def test_every_test_gets_a_fresh_cluster(kubeforge_client: kubeforge.Client) -> None:
+    widgets = await kubeforge_client.list("{GROUP}/v1/Widget", namespace="default")
+    assert widgets.items == []
+'''
+
+
+def crd(kind: str) -> str:
+    plural = f"{kind.lower()}s"
+    return yaml.safe_dump(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{GROUP}"},
+            "spec": {
+                "group": GROUP,
+                "scope": "Namespaced",
+                "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+                "versions": [
+                    {
+                        "name": "v1",
+                        "served": True,
+                        "storage": True,
+                        "subresources": {"status": {}},
+                        "additionalPrinterColumns": [
+                            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"}
+                        ],
+                        "schema": {
+                            "openAPIV3Schema": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": True,
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
+
+
+def ini(**options: str) -> str:
+    lines = ["[pytest]", "asyncio_default_fixture_loop_scope = function"]
+    options.setdefault("asyncio_mode", "auto")
+    lines += [f"{key} = {value}" for key, value in options.items()]
+    return "\n".join(lines) + "\n"
+
+
+def project(pytester: pytest.Pytester, **options: str) -> Path:
+    """A project as `kubeforge init` lays it out, with one CRD and main.setup."""
+    bases = pytester.path / "config" / "crd" / "bases"
+    bases.mkdir(parents=True)
+    (bases / f"{GROUP}_widgets.yaml").write_text(crd("Widget"))
+    (pytester.path / "main.py").write_text(MAIN)
+    (pytester.path / "pytest.ini").write_text(ini(**options))
+    return pytester.path
+
+
+def test_the_plugin_is_registered_as_an_entry_point() -> None:
+    points = importlib.metadata.entry_points(group="pytest11")
+    assert {p.name: p.value for p in points}.get("kubeforge") == "kubeforge.testing.plugin"
+
+
+def test_a_project_test_uses_every_fixture(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    pytester.makepyfile(test_widgets=WIDGET_TESTS)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2)
+
+
+def test_the_fixtures_come_from_the_plugin(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    pytester.makepyfile(test_widgets=WIDGET_TESTS)
+    result = pytester.runpytest("-p", "no:kubeforge")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*fixture 'testenv' not found*"])
+
+
+def test_the_fixtures_work_in_strict_asyncio_mode(pytester: pytest.Pytester) -> None:
+    project(pytester, asyncio_mode="strict")
+    pytester.makepyfile(
+        test_strict=f"""
+import pytest
+
+
+@pytest.mark.asyncio
+async def test_strict(testenv, manager) -> None:
+    assert testenv.installed == ["widgets.{GROUP}"]
+    assert manager.running.is_set()
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_ini_options_are_honoured(pytester: pytest.Pytester) -> None:
+    # The default places hold something that must not be used.
+    project(pytester)
+    (pytester.path / "main.py").write_text("raise RuntimeError('main must not be imported')\n")
+    (pytester.path / "crds").mkdir()
+    (pytester.path / "crds" / "widgets.yaml").write_text(crd("Widget"))
+    (pytester.path / "more").mkdir()
+    (pytester.path / "more" / "gadgets.yaml").write_text(crd("Gadget"))
+    (pytester.path / "config" / "crd" / "bases" / f"{GROUP}_widgets.yaml").write_text(
+        crd("Unwanted")
+    )
+    (pytester.path / "app").mkdir()
+    (pytester.path / "app" / "__init__.py").write_text("")
+    (pytester.path / "app" / "controllers.py").write_text(
+        MAIN + "\n\nasync def register(manager):\n    setup(manager)\n"
+    )
+    (pytester.path / "pytest.ini").write_text(
+        ini(
+            kubeforge_crd_paths="\n    crds/widgets.yaml\n    more",
+            kubeforge_setup="app.controllers:register",
+            kubeforge_kubectl_version="1.31",
+        )
+    )
+    pytester.makepyfile(
+        test_options=f"""
+from pathlib import Path
+
+
+async def test_options(testenv, manager, kubectl) -> None:
+    assert sorted(testenv.installed) == ["gadgets.{GROUP}", "widgets.{GROUP}"]
+    assert list(manager.controllers) == ["widgets"]
+    assert Path(kubectl.binary).name == "kubectl.1.31"
+    version = await kubectl.json("version", "--client")
+    assert version["clientVersion"]["minor"] == "31"
+"""
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_a_malformed_setup_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    project(pytester, kubeforge_setup="main.setup")
+    pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*kubeforge_setup must name a function as module:function (like main:setup)*"]
+    )
+
+
+USES_MANAGER = "async def test_it(manager) -> None:\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing_module:setup", "kubeforge_setup = missing_module:setup: no module named*"),
+        ("main:nothing", "kubeforge_setup = main:nothing: main has no function 'nothing'"),
+    ],
+)
+def test_a_setup_that_cannot_be_found_says_so(
+    pytester: pytest.Pytester, setup: str, message: str
+) -> None:
+    project(pytester, kubeforge_setup=setup)
+    pytester.makepyfile(test_it=USES_MANAGER)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"E*UsageError: {message}"])
+
+
+def test_an_import_error_inside_the_setup_module_is_not_hidden(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    (pytester.path / "main.py").write_text("import not_installed_dependency\n")
+    pytester.makepyfile(test_it=USES_MANAGER)
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*No module named 'not_installed_dependency'*"])
+    result.stdout.no_fnmatch_line("*UsageError*")
+
+
+async def test_an_existing_cluster_through_the_plugin(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    project(pytester)
+    pytester.makepyfile(
+        test_existing=f"""
+import os
+
+
+async def test_existing(testenv, kubectl) -> None:
+    assert testenv.cluster is None
+    assert testenv.config.server == os.environ["OUTSIDE_SERVER"]
+    assert testenv.installed == ["widgets.{GROUP}"]
+    await kubectl.run("create", "configmap", "made-by-kubectl")
+"""
+    )
+    async with DevCluster() as outside:
+        kubeconfig = outside.write_kubeconfig(tmp_path / "kubeconfig")
+        env: dict[str, Any] = {
+            **os.environ,
+            USE_EXISTING_CLUSTER: "1",
+            "KUBECONFIG": str(kubeconfig),
+            "OUTSIDE_SERVER": outside.url,
+        }
+        # A process of its own: the cluster keeps serving from this event loop meanwhile.
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            cwd=pytester.path,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 90)
+        assert proc.returncode == 0, out.decode()
+        assert b"1 passed" in out
+        assert outside.client is not None
+        made = await outside.client.get("v1/ConfigMap", "made-by-kubectl", namespace="default")
+        assert made["metadata"]["name"] == "made-by-kubectl"
