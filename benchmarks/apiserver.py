@@ -4,9 +4,10 @@ handler measured in the same run (the ceiling for Python HTTP on this machine).
     python benchmarks/apiserver.py [--seconds 5] [--connections 32] [--events 20000]
 
 Each server runs in its own process (one core) and is loaded by `wrk` (a C client, on the
-other core) over HTTPS with keep-alive. Watch fan-out is measured with 10 watch streams while
-the server commits writes as fast as it can in-process, so the number is the fan-out capacity
-rather than the HTTP write rate.
+other core) over HTTPS with keep-alive. For reference it also measures the same trivial answer
+served by the API server's own HTTP layer (apiserver/httpserver.py). Watch fan-out is
+measured with 10 watch streams while the server commits writes as fast as it can in-process,
+so the number is the fan-out capacity rather than the HTTP write rate.
 """
 
 from __future__ import annotations
@@ -87,6 +88,22 @@ async def serve_trivial(info_path: Path) -> None:
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certs.server_context(), backlog=1024)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    info_path.write_text(json.dumps({"url": f"https://127.0.0.1:{port}", "token": ""}))
+    await asyncio.Event().wait()
+
+
+async def serve_trivial_own(info_path: Path) -> None:
+    """The same trivial answer through the API server's own HTTP layer, for reference."""
+    from kubeforge.apiserver.httpserver import HTTPServer, Request, Response
+    from kubeforge.apiserver.tls import generate_certificates
+
+    certs = generate_certificates()
+
+    def handle(request: Request) -> Response:
+        return Response(201, b'{"kind":"Status","status":"Success"}')
+
+    server = HTTPServer(handle, max_body_bytes=3 << 20, error=lambda code, text: Response(code))
+    port = await server.start("127.0.0.1", 0, certs.server_context())
     info_path.write_text(json.dumps({"url": f"https://127.0.0.1:{port}", "token": ""}))
     await asyncio.Event().wait()
 
@@ -199,17 +216,29 @@ async def seed(info: dict[str, Any], count: int) -> None:
                 assert r.status == 201, await r.text()
 
 
+def trivial_rate(kind: str, tmp: Path, args: argparse.Namespace) -> float:
+    proc, info = start(kind, tmp, args.events)
+    try:
+        return wrk(info["url"], "", TRIVIAL_LUA, args.seconds, args.connections)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--events", type=int, default=20_000)
-    parser.add_argument("--serve", choices=["trivial", "kubeforge"])
+    parser.add_argument("--serve", choices=["trivial", "trivial-own", "kubeforge"])
     parser.add_argument("--info", type=Path)
     args = parser.parse_args()
 
     if args.serve == "trivial":
         asyncio.run(serve_trivial(args.info))
+        return
+    if args.serve == "trivial-own":
+        asyncio.run(serve_trivial_own(args.info))
         return
     if args.serve == "kubeforge":
         asyncio.run(serve_kubeforge(args.info, args.events))
@@ -220,13 +249,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         rows: list[tuple[str, float, str]] = []
-        proc, info = start("trivial", tmp, args.events)
-        try:
-            ceiling = wrk(info["url"], "", TRIVIAL_LUA, args.seconds, args.connections)
-        finally:
-            proc.kill()
-            proc.wait()
+        ceiling = trivial_rate("trivial", tmp, args)
         rows.append(("trivial aiohttp handler (ceiling)", ceiling, "requests/s"))
+        own = trivial_rate("trivial-own", tmp, args)
+        rows.append(("trivial handler, kubeforge's HTTP layer", own, f"{own / ceiling:.2f}x"))
 
         proc, info = start("kubeforge", tmp, args.events)
         try:

@@ -351,9 +351,14 @@ def validate_labels(labels: Any, path: str) -> list[FieldError]:
         return []
     errs: list[FieldError] = []
     for key, value in labels.items():
-        errs.extend(FieldError.invalid(path, key, m) for m in is_qualified_name(key))
+        # Checks are cached and nearly always pass: build errors only when one fails.
+        messages = is_qualified_name(key)
+        if messages:
+            errs.extend(FieldError.invalid(path, key, m) for m in messages)
         if isinstance(value, str):
-            errs.extend(FieldError.invalid(path, value, m) for m in is_valid_label_value(value))
+            messages = is_valid_label_value(value)
+            if messages:
+                errs.extend(FieldError.invalid(path, value, m) for m in messages)
     return errs
 
 
@@ -586,18 +591,19 @@ def validate_object_meta(
                     FieldError.required("metadata.name", "name or generateName is required")
                 )
         else:
-            errs.extend(
-                FieldError.invalid("metadata.name", name, m) for m in validate_name(name, name_rule)
-            )
+            messages = validate_name(name, name_rule)
+            if messages:
+                errs.extend(FieldError.invalid("metadata.name", name, m) for m in messages)
         namespace = _str(meta.get("namespace"))
         if namespaced:
             if not namespace:
                 errs.append(FieldError.required("metadata.namespace"))
             else:
-                errs.extend(
-                    FieldError.invalid("metadata.namespace", namespace, m)
-                    for m in is_dns1123_label(namespace)
-                )
+                messages = is_dns1123_label(namespace)
+                if messages:
+                    errs.extend(
+                        FieldError.invalid("metadata.namespace", namespace, m) for m in messages
+                    )
         elif namespace:
             errs.append(FieldError.forbidden("metadata.namespace", "not allowed on this type"))
     generation = meta.get("generation")
@@ -607,12 +613,19 @@ def validate_object_meta(
                 "metadata.generation", generation, "must be greater than or equal to 0"
             )
         )
-    errs.extend(validate_labels(meta.get("labels"), "metadata.labels"))
-    errs.extend(validate_annotations(meta.get("annotations"), "metadata.annotations"))
-    errs.extend(validate_owner_references(meta.get("ownerReferences"), "metadata.ownerReferences"))
-    errs.extend(
-        validate_finalizers(meta.get("finalizers"), "metadata.finalizers", strict_finalizers)
-    )
+    # Absent maps and lists (the usual case) need no call.
+    labels = meta.get("labels")
+    if labels:
+        errs.extend(validate_labels(labels, "metadata.labels"))
+    annotations = meta.get("annotations")
+    if annotations:
+        errs.extend(validate_annotations(annotations, "metadata.annotations"))
+    refs = meta.get("ownerReferences")
+    if refs:
+        errs.extend(validate_owner_references(refs, "metadata.ownerReferences"))
+    finalizers = meta.get("finalizers")
+    if finalizers:
+        errs.extend(validate_finalizers(finalizers, "metadata.finalizers", strict_finalizers))
     return errs
 
 

@@ -606,8 +606,10 @@ def _compare(old: Any, new: Any, t: _Type, prefix: Path, diff: _Diff) -> None:
         for key, before in old.items():
             if key in skip:
                 continue
-            path = (*prefix, "f:" + key)
             after = new.get(key, _MISSING)
+            if after is before or (type(before) is str and type(after) is str and before == after):
+                continue  # most leaves are unchanged strings: no path, no call
+            path = (*prefix, "f:" + key)
             if after is _MISSING:
                 _nodes(before, t.field(key), path, diff.removed)
             else:

@@ -1,4 +1,4 @@
-"""The embedded Kubernetes API server: an aiohttp application over the store and registry.
+"""The embedded Kubernetes API server: routing requests to the store and registry.
 
 `APIServer` serves HTTPS with a fresh CA and bearer token on loopback; use it in-process as
 `async with APIServer() as server:` (the kubeconfig is `server.kubeconfig_dict()` or written
@@ -7,13 +7,11 @@ with `server.write_kubeconfig(path)`), or run it with `kubeforge apiserver`.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import hmac
 import logging
 import secrets
-import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +20,6 @@ from typing import Any
 
 import orjson
 import yaml
-from aiohttp import web
 
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
@@ -31,6 +28,7 @@ from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.gc import GarbageCollector
+from kubeforge.apiserver.httpserver import HTTPServer, Request, Response, ResponseStream
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.namespaces import NamespaceController
@@ -111,7 +109,7 @@ class APIServer:
         self.openapi = OpenAPIV3(self.registry, self.schemas)
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
-        self._runner: web.ServerRunner | None = None
+        self._http: HTTPServer | None = None
         self._bootstrap()
 
     # lifecycle ----------------------------------------------------------------------------
@@ -143,17 +141,10 @@ class APIServer:
                 else:
                     self.certificates = generate_certificates(hosts)
             ssl_context = self.certificates.server_context()
-        # The low-level server: every path is routed here, so aiohttp's router and
-        # application layers would only add work to each request.
-        low_level = web.Server(self._handle, request_factory=self._make_request, access_log=None)
-        self._runner = web.ServerRunner(low_level, handle_signals=False, shutdown_timeout=5.0)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, cfg.host, cfg.port, ssl_context=ssl_context, backlog=1024)
-        await site.start()
-        server = site._server
-        assert server is not None
-        sockets: list[socket.socket] = list(getattr(server, "sockets", []))
-        self.port = self.config.port = sockets[0].getsockname()[1]
+        self._http = HTTPServer(
+            self._handle, max_body_bytes=cfg.max_request_bytes, error=self._error_response
+        )
+        self.port = self.config.port = await self._http.start(cfg.host, cfg.port, ssl_context)
         # The `kubernetes` Service's endpoints point at the port actually bound.
         self.allocators.ensure_kubernetes_service(cfg.host, self.port)
         if self.gc is not None:
@@ -169,9 +160,9 @@ class APIServer:
         if self.namespaces is not None:
             await self.namespaces.stop()
         self.watches.close_all()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._http is not None:
+            await self._http.stop()
+            self._http = None
 
     async def __aenter__(self) -> APIServer:
         await self.start()
@@ -222,55 +213,41 @@ class APIServer:
 
     # request handling ---------------------------------------------------------------------
 
-    def _make_request(
-        self,
-        message: Any,
-        payload: Any,
-        protocol: Any,
-        writer: Any,
-        task: asyncio.Task[None],
-    ) -> web.BaseRequest:
-        return web.BaseRequest(
-            message,
-            payload,
-            protocol,
-            writer,
-            task,
-            asyncio.get_running_loop(),
-            client_max_size=self.config.max_request_bytes,
-        )
-
-    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+    def _handle(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
+        """Answer a request at once, or return what streams the answer (watch, logs)."""
         try:
-            return await self._dispatch(request)
+            return self._dispatch(request)
         except StatusError as exc:
             return self._status(exc)
-        except web.HTTPRequestEntityTooLarge:
-            limit = self.config.max_request_bytes
-            return self._status(
-                StatusError.too_large(f"Request entity too large: limit is {limit}")
-            )
-        except (ConnectionResetError, web.HTTPException):
-            raise
         except Exception as exc:
-            log.exception("%s %s failed", request.method, request.path_qs)
+            log.exception("%s %s failed", request.method, request.target)
             return self._status(StatusError.internal(f"{type(exc).__name__}: {exc}"))
 
-    def _status(self, exc: StatusError) -> web.Response:
-        response = web.Response(
-            status=exc.code, body=orjson.dumps(exc.status()), content_type="application/json"
-        )
-        for key, value in exc.headers.items():
-            response.headers[key] = value
-        return response
+    async def _streaming(self, stream: Awaitable[ResponseStream]) -> Response | ResponseStream:
+        # Streams check their options before they start, so an error is still an answer.
+        try:
+            return await stream
+        except StatusError as exc:
+            return self._status(exc)
 
-    def _authorized(self, request: web.BaseRequest) -> bool:
+    def _status(self, exc: StatusError) -> Response:
+        return Response(exc.code, orjson.dumps(exc.status()), headers=list(exc.headers.items()))
+
+    def _error_response(self, code: int, message: str) -> Response:
+        """The answer to a request the HTTP layer refused before routing it."""
+        if code == 413:
+            return self._status(StatusError.too_large(message))
+        if code == 400:
+            return self._status(StatusError.bad_request(message))
+        return self._status(StatusError.internal(message))
+
+    def _authorized(self, request: Request) -> bool:
         header = request.headers.get("Authorization", "")
         if not header.startswith("Bearer "):
             return False
         return hmac.compare_digest(header[7:].strip().encode(), self.token.encode())
 
-    async def _dispatch(self, request: web.BaseRequest) -> web.StreamResponse:
+    def _dispatch(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
         path = request.path.rstrip("/") or "/"
         if path in _PROBES or path.startswith(("/livez/", "/readyz/", "/healthz/")):
             return self._probe(request, path)
@@ -287,14 +264,14 @@ class APIServer:
         info = parse_request_path(request.method, path, watch_param)
         if info is None:
             return self._group_discovery(path)
-        return await self._resource(request, info)
+        return self._resource(request, info)
 
-    def _probe(self, request: web.BaseRequest, path: str) -> web.Response:
+    def _probe(self, request: Request, path: str) -> Response:
         if "verbose" in request.query:
             check = path.strip("/").split("/")[0]
             text = f"[+]ping ok\n[+]log ok\n[+]etcd ok\n{check} check passed\n"
-            return web.Response(text=text, content_type="text/plain")
-        return web.Response(text="ok", content_type="text/plain")
+            return Response(200, text.encode(), "text/plain")
+        return Response(200, b"ok", "text/plain")
 
     def _version(self) -> dict[str, Any]:
         version = self.config.kubernetes_version
@@ -311,23 +288,19 @@ class APIServer:
             "platform": "linux/amd64",
         }
 
-    def _root_discovery(self, request: web.BaseRequest, legacy: bool) -> web.Response:
+    def _root_discovery(self, request: Request, legacy: bool) -> Response:
         accept = parse_accept(request.headers.get("Accept"))
         negotiated = negotiate(accept, frozenset({"APIGroupDiscoveryList"}))
         if negotiated.as_kind == "APIGroupDiscoveryList":
             version = negotiated.version or "v2"
             body = self.registry.aggregated(legacy, f"apidiscovery.k8s.io/{version}")
-            return web.Response(
-                status=200,
-                body=orjson.dumps(body),
-                headers={"Content-Type": _DISCOVERY_V2.format(v=version)},
-            )
+            return Response(200, orjson.dumps(body), _DISCOVERY_V2.format(v=version))
         if legacy:
             host = request.host or f"{self.config.host}:{self.port}"
             return self._json(200, self.registry.api_versions(host))
         return self._json(200, self.registry.api_group_list())
 
-    def _group_discovery(self, path: str) -> web.Response:
+    def _group_discovery(self, path: str) -> Response:
         parts = [p for p in path.split("/") if p]
         doc: dict[str, Any] | None = None
         if len(parts) == 2 and parts[0] == "api":
@@ -340,15 +313,13 @@ class APIServer:
             raise StatusError.route_not_found()
         return self._json(200, doc)
 
-    def _openapi(self, path: str, request: web.BaseRequest) -> web.Response:
+    def _openapi(self, path: str, request: Request) -> Response:
         if path == "/openapi/v3":
             return self._json(200, self.openapi.index())
         if path.startswith("/openapi/v3/"):
             data = self.openapi.document(path[len("/openapi/v3/") :])
             if data is not None:
-                response = web.Response(status=200, body=data, content_type="application/json")
-                response.headers["Cache-Control"] = "no-cache, private"
-                return response
+                return Response(200, data, headers=[("Cache-Control", "no-cache, private")])
         raise StatusError.route_not_found()
 
     def _json(
@@ -357,21 +328,23 @@ class APIServer:
         body: bytes | dict[str, Any],
         warnings: list[str] | None = None,
         fmt: str = "json",
-    ) -> web.Response:
+    ) -> Response:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
         ctype = "application/json"
         if fmt == "yaml":
             data = yaml.safe_dump(orjson.loads(data), sort_keys=False).encode()
             ctype = "application/yaml"
-        response = web.Response(status=code, body=data, content_type=ctype)
+        headers = []
         for text in warnings or ():
             escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-            response.headers.add("Warning", f'299 - "{escaped}"')
-        return response
+            headers.append(("Warning", f'299 - "{escaped}"'))
+        return Response(code, data, ctype, headers)
 
     # resources ----------------------------------------------------------------------------
 
-    async def _resource(self, request: web.BaseRequest, info: RequestInfo) -> web.StreamResponse:
+    def _resource(
+        self, request: Request, info: RequestInfo
+    ) -> Response | Awaitable[Response | ResponseStream]:
         rt = self.registry.get(info.group, info.version, info.resource)
         if rt is None:
             raise StatusError.route_not_found()
@@ -386,7 +359,7 @@ class APIServer:
             )
         verb = info.verb
         if info.subresource is not None:
-            return await self._subresource(request, call)
+            return self._subresource(request, call)
         if verb not in rt.verbs:
             raise StatusError.method_not_allowed()
         if rt.namespaced and info.namespace is None and verb in ("create", "deletecollection"):
@@ -396,9 +369,9 @@ class APIServer:
         if verb == "list":
             return self._list(request, call)
         if verb == "watch":
-            return await self._watch(request, call)
+            return self._watch(request, call)
         if verb == "create":
-            body = await self._body(request)
+            body = self._body(request)
             if rt.virtual:
                 return self._json(201, self._virtual(call, body), call.warnings)
             if self.crds.refuses_instances(rt):
@@ -410,29 +383,28 @@ class APIServer:
             code, result = self.rest.create(call, body)
             return self._json(code, result, call.warnings)
         if verb == "update":
-            body = await self._body(request)
+            body = self._body(request)
             code, result = self.rest.update(call, body)
             return self._json(code, result, call.warnings)
         if verb == "patch":
-            raw = await request.read()
+            raw = request.body
             ctype = request.headers.get("Content-Type", "")
             decoded = decode_body(raw, _patch_decode_type(ctype))
             code, result = self.rest.patch(call, raw, ctype, decoded)
             return self._json(code, result, call.warnings)
         if verb == "delete":
-            options = await self._delete_options(request)
+            options = self._delete_options(request)
             code, result = self.rest.delete(call, options)
             return self._json(code, result, call.warnings)
         if verb == "deletecollection":
-            return await self._delete_collection(request, call)
+            return self._delete_collection(request, call)
         raise StatusError.method_not_allowed()
 
-    async def _body(self, request: web.BaseRequest) -> Any:
-        raw = await request.read()
-        return decode_body(raw, request.headers.get("Content-Type"))
+    def _body(self, request: Request) -> Any:
+        return decode_body(request.body, request.headers.get("Content-Type"))
 
-    async def _delete_options(self, request: web.BaseRequest) -> dict[str, Any]:
-        raw = await request.read()
+    def _delete_options(self, request: Request) -> dict[str, Any]:
+        raw = request.body
         options: dict[str, Any] = {}
         if raw.strip():
             decoded = decode_body(raw, request.headers.get("Content-Type"))
@@ -457,7 +429,7 @@ class APIServer:
 
         return convert
 
-    def _get(self, request: web.BaseRequest, call: Call) -> web.Response:
+    def _get(self, request: Request, call: Call) -> Response:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadata"})
         stored = self.rest.get(call)
@@ -474,7 +446,7 @@ class APIServer:
             return self._json(200, _partial(stored.obj, negotiated.version), call.warnings)
         return self._json(200, self.rest.served_raw(rt, stored), call.warnings, negotiated.format)
 
-    def _list(self, request: web.BaseRequest, call: Call) -> web.Response:
+    def _list(self, request: Request, call: Call) -> Response:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadataList"})
         selection = Selection.parse(rt, call.query)
@@ -513,7 +485,7 @@ class APIServer:
         body = head[:-1] + b',"items":[' + b",".join(items) + b"]}"
         return self._json(200, body, call.warnings, negotiated.format)
 
-    async def _watch(self, request: web.BaseRequest, call: Call) -> web.StreamResponse:
+    def _watch(self, request: Request, call: Call) -> Awaitable[Response | ResponseStream]:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadata"})
         table = None
@@ -535,11 +507,11 @@ class APIServer:
                 return _partial(stored.obj, version)
 
             raw_ok = False
-        return await self.watches.serve(request, call, negotiated, served, raw_ok, table)
+        return self._streaming(self.watches.serve(request, call, negotiated, served, raw_ok, table))
 
-    async def _delete_collection(self, request: web.BaseRequest, call: Call) -> web.Response:
+    def _delete_collection(self, request: Request, call: Call) -> Response:
         rt = call.rt
-        options = await self._delete_options(request)
+        options = self._delete_options(request)
         selection = Selection.parse(rt, call.query)
         result = list_objects(
             self.store, rt, call.info.namespace, selection, ListOptions(0, None, None, False)
@@ -563,7 +535,7 @@ class APIServer:
         }
         return self._json(200, body, call.warnings)
 
-    def _negotiate(self, request: web.BaseRequest, allow: set[str]) -> Negotiated:
+    def _negotiate(self, request: Request, allow: set[str]) -> Negotiated:
         return negotiate(parse_accept(request.headers.get("Accept")), frozenset(allow))
 
     def _include_object(self, call: Call) -> str:
@@ -581,7 +553,9 @@ class APIServer:
             return self.subresources.bind(call, body, name)
         return self.subresources.review(call, body, ADMIN_USER)
 
-    async def _subresource(self, request: web.BaseRequest, call: Call) -> web.StreamResponse:
+    def _subresource(
+        self, request: Request, call: Call
+    ) -> Response | Awaitable[Response | ResponseStream]:
         rt, info = call.rt, call.info
         name = info.subresource or ""
         sub = rt.subresource(name)
@@ -594,9 +568,9 @@ class APIServer:
             if verb == "get":
                 return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
             if verb == "update":
-                code, result = self.rest.update(call, await self._body(request))
+                code, result = self.rest.update(call, self._body(request))
                 return self._json(code, result, call.warnings)
-            raw = await request.read()
+            raw = request.body
             ctype = request.headers.get("Content-Type", "")
             decoded = decode_body(raw, _patch_decode_type(ctype))
             code, result = self.rest.patch(call, raw, ctype, decoded)
@@ -604,7 +578,7 @@ class APIServer:
         if name == "scale":
             if verb == "get":
                 return self._json(200, self.subresources.get_scale(call))
-            raw = await request.read()
+            raw = request.body
             ctype = request.headers.get("Content-Type", "")
             if verb == "update":
                 scale = self.subresources.write_scale(call, decode_body(raw, ctype), None)
@@ -614,35 +588,30 @@ class APIServer:
                 )
             return self._json(200, scale, call.warnings)
         if name == "log":
-            return await self._log(request, call)
+            return self._streaming(self._log(request, call))
         if name == "binding":
-            return self._json(
-                201, self.subresources.bind(call, await self._body(request), call.name)
-            )
+            return self._json(201, self.subresources.bind(call, self._body(request), call.name))
         if name == "eviction":
-            return self._json(201, self.subresources.evict(call, await self._body(request)))
+            return self._json(201, self.subresources.evict(call, self._body(request)))
         if name == "token":
-            return self._json(201, self.subresources.token(call, await self._body(request)))
+            return self._json(201, self.subresources.token(call, self._body(request)))
         if name == "finalize":
-            code, result = self.subresources.finalize_namespace(call, await self._body(request))
+            code, result = self.subresources.finalize_namespace(call, self._body(request))
             return self._json(code, result, call.warnings)
         if name in ("ephemeralcontainers", "resize") and verb == "get":
             return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
         raise StatusError.method_not_allowed()
 
-    async def _log(self, request: web.BaseRequest, call: Call) -> web.StreamResponse:
+    async def _log(self, request: Request, call: Call) -> ResponseStream:
         log_request = self.subresources.log_request(call)
-        response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
-        if log_request.follow:
-            response.enable_chunked_encoding()
-        await response.prepare(request)
+        stream = request.stream(200, {"Content-Type": "text/plain"})
         try:
             async for chunk in self.subresources.logs.stream(log_request):
-                await response.write(chunk)
-            await response.write_eof()
+                await stream.write(chunk)
+            await stream.finish()
         except ConnectionResetError:
             pass  # the client stopped following the log
-        return response
+        return stream
 
 
 def _patch_decode_type(content_type: str) -> str:

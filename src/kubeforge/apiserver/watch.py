@@ -8,11 +8,11 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from aiohttp import web
 
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.encoding import Negotiated
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.httpserver import Request, ResponseStream
 from kubeforge.apiserver.listing import Selection, parse_resource_version
 from kubeforge.apiserver.store import Event, Expired, Store, StoredObject, Watcher
 
@@ -35,13 +35,13 @@ class WatchStreams:
 
     async def serve(
         self,
-        request: web.BaseRequest,
+        request: Request,
         call: Call,
         negotiated: Negotiated,
         served: Callable[[StoredObject], dict[str, Any]],
         raw_ok: bool,
         table: TableEncoder | None,
-    ) -> web.StreamResponse:
+    ) -> ResponseStream:
         """Stream events until timeoutSeconds, client disconnect or shutdown.
 
         `served` converts a stored object to the requested version; when `raw_ok` (the type
@@ -89,11 +89,9 @@ class WatchStreams:
             timeout = float(random.randint(1800, 3600))
         bookmarks = query.get("allowWatchBookmarks") == "true" and table is None
 
-        response = web.StreamResponse(
-            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache"}
+        response = request.stream(
+            200, {"Content-Type": "application/json", "Cache-Control": "no-cache"}
         )
-        response.enable_chunked_encoding()
-        await response.prepare(request)
 
         namespace = call.info.namespace if rt.namespaced else None
         try:
