@@ -509,9 +509,8 @@ class BuiltinSchemas:
                 nulls: list[str] = []
                 for key, child_value in value.items():
                     child = fields.get(key)
-                    child_path = f"{path}.{key}" if path else key
                     if child is None:
-                        pending.append(child_path)
+                        pending.append(f"{path}.{key}" if path else key)
                         doomed.append(key)
                     elif child_value is None:
                         # Go decodes null into the zero value, which optional (omitempty)
@@ -520,7 +519,7 @@ class BuiltinSchemas:
                         if child.name not in _NULL_KEPT:
                             nulls.append(key)
                     elif child.walk:
-                        pending.append((child, child_value, child_path))
+                        pending.append((child, child_value, f"{path}.{key}" if path else key))
                 if drop:
                     for key in doomed:
                         del value[key]

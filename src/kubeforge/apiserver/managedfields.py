@@ -560,7 +560,11 @@ def _nodes(value: Any, t: _Type, prefix: Path, out: set[Path]) -> None:
             return
         skip = t.skip
         for key, child in value.items():
-            if key not in skip:
+            if key in skip:
+                continue
+            if type(child) is str:
+                out.add((*prefix, "f:" + key))  # a leaf, the common case: no call
+            else:
                 _nodes(child, t.field(key), (*prefix, "f:" + key), out)
     elif isinstance(value, list):
         if t.list_kind == "atomic":
