@@ -67,7 +67,8 @@ _V2_KEYWORDS = frozenset(
      "readOnly", "xml", "externalDocs", "example"}
 )  # fmt: skip
 
-_SCHEMA_VALUED = frozenset({"properties", "additionalProperties", "items", "allOf"})
+# Keywords whose values are copied as they are (the others hold schemas).
+_COPIED = _V2_KEYWORDS - {"properties", "additionalProperties", "items", "allOf"}
 
 # What a structural CRD schema node keeps when published (value validations and the
 # extensions kube-apiserver knows); anything else a CRD carries is not published.
@@ -117,13 +118,13 @@ def _to_v2(node: Mapping[str, Any], refs: set[str]) -> dict[str, Any]:
                 out["type"] = kinds[0]
         elif key == "properties" and isinstance(value, Mapping):
             out[key] = {k: _to_v2(v, refs) for k, v in value.items() if isinstance(v, Mapping)}
-        elif key in ("additionalProperties", "items") and isinstance(value, Mapping):
+        elif key == "additionalProperties" and isinstance(value, bool | Mapping):
+            out[key] = value if isinstance(value, bool) else _to_v2(value, refs)
+        elif key == "items" and isinstance(value, Mapping):
             out[key] = _to_v2(value, refs)
         elif key == "allOf" and isinstance(value, list):
             out[key] = [_to_v2(v, refs) for v in value if isinstance(v, Mapping)]
-        elif key == "additionalProperties" and isinstance(value, bool):
-            out[key] = value
-        elif key.startswith("x-") or (key in _V2_KEYWORDS and key not in _SCHEMA_VALUED):
+        elif key in _COPIED or key.startswith("x-"):
             out[key] = value
     if out.get("type") == "array" and "items" not in out:
         del out["type"]  # kubectl's v2 reader refuses an array without an item schema
