@@ -26,7 +26,7 @@ from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import ResourceType, Subresource
 
-__all__ = ["OpenAPIV3", "crd_schema_name", "gv_path"]
+__all__ = ["OpenAPIV3", "crd_schema_name", "group_version_paths", "gv_path", "type_signature"]
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 OBJECT_META = _META + "ObjectMeta"
@@ -392,7 +392,8 @@ _DOC_CACHE_SIZE = 256
 _DOC_CACHE_LOCK = threading.Lock()
 
 
-def _signature(rt: ResourceType) -> tuple[Any, ...]:
+def type_signature(rt: ResourceType) -> tuple[Any, ...]:
+    """What a published document depends on of one served type (a hashable cache key)."""
     schema = orjson.dumps(rt.schema, option=orjson.OPT_SORT_KEYS) if rt.schema else None
     return (
         rt.group,
@@ -476,7 +477,7 @@ class OpenAPIV3:
         doc = self._docs.get(gv)
         if doc is None:
             types = self._gvs[gv]
-            cache_key = (self.schemas, self.kubernetes_version, gv, *map(_signature, types))
+            cache_key = (self.schemas, self.kubernetes_version, gv, *map(type_signature, types))
             with _DOC_CACHE_LOCK:
                 built = _DOC_CACHE.get(cache_key)
                 if built is not None:
@@ -515,6 +516,21 @@ class OpenAPIV3:
                 },
             },
         }
+
+
+def group_version_paths(
+    types: tuple[ResourceType, ...], schemas: BuiltinSchemas
+) -> tuple[dict[str, Any], frozenset[str]]:
+    """The OpenAPI v3 path items of one group-version's types, and the names of the built-in
+    definitions they (and the shared meta types) refer to. The OpenAPI v2 document is derived
+    from the same operations. Nodes are shared: never edit them."""
+    first = types[0]
+    builder = _DocumentBuilder(
+        gv_path(first.group, first.version), _ident(first), schemas, _components_for(schemas)
+    )
+    for rt in types:
+        builder.add(rt)
+    return builder.paths, frozenset(builder.roots)
 
 
 class _DocumentBuilder:

@@ -33,6 +33,7 @@ from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.openapi import OpenAPIV3
+from kubeforge.apiserver.openapiv2 import OpenAPIV2
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
 from kubeforge.apiserver.resource import ResourceType
@@ -107,6 +108,7 @@ class APIServer:
             self.gc = GarbageCollector(self.rest)
             self.namespaces = NamespaceController(self.rest, self.subresources)
         self.openapi = OpenAPIV3(self.registry, self.schemas)
+        self.openapi_v2 = OpenAPIV2(self.registry, self.schemas)  # built on first request
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
         self._http: HTTPServer | None = None
@@ -314,6 +316,8 @@ class APIServer:
         return self._json(200, doc)
 
     def _openapi(self, path: str, request: Request) -> Response:
+        if path == "/openapi/v2":
+            return self.openapi_v2.respond(request.headers)
         if path == "/openapi/v3":
             return self._json(200, self.openapi.index())
         if path.startswith("/openapi/v3/"):
