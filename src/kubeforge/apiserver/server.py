@@ -33,6 +33,7 @@ from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.openapi import OpenAPIV3
+from kubeforge.apiserver.queryparams import parse_bool, query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
 from kubeforge.apiserver.resource import ResourceType
@@ -260,7 +261,7 @@ class APIServer:
         if path.startswith("/openapi/"):
             return self._openapi(path, request)
         query: Mapping[str, str] = request.query
-        watch_param = query.get("watch") in ("true", "1", "True")
+        watch_param = query_flag(query, "watch")
         info = parse_request_path(request.method, path, watch_param)
         if info is None:
             return self._group_discovery(path)
@@ -420,7 +421,7 @@ class APIServer:
             except ValueError:
                 raise StatusError.bad_request("invalid gracePeriodSeconds") from None
         if "orphanDependents" in q:
-            options["orphanDependents"] = q["orphanDependents"] == "true"
+            options["orphanDependents"] = parse_bool(q["orphanDependents"])
         return options
 
     def _served(self, rt: ResourceType) -> Any:
