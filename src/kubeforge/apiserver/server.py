@@ -243,10 +243,13 @@ class APIServer:
         return self._status(StatusError.internal(message))
 
     def _authorized(self, request: Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Bearer "):
+        # Read as kube-apiserver's bearer token authenticator reads it: the scheme in any case,
+        # one space, the token; a further space ends the token, an empty token is none.
+        scheme, _, rest = request.headers.get("Authorization", "").strip().partition(" ")
+        token = rest.partition(" ")[0]
+        if scheme.lower() != "bearer" or not token:
             return False
-        return hmac.compare_digest(header[7:].strip().encode(), self.token.encode())
+        return hmac.compare_digest(token.encode(), self.token.encode())
 
     def _dispatch(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
         path = request.path.rstrip("/") or "/"
