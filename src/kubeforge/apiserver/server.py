@@ -604,6 +604,12 @@ class APIServer:
             return self._json(code, result, call.warnings)
         if name in ("ephemeralcontainers", "resize") and verb == "get":
             return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
+        if name in _CONNECT_UNSUPPORTED:
+            self.rest.get(call)  # a missing object is still a 404
+            raise StatusError.bad_request(
+                f'{rt.plural} "{call.name}": {_CONNECT_UNSUPPORTED[name]} is not supported: this '
+                "API server has no kubelet or container runtime behind it to connect to"
+            )
         raise StatusError.method_not_allowed()
 
     async def _log(self, request: Request, call: Call) -> ResponseStream:
@@ -616,6 +622,16 @@ class APIServer:
         except ConnectionResetError:
             pass  # the client stopped following the log
         return stream
+
+
+# Connections through the API server to a container or a port: kube-apiserver hands them to
+# the node's kubelet, which this server does not have.
+_CONNECT_UNSUPPORTED = {
+    "exec": "exec (kubectl exec and cp)",
+    "attach": "attach (kubectl attach)",
+    "portforward": "port forwarding (kubectl port-forward)",
+    "proxy": "proxying",
+}
 
 
 def _patch_decode_type(content_type: str) -> str:
