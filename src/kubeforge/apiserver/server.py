@@ -31,6 +31,8 @@ from kubeforge.apiserver.gc import GarbageCollector
 from kubeforge.apiserver.httpserver import HTTPServer, Request, Response, ResponseStream
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
+from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubeforge.apiserver.metrics import RequestMetrics
 from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.openapi import OpenAPIV3
 from kubeforge.apiserver.queryparams import parse_bool, query_flag
@@ -108,6 +110,7 @@ class APIServer:
             self.gc = GarbageCollector(self.rest)
             self.namespaces = NamespaceController(self.rest, self.subresources)
         self.openapi = OpenAPIV3(self.registry, self.schemas)
+        self.metrics = RequestMetrics()
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
         self._http: HTTPServer | None = None
@@ -259,6 +262,8 @@ class APIServer:
             raise StatusError.unauthorized()
         if path == "/version":
             return self._json(200, self._version())
+        if path == "/metrics":
+            return Response(200, self.metrics.render(), METRICS_CONTENT_TYPE)
         if path in ("/api", "/apis"):
             return self._root_discovery(request, legacy=path == "/api")
         if path.startswith("/openapi/"):
@@ -268,7 +273,7 @@ class APIServer:
         info = parse_request_path(request.method, path, watch_param)
         if info is None:
             return self._group_discovery(path)
-        return self._resource(request, info)
+        return self.metrics.serve(request, info, self._resource)
 
     def _probe(self, request: Request, path: str) -> Response:
         if "verbose" in request.query:
@@ -625,7 +630,9 @@ class APIServer:
 
 
 # Connections through the API server to a container or a port: kube-apiserver hands them to
-# the node's kubelet, which this server does not have.
+# the node's kubelet, which this server does not have. They are refused with 400, as
+# kube-apiserver refuses a connection to a pod it cannot reach (no node assigned); client-go
+# reads the Status of a failed upgrade (SPDY and WebSocket alike) and kubectl prints it.
 _CONNECT_UNSUPPORTED = {
     "exec": "exec (kubectl exec and cp)",
     "attach": "attach (kubectl attach)",
