@@ -26,7 +26,7 @@ async def test_malformed_yaml_is_400(client: Client) -> None:
 
 async def test_yaml_bodies_are_accepted(client: Client) -> None:
     reply = await client.request(
-        "POST", CMS, raw=b"metadata:\n  name: y\ndata:\n  a: b\n", content_type="application/yaml"
+        "POST", CMS, raw=b"metadata:\n  name: yml\ndata:\n  a: b\n", content_type="application/yaml"
     )
     assert reply.status == 201
     assert reply.json()["data"] == {"a": "b"}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support import Client
 
 
@@ -14,6 +16,29 @@ async def test_requests_without_the_token_are_unauthorized(client: Client) -> No
     )
     assert wrong.status == 401
     assert (await client.get("/version", auth=False)).status == 401
+
+
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        ("bearer {token}", 200),
+        ("BEARER {token}", 200),
+        ("bEaReR {token}", 200),
+        ("  Bearer {token}  ", 200),
+        # One space separates scheme and token; what follows a second space is ignored.
+        ("Bearer {token} trailing", 200),
+        ("Bearer  {token}", 401),
+        ("Bearer", 401),
+        ("Basic {token}", 401),
+        ("Bearer{token}", 401),
+    ],
+)
+async def test_the_bearer_scheme_is_case_insensitive(
+    client: Client, header: str, status: int
+) -> None:
+    value = header.format(token=client.server.token)
+    reply = await client.get("/api/v1/namespaces", headers={"Authorization": value}, auth=False)
+    assert reply.status == status
 
 
 async def test_health_probes(client: Client) -> None:

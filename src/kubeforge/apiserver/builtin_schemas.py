@@ -51,6 +51,49 @@ _DEFAULTED_REQUIRED = frozenset(
 )
 
 
+# Which map and list fields Go's encoder leaves out when empty. In the definitions, a field is
+# required exactly when its Go field has neither `omitempty` nor a `+optional` marker, so the
+# optional map and list fields are the `omitempty` ones, except for these few, which are
+# optional yet lack `omitempty` and so are written even when empty (k8s.io/api and
+# apiextensions-apiserver v0.33 types compared with the definitions' `required` lists) ...
+_WRITTEN_WHEN_EMPTY = frozenset(
+    {
+        ("io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", "currentMetrics"),
+        ("io.k8s.api.core.v1.ContainerImage", "names"),
+        ("io.k8s.api.core.v1.ProjectedVolumeSource", "sources"),
+        ("io.k8s.api.discovery.v1.EndpointSlice", "ports"),
+        ("io.k8s.api.flowcontrol.v1.ResourcePolicyRule", "namespaces"),
+        ("io.k8s.api.rbac.v1.ClusterRole", "rules"),
+        ("io.k8s.api.rbac.v1.Role", "rules"),
+        ("io.k8s.api.storage.v1.CSINodeDriver", "topologyKeys"),
+        (
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+            "conditions",
+        ),
+        (
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus",
+            "storedVersions",
+        ),
+        *(
+            (f"io.k8s.api.resource.{version}.{struct}", field)
+            for version in ("v1alpha3", "v1beta1", "v1beta2")
+            for struct, field in (
+                ("AllocatedDeviceStatus", "conditions"),
+                ("DeviceClaim", "requests"),
+                ("ResourceSliceSpec", "devices"),
+            )
+        ),
+    }
+)
+# ... and these, required by a `+required` marker, still carry `omitempty`.
+_OMITTED_WHEN_REQUIRED = frozenset(
+    (f"io.k8s.api.resource.{version}.{struct}", "counters")
+    for version in ("v1alpha3", "v1beta1", "v1beta2")
+    for struct in ("CounterSet", "DeviceCounterConsumption")
+)
+_CONTAINERS = (dict, list)
+
+
 class DecodeError(ValueError):
     """A body that a typed decoder rejects (wrong JSON type, bad time, bad base64, bad quantity).
 
@@ -72,10 +115,11 @@ class _Shape:
 
     Exactly one of `fields` (a struct), `values` (a map) or `items` (a list) is set for
     containers; none for scalars and free-form values. `walk` is False when nothing below this
-    node can hold an undeclared field, so the unknown-field walk skips it.
+    node can hold an undeclared field, so the unknown-field walk skips it. `omit_empty` names a
+    struct's map and list fields that Go leaves out when empty (`omitempty`).
     """
 
-    __slots__ = ("fields", "items", "name", "values", "walk")
+    __slots__ = ("fields", "items", "name", "omit_empty", "values", "walk")
 
     def __init__(self) -> None:
         self.fields: dict[str, _Shape] | None = None
@@ -83,6 +127,7 @@ class _Shape:
         self.items: _Shape | None = None
         self.name = ""
         self.walk = False
+        self.omit_empty: frozenset[str] = frozenset()
 
 
 _LEAF = _Shape()
@@ -442,7 +487,7 @@ class BuiltinSchemas:
         shape.name = name.rsplit(".", 1)[-1]
         # Registered before its children so recursive types (JSONSchemaProps) terminate.
         self._shapes[name] = shape
-        self._fill(shape, node)
+        self._fill(shape, node, name)
         return shape
 
     def _compile(self, node: Any) -> _Shape:
@@ -457,7 +502,7 @@ class BuiltinSchemas:
         self._fill(shape, node)
         return shape if (shape.fields, shape.values, shape.items) != (None, None, None) else _LEAF
 
-    def _fill(self, shape: _Shape, node: Mapping[str, Any]) -> None:
+    def _fill(self, shape: _Shape, node: Mapping[str, Any], definition: str = "") -> None:
         kinds = _types(node)
         props = node.get("properties")
         extra = node.get("additionalProperties")
@@ -468,6 +513,7 @@ class BuiltinSchemas:
             shape.fields = fields
             for key, child in props.items():
                 fields[key] = self._compile(child)
+            shape.omit_empty = self._omitted_when_empty(definition, node, props)
         elif isinstance(extra, Mapping):
             shape.values = self._compile(extra)
             shape.walk = shape.values.walk
@@ -479,17 +525,49 @@ class BuiltinSchemas:
             shape.fields = {}
             shape.walk = True
 
+    def _omitted_when_empty(
+        self, definition: str, node: Mapping[str, Any], props: Mapping[str, Any]
+    ) -> frozenset[str]:
+        """A struct's map and list fields that Go's encoder leaves out when empty."""
+        required = node.get("required") or ()
+        omitted = set()
+        for key, child in props.items():
+            target = self._resolve(child) if isinstance(child, Mapping) else {}
+            is_map = isinstance(target.get("additionalProperties"), Mapping) and (
+                "properties" not in target
+            )
+            if not is_map and _types(target) != ["array"]:
+                continue
+            field = (definition, key)
+            if field in _WRITTEN_WHEN_EMPTY:
+                continue
+            if key in required and field not in _OMITTED_WHEN_REQUIRED:
+                continue
+            omitted.add(key)
+        return frozenset(omitted)
+
+    def drop_empty_fields(self, definition: str, obj: dict[str, Any]) -> None:
+        """Remove, in place, the empty maps and lists Go leaves out of one struct (not nested:
+        for the metadata of custom objects, which the server passes through ObjectMeta)."""
+        for key in self._shape(definition).omit_empty.intersection(obj):
+            value = obj[key]
+            if not value and value.__class__ in _CONTAINERS:
+                del obj[key]
+
     def unknown_fields(self, definition: str, obj: Any) -> list[str]:
         """Paths of fields in `obj` the type does not declare, in document order
         (`spec.foo`, `spec.containers[0].bar`), as strict decoding reports them."""
         return self._unknown(definition, obj, drop=False)
 
-    def drop_unknown_fields(self, definition: str, obj: Any) -> list[str]:
+    def drop_unknown_fields(self, definition: str, obj: Any, omit_empty: bool = False) -> list[str]:
         """Remove undeclared fields, and declared ones set to null, from `obj` in place (what
-        typed decoding and encoding do); return the undeclared fields' paths."""
-        return self._unknown(definition, obj, drop=True)
+        typed decoding and encoding do); return the undeclared fields' paths. With
+        `omit_empty`, also the empty maps and lists Go's encoder leaves out (`omitempty`)."""
+        return self._unknown(definition, obj, drop=True, omit_empty=omit_empty)
 
-    def _unknown(self, definition: str, obj: Any, drop: bool) -> list[str]:
+    def _unknown(
+        self, definition: str, obj: Any, drop: bool, omit_empty: bool = False
+    ) -> list[str]:
         found: list[str] = []
         # Entries are (shape, value, path) to visit or a bare path to report; pushed in
         # reverse so the report follows document order.
@@ -507,6 +585,7 @@ class BuiltinSchemas:
                     continue
                 doomed: list[str] = []
                 nulls: list[str] = []
+                omitted = shape.omit_empty if omit_empty else ()
                 for key, child_value in value.items():
                     child = fields.get(key)
                     if child is None:
@@ -517,6 +596,9 @@ class BuiltinSchemas:
                         # fields then leave out; a zero metav1.Time, a struct, is still
                         # written, as null (`creationTimestamp: null` in pod templates).
                         if child.name not in _NULL_KEPT:
+                            nulls.append(key)
+                    elif not child_value and child_value.__class__ in _CONTAINERS:
+                        if key in omitted:
                             nulls.append(key)
                     elif child.walk:
                         pending.append((child, child_value, f"{path}.{key}" if path else key))

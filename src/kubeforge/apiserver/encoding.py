@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
 
 __all__ = [
     "JSON",
@@ -21,11 +21,6 @@ __all__ = [
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-try:  # the C loader is several times faster when PyYAML was built with libyaml
-    _YamlLoader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _YamlLoader = yaml.SafeLoader
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +104,19 @@ def decode_body(body: bytes, content_type: str | None) -> Any:
 
         return decode_protobuf(body)
     if ctype.endswith("yaml"):
+        # Converted to JSON values first, as sigs.k8s.io/yaml does for kube-apiserver.
         try:
-            return yaml.load(body, Loader=_YamlLoader)
-        except yaml.YAMLError as exc:
+            return yaml_to_json(body)
+        except YAMLSyntaxError as exc:
             raise StatusError.bad_request(f"the request body is not valid YAML: {exc}") from None
+        except YAMLConversionError as exc:
+            raise StatusError.bad_request(
+                f"the request body cannot be converted from YAML to JSON: {exc}"
+            ) from None
     if ctype == JSON or ctype.endswith("+json") or ctype in ("*/*", "text/plain"):
         try:
             return orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            # Some clients label YAML as JSON; accept it if it parses as YAML mapping.
             raise StatusError.bad_request(
                 f"the request body is not valid JSON: {exc.msg} at line {exc.lineno} "
                 f"column {exc.colno}"

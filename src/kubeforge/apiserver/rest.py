@@ -23,6 +23,7 @@ from kubeforge.apiserver.objectmeta import (
     now_rfc3339,
     spec_changed,
 )
+from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
@@ -451,7 +452,7 @@ class Rest:
                 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
                 "required for apply patch"
             )
-        force = call.query.get("force") in ("true", "True", "1")
+        force = query_flag(call.query, "force")
         if not isinstance(applied, dict):
             raise StatusError.bad_request("an apply patch must be a YAML or JSON object")
         if applied.get("apiVersion") != rt.api_version or applied.get("kind") != rt.kind:

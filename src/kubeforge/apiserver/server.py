@@ -31,9 +31,12 @@ from kubeforge.apiserver.gc import GarbageCollector
 from kubeforge.apiserver.httpserver import HTTPServer, Request, Response, ResponseStream
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
+from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from kubeforge.apiserver.metrics import RequestMetrics
 from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.openapi import OpenAPIV3
 from kubeforge.apiserver.openapiv2 import OpenAPIV2
+from kubeforge.apiserver.queryparams import parse_bool, query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
 from kubeforge.apiserver.resource import ResourceType
@@ -109,6 +112,7 @@ class APIServer:
             self.namespaces = NamespaceController(self.rest, self.subresources)
         self.openapi = OpenAPIV3(self.registry, self.schemas)
         self.openapi_v2 = OpenAPIV2(self.registry, self.schemas)  # built on first request
+        self.metrics = RequestMetrics()
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
         self._http: HTTPServer | None = None
@@ -244,10 +248,13 @@ class APIServer:
         return self._status(StatusError.internal(message))
 
     def _authorized(self, request: Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        if not header.startswith("Bearer "):
+        # Read as kube-apiserver's bearer token authenticator reads it: the scheme in any case,
+        # one space, the token; a further space ends the token, an empty token is none.
+        scheme, _, rest = request.headers.get("Authorization", "").strip().partition(" ")
+        token = rest.partition(" ")[0]
+        if scheme.lower() != "bearer" or not token:
             return False
-        return hmac.compare_digest(header[7:].strip().encode(), self.token.encode())
+        return hmac.compare_digest(token.encode(), self.token.encode())
 
     def _dispatch(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
         path = request.path.rstrip("/") or "/"
@@ -257,16 +264,18 @@ class APIServer:
             raise StatusError.unauthorized()
         if path == "/version":
             return self._json(200, self._version())
+        if path == "/metrics":
+            return Response(200, self.metrics.render(), METRICS_CONTENT_TYPE)
         if path in ("/api", "/apis"):
             return self._root_discovery(request, legacy=path == "/api")
         if path.startswith("/openapi/"):
             return self._openapi(path, request)
         query: Mapping[str, str] = request.query
-        watch_param = query.get("watch") in ("true", "1", "True")
+        watch_param = query_flag(query, "watch")
         info = parse_request_path(request.method, path, watch_param)
         if info is None:
             return self._group_discovery(path)
-        return self._resource(request, info)
+        return self.metrics.serve(request, info, self._resource)
 
     def _probe(self, request: Request, path: str) -> Response:
         if "verbose" in request.query:
@@ -424,7 +433,7 @@ class APIServer:
             except ValueError:
                 raise StatusError.bad_request("invalid gracePeriodSeconds") from None
         if "orphanDependents" in q:
-            options["orphanDependents"] = q["orphanDependents"] == "true"
+            options["orphanDependents"] = parse_bool(q["orphanDependents"])
         return options
 
     def _served(self, rt: ResourceType) -> Any:
@@ -604,6 +613,12 @@ class APIServer:
             return self._json(code, result, call.warnings)
         if name in ("ephemeralcontainers", "resize") and verb == "get":
             return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
+        if name in _CONNECT_UNSUPPORTED:
+            self.rest.get(call)  # a missing object is still a 404
+            raise StatusError.bad_request(
+                f'{rt.plural} "{call.name}": {_CONNECT_UNSUPPORTED[name]} is not supported: this '
+                "API server has no kubelet or container runtime behind it to connect to"
+            )
         raise StatusError.method_not_allowed()
 
     async def _log(self, request: Request, call: Call) -> ResponseStream:
@@ -616,6 +631,18 @@ class APIServer:
         except ConnectionResetError:
             pass  # the client stopped following the log
         return stream
+
+
+# Connections through the API server to a container or a port: kube-apiserver hands them to
+# the node's kubelet, which this server does not have. They are refused with 400, as
+# kube-apiserver refuses a connection to a pod it cannot reach (no node assigned); client-go
+# reads the Status of a failed upgrade (SPDY and WebSocket alike) and kubectl prints it.
+_CONNECT_UNSUPPORTED = {
+    "exec": "exec (kubectl exec and cp)",
+    "attach": "attach (kubectl attach)",
+    "portforward": "port forwarding (kubectl port-forward)",
+    "proxy": "proxying",
+}
 
 
 def _patch_decode_type(content_type: str) -> str:

@@ -15,6 +15,7 @@ from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.objectmeta import now_rfc3339
+from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.rest import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Rest
@@ -194,11 +195,11 @@ class Subresources:
             namespace=call.namespace,
             pod=call.name,
             container=container,
-            follow=q.get("follow") == "true",
+            follow=query_flag(q, "follow"),
             tail_lines=number("tailLines"),
             since_seconds=number("sinceSeconds"),
-            timestamps=q.get("timestamps") == "true",
-            previous=q.get("previous") == "true",
+            timestamps=query_flag(q, "timestamps"),
+            previous=query_flag(q, "previous"),
             limit_bytes=number("limitBytes"),
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeforge.api import validation as crv
+from kubeforge.api.definitions import OBJECT_META
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.schemaview import SchemaView
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
@@ -47,13 +48,22 @@ class TypeSupport:
     def forget(self, rt: ResourceType) -> None:
         self._views.pop(id(rt), None)
 
-    def prune(self, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
-        """Drop, in place, fields the type does not know; returns their paths."""
+    def prune(self, rt: ResourceType, obj: dict[str, Any], omit_empty: bool = False) -> list[str]:
+        """Drop, in place, fields the type does not know; returns their paths.
+
+        With `omit_empty`, built-in objects also lose the empty maps and lists that Go's
+        encoder leaves out (`labels: {}`, `env: []`), as a typed round trip does; custom
+        objects keep theirs, except in `metadata`, which the server reads as an ObjectMeta.
+        """
         if rt.schema is not None:
-            return crv.prune(obj, rt.schema)
+            unknown = crv.prune(obj, rt.schema)
+            meta = obj.get("metadata")
+            if omit_empty and isinstance(meta, dict):
+                self.schemas.drop_empty_fields(OBJECT_META, meta)
+            return unknown
         if rt.definition is None:
             return []
-        return self.schemas.drop_unknown_fields(rt.definition, obj)
+        return self.schemas.drop_unknown_fields(rt.definition, obj, omit_empty)
 
     def default(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Apply the type's defaults in place."""
@@ -64,7 +74,7 @@ class TypeSupport:
 
     def decode(self, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
         """Prune and default, as decoding a request body does; returns the pruned paths."""
-        unknown = self.prune(rt, obj)
+        unknown = self.prune(rt, obj, omit_empty=True)
         self.default(rt, obj)
         return unknown
 

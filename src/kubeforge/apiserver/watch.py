@@ -14,6 +14,7 @@ from kubeforge.apiserver.encoding import Negotiated
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.httpserver import Request, ResponseStream
 from kubeforge.apiserver.listing import Selection, parse_resource_version
+from kubeforge.apiserver.queryparams import query_bool, query_flag
 from kubeforge.apiserver.store import Event, Expired, Store, StoredObject, Watcher
 
 __all__ = ["WatchStreams"]
@@ -62,17 +63,17 @@ class WatchStreams:
                 },
             )
         rv = parse_resource_version(query.get("resourceVersion"))
-        send_initial = query.get("sendInitialEvents")
+        send_initial = query_bool(query, "sendInitialEvents")
         match = query.get("resourceVersionMatch") or ""
         initial_events_end = False
-        if send_initial not in (None, ""):
+        if send_initial is not None:
             if match != "NotOlderThan":
                 raise StatusError.unprocessable(
                     "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
                     "resourceVersionMatch to NotOlderThan"
                 )
-            if send_initial == "true":
-                initial_events_end = query.get("allowWatchBookmarks") == "true"
+            if send_initial:
+                initial_events_end = query_flag(query, "allowWatchBookmarks")
                 rv = None
         elif match:
             raise StatusError.unprocessable(
@@ -87,7 +88,7 @@ class WatchStreams:
                 raise StatusError.bad_request(f"invalid timeoutSeconds: {timeout_text}") from None
         else:
             timeout = float(random.randint(1800, 3600))
-        bookmarks = query.get("allowWatchBookmarks") == "true" and table is None
+        bookmarks = query_flag(query, "allowWatchBookmarks") and table is None
 
         response = request.stream(
             200, {"Content-Type": "application/json", "Cache-Control": "no-cache"}

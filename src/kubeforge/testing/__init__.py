@@ -21,6 +21,7 @@ __all__ = [
     "TestEnv",
     "eventually",
     "find_kubectl",
+    "metric_sum",
     "metric_value",
 ]
 
@@ -35,6 +36,7 @@ _EXPORTS: dict[str, str] = {
     "eventually": "kubeforge.testing.waiting",
     "FlakyReconciler": "kubeforge.testing.faults",
     "InjectedFailure": "kubeforge.testing.faults",
+    "metric_sum": "kubeforge.testing.metrics",
     "metric_value": "kubeforge.testing.metrics",
 }
 
@@ -55,5 +57,6 @@ if TYPE_CHECKING:
     from kubeforge.testing.kubectl import KubectlError as KubectlError
     from kubeforge.testing.kubectl import KubectlResult as KubectlResult
     from kubeforge.testing.kubectl import find_kubectl as find_kubectl
+    from kubeforge.testing.metrics import metric_sum as metric_sum
     from kubeforge.testing.metrics import metric_value as metric_value
     from kubeforge.testing.waiting import eventually as eventually
