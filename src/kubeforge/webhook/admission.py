@@ -155,11 +155,18 @@ def _name_of(obj: dict[str, Any] | None) -> str:
 
 
 def _api_status(error: BaseException) -> dict[str, Any] | None:
-    """The Status an error carries, when it is an API error (anything with a Status body)."""
+    """The Status an API error carries (anything with a Status body, such as the client's
+    ApiError), with its code."""
     status = getattr(error, "status", None)
-    if isinstance(status, dict) and status.get("kind") == "Status":
-        return status
-    return None
+    if not isinstance(status, dict):
+        return None
+    code = status.get("code") or getattr(error, "code", None)
+    if status.get("kind") != "Status" and not isinstance(code, int):
+        return None
+    result = dict(status)
+    if isinstance(code, int):
+        result["code"] = code
+    return result
 
 
 def response_for_error(error: BaseException, request: AdmissionRequest) -> AdmissionResponse | None:
@@ -170,5 +177,5 @@ def response_for_error(error: BaseException, request: AdmissionRequest) -> Admis
         )
     status = _api_status(error)
     if status is not None:
-        return AdmissionResponse(allowed=False, status=dict(status))
+        return AdmissionResponse(allowed=False, status=status)
     return None
