@@ -54,6 +54,9 @@ log = logging.getLogger("kubeforge.webhook")
 
 DEFAULT_PORT = 9443
 DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
+# A review that cannot be read is answered in v1. controller-runtime leaves apiVersion and kind
+# out of that answer; naming them makes it a well-formed review, and an API server fails the
+# call either way (it has no uid to match).
 _ERROR_REVIEW_VERSION = "admission.k8s.io/v1"
 
 
