@@ -36,6 +36,13 @@ _EXPORTS: dict[str, str] = {
     "resource": "kubeforge.api.resource",
     "registered_resources": "kubeforge.api.resource",
     "rbac": "kubeforge.api.rbac",
+    "FieldError": "kubeforge.api.fielderror",
+    # webhook declarations and manifests
+    "admission_webhook": "kubeforge.api.webhooks",
+    "MatchCondition": "kubeforge.api.webhooks",
+    "WebhookRule": "kubeforge.api.webhooks",
+    "WebhookSpec": "kubeforge.api.webhooks",
+    "webhook_configurations": "kubeforge.api.webhooks",
     # schema markers
     "AtLeastOneOf": "kubeforge.api.markers",
     "AtMostOneOf": "kubeforge.api.markers",
@@ -138,6 +145,22 @@ _EXPORTS: dict[str, str] = {
     "negate": "kubeforge.runtime.predicate",
     "Metrics": "kubeforge.runtime.metrics",
     "EventRecorder": "kubeforge.runtime.events",
+    # admission webhooks
+    "AdmissionRequest": "kubeforge.webhook.review",
+    "AdmissionResponse": "kubeforge.webhook.review",
+    "AdmissionReview": "kubeforge.webhook.review",
+    "UserInfo": "kubeforge.webhook.review",
+    "AdmissionHandler": "kubeforge.webhook.admission",
+    "Denied": "kubeforge.webhook.admission",
+    "InvalidObject": "kubeforge.webhook.admission",
+    "admission_request": "kubeforge.webhook.admission",
+    "Defaulter": "kubeforge.webhook.typed",
+    "Validator": "kubeforge.webhook.typed",
+    "Warnings": "kubeforge.webhook.typed",
+    "WebhookBuilder": "kubeforge.webhook.builder",
+    "WebhookServer": "kubeforge.webhook.server",
+    "RegisteredWebhook": "kubeforge.webhook.server",
+    "CertificateError": "kubeforge.webhook.certwatcher",
     # helpers
     "set_controller_reference": "kubeforge.runtime.ownership",
     "set_owner_reference": "kubeforge.runtime.ownership",
@@ -167,6 +190,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from kubeforge.api.fielderror import FieldError as FieldError
     from kubeforge.api.markers import (
         AtLeastOneOf as AtLeastOneOf,
     )
@@ -319,6 +343,11 @@ if TYPE_CHECKING:
     from kubeforge.api.resource import (
         resource as resource,
     )
+    from kubeforge.api.webhooks import MatchCondition as MatchCondition
+    from kubeforge.api.webhooks import WebhookRule as WebhookRule
+    from kubeforge.api.webhooks import WebhookSpec as WebhookSpec
+    from kubeforge.api.webhooks import admission_webhook as admission_webhook
+    from kubeforge.api.webhooks import webhook_configurations as webhook_configurations
     from kubeforge.client.client import Client as Client
     from kubeforge.client.client import ObjectList as ObjectList
     from kubeforge.client.config import (
@@ -522,3 +551,18 @@ if TYPE_CHECKING:
     from kubeforge.runtime.workqueue import (
         WorkQueue as WorkQueue,
     )
+    from kubeforge.webhook.admission import AdmissionHandler as AdmissionHandler
+    from kubeforge.webhook.admission import Denied as Denied
+    from kubeforge.webhook.admission import InvalidObject as InvalidObject
+    from kubeforge.webhook.admission import admission_request as admission_request
+    from kubeforge.webhook.builder import WebhookBuilder as WebhookBuilder
+    from kubeforge.webhook.certwatcher import CertificateError as CertificateError
+    from kubeforge.webhook.review import AdmissionRequest as AdmissionRequest
+    from kubeforge.webhook.review import AdmissionResponse as AdmissionResponse
+    from kubeforge.webhook.review import AdmissionReview as AdmissionReview
+    from kubeforge.webhook.review import UserInfo as UserInfo
+    from kubeforge.webhook.server import RegisteredWebhook as RegisteredWebhook
+    from kubeforge.webhook.server import WebhookServer as WebhookServer
+    from kubeforge.webhook.typed import Defaulter as Defaulter
+    from kubeforge.webhook.typed import Validator as Validator
+    from kubeforge.webhook.typed import Warnings as Warnings

@@ -212,10 +212,24 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+# Plain scalars Go's YAML reader would take for something other than a string.
+_TYPED_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "null", "timestamp", "merge")
+)
+
+
 def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    # Empty strings as "" and multi-line text as literal blocks, as Go's YAML writer has them.
-    style = '"' if not data else "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+    # As Go's YAML writer (sigs.k8s.io/yaml) has them: multi-line text as literal blocks, and
+    # strings that would read back as another type ("", "true", "1", "null") double-quoted;
+    # other strings that cannot stay plain get the single quotes both writers choose.
+    if "\n" in data:
+        style: str | None = "|"
+    elif dumper.resolve(yaml.ScalarNode, data, (True, False)) in _TYPED_TAGS:  # type: ignore[no-untyped-call]
+        style = '"'
+    else:
+        style = None
+    return dumper.represent_scalar(_STR_TAG, data, style=style)
 
 
 _Dumper.add_representer(str, _str)

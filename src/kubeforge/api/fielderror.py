@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-__all__ = ["FieldError", "FieldErrorType", "format_value", "join_path"]
+__all__ = [
+    "FieldError",
+    "FieldErrorType",
+    "format_value",
+    "invalid_details",
+    "invalid_message",
+    "join_path",
+]
 
 
 class FieldErrorType(enum.Enum):
@@ -138,3 +145,23 @@ class FieldError:
     def cause(self) -> dict[str, str]:
         """This error as a `details.causes` entry of a Status."""
         return {"type": self.type.value, "message": self.body(), "field": self.field}
+
+
+def invalid_message(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> str:
+    """The message of a 422 Invalid answer: `Machine.example.com "m1" is invalid: <errors>`,
+    one error as is, several in brackets (apimachinery's NewInvalid)."""
+    summary = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(map(str, errors)) + "]"
+    qualified = f"{kind}.{group}" if group else kind
+    return f'{qualified} "{name}" is invalid: {summary}'
+
+
+def invalid_details(
+    group: str, kind: str, name: str, errors: Sequence[FieldError]
+) -> dict[str, Any]:
+    """The `details` of a 422 Invalid answer: the object and one cause per field error."""
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    details["causes"] = [e.cause() for e in errors]
+    return details

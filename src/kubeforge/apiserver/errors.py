@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.fielderror import FieldError, invalid_details, invalid_message
 
 __all__ = ["StatusError", "status_success"]
 
@@ -86,20 +86,12 @@ class StatusError(Exception):
 
     @classmethod
     def invalid(cls, group: str, kind: str, name: str, errors: Sequence[FieldError]) -> StatusError:
-        if len(errors) == 1:
-            summary = str(errors[0])
-        else:
-            summary = "[" + ", ".join(str(e) for e in errors) + "]"
-        qualified = f"{kind}.{group}" if group else kind
-        details = {
-            "name": name,
-            "group": group,
-            "kind": kind,
-            "causes": [e.cause() for e in errors],
-        }
-        if not group:
-            del details["group"]
-        return cls(422, "Invalid", f'{qualified} "{name}" is invalid: {summary}', details)
+        return cls(
+            422,
+            "Invalid",
+            invalid_message(group, kind, name, errors),
+            invalid_details(group, kind, name, errors),
+        )
 
     @classmethod
     def unprocessable(cls, message: str) -> StatusError:

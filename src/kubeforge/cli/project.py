@@ -3,6 +3,7 @@
     project/
       api/v1alpha1/machine.py     @kubeforge.resource classes
       controllers/machine.py      reconcilers, with @rbac rules
+      webhooks/machine.py         defaulters, validators and handlers (optional)
       main.py                     def setup(manager: kubeforge.Manager) -> None
       config/                     generated and kustomize files
 
@@ -34,7 +35,7 @@ from kubeforge.api.resource import pluralize
 __all__ = ["Project", "ProjectError", "WatchedKind", "fail", "load_project", "open_project"]
 
 # The project's top-level module names; several projects may be loaded one after another.
-_PACKAGES = ("api", "controllers")
+_PACKAGES = ("api", "controllers", "webhooks")
 _MAIN = "main"
 
 Setup = Callable[[Any], Any]
@@ -70,6 +71,7 @@ class Project:
     setup: Setup
     main_file: Path
     _watched: list[WatchedKind] | None = field(default=None, repr=False)
+    _offline: Any = field(default=None, repr=False)
 
     @property
     def rules(self) -> list[RbacRule]:
@@ -100,6 +102,18 @@ class Project:
             self._watched = _watched_kinds(self)
         return list(self._watched)
 
+    def webhooks(self) -> list[Any]:
+        """The webhooks setup() registers (RegisteredWebhook: path, spec ...), learned
+        offline."""
+        hooks: list[Any] = self.offline_manager().webhook_server.webhooks
+        return hooks
+
+    def offline_manager(self) -> Any:
+        """A Manager that setup(manager) has configured, connected to no cluster."""
+        if self._offline is None:
+            self._offline = _offline_manager(self)
+        return self._offline
+
 
 def load_project(root: str | os.PathLike[str]) -> Project:
     """Import the project at `root` and collect what it defines (ProjectError if it cannot)."""
@@ -119,6 +133,8 @@ def load_project(root: str | os.PathLike[str]) -> Project:
     try:
         api_modules = [_import(name, base) for name in _module_names(base, "api")]
         controller_modules = [_import(name, base) for name in _module_names(base, "controllers")]
+        for name in _module_names(base, "webhooks"):
+            _import(name, base)
         main = _import(_MAIN, base)
     finally:
         sys.path[:] = saved_path
@@ -255,7 +271,7 @@ def _project_name(base: Path) -> str:
 # watched kinds -------------------------------------------------------------------------------
 
 
-def _watched_kinds(project: Project) -> list[WatchedKind]:
+def _offline_manager(project: Project) -> Any:
     from kubeforge.client.config import ClusterConfig
     from kubeforge.runtime.manager import Manager
 
@@ -267,6 +283,11 @@ def _watched_kinds(project: Project) -> list[WatchedKind]:
             asyncio.run(_wait(pending))
         except Exception as exc:
             raise project.setup_error(exc) from None
+    return manager
+
+
+def _watched_kinds(project: Project) -> list[WatchedKind]:
+    manager = project.offline_manager()
     resolver = _KindResolver(project.resources)
     kinds: dict[tuple[str, str, str], WatchedKind] = {}
     for controller in manager.controllers.values():

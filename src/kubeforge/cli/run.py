@@ -23,6 +23,7 @@ from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.manager import Manager
+from kubeforge.webhook.certwatcher import CertificateError
 
 __all__ = ["run"]
 
@@ -83,6 +84,8 @@ def run(
         raise fail(f"cannot reach the API server at {config.server}: {exc}") from None
     except ApiError as exc:
         raise fail(str(exc)) from None
+    except CertificateError as exc:
+        raise fail(f"the webhook server cannot start: {exc}") from None
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
             raise fail(

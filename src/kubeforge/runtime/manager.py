@@ -1,11 +1,14 @@
-"""The manager: runs the shared cache, the controllers, probes, metrics and leader election.
+"""The manager: runs the shared cache, the controllers, the webhook server, probes, metrics
+and leader election.
 
-Start-up order follows controller-runtime: the health/metrics server and the caches start
-at once (they need no leadership); controllers start once the caches have synced and, with
-leader election on, once this process leads. Shutdown (SIGTERM/SIGINT or `stop()`) lets
-in-flight reconciles finish within the graceful-shutdown timeout, releases the lease, then
-stops the caches. Losing leadership stops everything and `start()` raises LeadershipLost:
-another process is in charge now, so this one must not keep reconciling.
+Start-up order follows controller-runtime: the health/metrics server, the webhook server (once
+a webhook is registered) and the caches start at once (they need no leadership); controllers
+start once the caches have synced and, with leader election on, once this process leads.
+Shutdown (SIGTERM/SIGINT or `stop()`) lets in-flight reconciles finish within the
+graceful-shutdown timeout, releases the lease, stops the caches and, last, the webhook server
+(the API server may call it until then). Losing leadership stops everything and `start()`
+raises LeadershipLost: another process is in charge now, so this one must not keep
+reconciling.
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from aiohttp import web
 
+from kubeforge.api.meta import GroupVersionKind
 from kubeforge.client.client import Client, KindLike
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.runtime.builder import Builder
@@ -34,10 +38,14 @@ from kubeforge.runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_
 from kubeforge.runtime.leaderelection import LeaderElector, LeadershipLost
 from kubeforge.runtime.metrics import Metrics
 from kubeforge.runtime.reconcile import SyncReconciler
+from kubeforge.webhook.builder import WebhookBuilder
+from kubeforge.webhook.server import WebhookServer
 
 __all__ = ["LeadershipLost", "Manager"]
 
 log = logging.getLogger("kubeforge.manager")
+
+T = TypeVar("T")
 
 Check = Callable[[], bool | Awaitable[bool]]
 Runnable = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
@@ -81,6 +89,7 @@ class Manager:
         identity: str | None = None,
         controller_defaults: ControllerOptions | None = None,
         field_manager: str | None = None,
+        webhook_server: WebhookServer | None = None,
     ) -> None:
         self.metrics = Metrics()
         if client is None:
@@ -129,6 +138,10 @@ class Manager:
         self.leading = not leader_election
         self._sync_clients: list[SyncClient] = []
         self._failure: BaseException | None = None
+        self._webhook_server = webhook_server
+        if webhook_server is not None:
+            webhook_server.use_metrics(self.metrics.webhook)
+        self._webhooks_started = False
 
     # setup ----------------------------------------------------------------------------------
 
@@ -156,6 +169,25 @@ class Manager:
     def resolve_owner_scope(self, owner: KindLike, handler: EnqueueRequestForOwner) -> None:
         """Owner requests of cluster-scoped owners carry no namespace; learned at start."""
         self._owner_scopes.append((owner, handler))
+
+    @property
+    def webhook_server(self) -> WebhookServer:
+        """The webhook server (port 9443, certificates from controller-runtime's default
+        directory unless configured); it runs once a webhook is registered."""
+        if self._webhook_server is None:
+            self._webhook_server = WebhookServer(metrics=self.metrics.webhook)
+        return self._webhook_server
+
+    @overload
+    def webhook_for(self, kind: type[T]) -> WebhookBuilder[T]: ...
+
+    @overload
+    def webhook_for(self, kind: str | GroupVersionKind) -> WebhookBuilder[dict[str, Any]]: ...
+
+    def webhook_for(self, kind: Any) -> WebhookBuilder[Any]:
+        """Start registering a kind's defaulting and validating webhooks (objects arrive as
+        the kind's class, or as dicts for a kind given by name)."""
+        return WebhookBuilder(self.webhook_server, kind)
 
     def add(self, runnable: Runnable, *, need_leader_election: bool = True) -> None:
         """Run `runnable(stopping)` with the controllers; it returns once `stopping` is set."""
@@ -231,6 +263,14 @@ class Manager:
         if self.metrics_address:
             await self._serve("metrics", self.metrics_address, metrics)
 
+    async def _start_webhooks(self) -> None:
+        server = self._webhook_server
+        if server is None or not server.webhooks:
+            return
+        await server.start()
+        self._webhooks_started = True
+        self._readyz.setdefault("webhook", server.ready)
+
     # running --------------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -245,6 +285,7 @@ class Manager:
             for sync in self._sync_clients:
                 sync.bind(asyncio.get_running_loop())
             await self._start_http()
+            await self._start_webhooks()
             for owner, handler in self._owner_scopes:
                 resource = await self.api_reader.resource(owner)
                 handler.owner_namespaced = resource.namespaced
@@ -366,6 +407,9 @@ class Manager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self.cache.stop()
+        if self._webhooks_started and self._webhook_server is not None:
+            await self._webhook_server.stop()
+            self._webhooks_started = False
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()

@@ -2,9 +2,10 @@
 
 Every metric lives in a registry owned by one :class:`Metrics`, so several managers can run in
 one process without clashing. Names, types, labels and histogram buckets are those of
-controller-runtime (``controller_runtime_*``, ``workqueue_*``, ``rest_client_*``,
-``leader_election_*``), so existing dashboards and alerts work unchanged. Two families are
-kubeforge's own and carry the ``kubeforge_`` prefix: informer watch restarts and cache sizes.
+controller-runtime (``controller_runtime_*``, the webhook server's included, ``certwatcher_*``,
+``workqueue_*``, ``rest_client_*``, ``leader_election_*``), so existing dashboards and alerts
+work unchanged. Two families are kubeforge's own and carry the ``kubeforge_`` prefix: informer
+watch restarts and cache sizes.
 
 :meth:`Metrics.render` writes the text exposition format 0.0.4 the way the Go client library
 does: families sorted by name, numbers formatted like Go (``1`` rather than ``1.0``), no
@@ -42,6 +43,7 @@ __all__ = [
     "Metrics",
     "QueueMetrics",
     "QueueMetricsAdapter",
+    "WebhookMetricsAdapter",
     "format_float",
     "render_text",
 ]
@@ -241,6 +243,42 @@ class ControllerMetrics:
         self._active.inc(delta)
 
 
+class WebhookMetricsAdapter:
+    """The webhook server's series (kubeforge.webhook.metrics.WebhookMetrics)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+
+    def registered(self, path: str) -> None:
+        """Publish a webhook's request counts for 200 and 500 and its in-flight gauge at 0,
+        as controller-runtime's InstrumentedHook does."""
+        m = self._metrics
+        m.webhook_requests_total.labels(path, "200")
+        m.webhook_requests_total.labels(path, "500")
+        m.webhook_requests_in_flight.labels(path)
+
+    def request_started(self, path: str) -> None:
+        """One more request in flight at `path`."""
+        self._metrics.webhook_requests_in_flight.labels(path).inc()
+
+    def request_finished(self, path: str, code: int, seconds: float) -> None:
+        """Count the answered request by HTTP status and record its latency."""
+        m = self._metrics
+        m.webhook_requests_in_flight.labels(path).dec()
+        m.webhook_requests_total.labels(path, str(code)).inc()
+        m.webhook_latency_seconds.labels(path).observe(seconds)
+
+    def panic(self) -> None:
+        """Count a handler that raised an unexpected exception."""
+        self._metrics.webhook_panics_total.inc()
+
+    def certificate_read(self, ok: bool) -> None:
+        """Count a read of the serving certificate, and its failure."""
+        self._metrics.certwatcher_read_certificate_total.inc()
+        if not ok:
+            self._metrics.certwatcher_read_certificate_errors_total.inc()
+
+
 class _QueueTimesCollector(Collector):
     """Computes the two scrape-time workqueue gauges from each queue's source."""
 
@@ -374,6 +412,43 @@ class Metrics:
         )
         self._queue_times = _QueueTimesCollector()
         reg.register(self._queue_times)
+
+        # Webhook server (pkg/webhook/internal/metrics, admission/metrics, certwatcher/metrics).
+        self.webhook_requests_total = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ("webhook", "code"),
+            registry=reg,
+        )
+        self.webhook_latency_seconds = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ("webhook",),
+            buckets=QUEUE_DURATION_BUCKETS,
+            registry=reg,
+        )
+        self.webhook_requests_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ("webhook",),
+            registry=reg,
+        )
+        self.webhook_panics_total = Counter(
+            "controller_runtime_webhook_panics_total",
+            "Total number of webhook panics",
+            registry=reg,
+        )
+        self.certwatcher_read_certificate_total = Counter(
+            "certwatcher_read_certificate_total",
+            "Total number of certificate reads",
+            registry=reg,
+        )
+        self.certwatcher_read_certificate_errors_total = Counter(
+            "certwatcher_read_certificate_errors_total",
+            "Total number of certificate read errors",
+            registry=reg,
+        )
+        self.webhook = WebhookMetricsAdapter(self)
 
         # Leader election (client-go leaderelection metrics).
         self.leader_election_master_status = Gauge(

@@ -1,1 +1,11 @@
-"""kubeforge.webhook."""
+"""The operator's side of admission webhooks.
+
+- review.py: AdmissionReview, AdmissionRequest and AdmissionResponse (admission.k8s.io/v1)
+- admission.py: the raw handler contract, Denied / InvalidObject, admission_request()
+- typed.py: Defaulter and Validator for one kind
+- patch.py: JSON Patches from objects (the defaulter's changes only)
+- builder.py: manager.webhook_for(Kind).defaulter(...).validator(...).complete()
+- server.py, certwatcher.py, metrics.py: the HTTPS server the manager runs
+
+Imports `kubeforge.api` only; the public names are exported from `kubeforge`.
+"""
