@@ -25,12 +25,15 @@ from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.cluster.controllers import (
+    clusterroles,
     deployment,
     endpoints,
     job,
     replicaset,
+    rootca,
     scheduler,
     serviceaccount,
+    tokens,
 )
 from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.options import ClusterOptions
@@ -77,6 +80,7 @@ class DevCluster:
             garbage_collection=True,
             service_cidr=self.options.service_cidr,
             credentials_dir=Path(data_dir) / "credentials" if data_dir is not None else None,
+            service_account_admission=True,
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None
@@ -115,6 +119,10 @@ class DevCluster:
         )
         for setup in CONTROLLERS:
             setup(manager, self.options)
+        # The controllers that need the cluster's keys, as kube-controller-manager has them.
+        rootca.setup(manager, self.server.ca_pem)
+        tokens.setup(manager, self.server.auth.issuer, self.server.ca_pem)
+        clusterroles.setup(manager)
         self.manager = manager
         self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
         for i in range(self.options.nodes):

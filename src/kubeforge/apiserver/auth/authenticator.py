@@ -4,9 +4,9 @@ Tried in kube-apiserver's order: a client certificate the TLS layer verified aga
 server's CA (CN = user, each O = a group), then a bearer token (the admin token, or a
 ServiceAccount token this server signed), then anonymous. A token that is presented but
 not accepted is a 401, never anonymous. Anonymous requests may be limited to some paths,
-as kube-apiserver's authentication configuration allows (`anonymous.conditions`). The scheme `Bearer` is matched case-insensitively
-and a header with an extra space before the token is ignored with a warning, as the
-apiserver's bearertoken authenticator does.
+as kube-apiserver's authentication configuration allows (`anonymous.conditions`). The
+scheme `Bearer` is matched case-insensitively and a header with an extra space before the
+token is ignored, as the apiserver's bearertoken authenticator does.
 """
 
 from __future__ import annotations
