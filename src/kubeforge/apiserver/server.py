@@ -42,7 +42,12 @@ from kubeforge.apiserver.rest import Rest
 from kubeforge.apiserver.store import Backend, Store, StoredObject
 from kubeforge.apiserver.subresources import LogSource, NoLogs, Subresources
 from kubeforge.apiserver.tables import to_table
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates, load_or_generate
+from kubeforge.apiserver.tls import (
+    ServingCertificates,
+    client_certificate,
+    generate_certificates,
+    load_or_generate,
+)
 from kubeforge.apiserver.validation import TypeSupport
 from kubeforge.apiserver.watch import WatchStreams
 
@@ -202,6 +207,15 @@ class APIServer:
     def write_kubeconfig(self, path: str | Path, context: str = "kubeforge") -> Path:
         """Write the kubeconfig (mode 0600) and return its path."""
         return write_kubeconfig(path, self.url, self.ca_pem, self.token, context)
+
+    def user_kubeconfig_dict(
+        self, user: str, groups: tuple[str, ...] = (), context: str = "kubeforge"
+    ) -> dict[str, Any]:
+        """A kubeconfig for `user` in `groups`: a client certificate signed by the server's
+        CA (CN = user, O = each group), for trying what RBAC lets other users do."""
+        assert self.certificates is not None, "the server has not been started"
+        cert = client_certificate(self.certificates, user, groups)
+        return kubeconfig_dict(self.url, self.ca_pem, None, context, cert)
 
     def _stored_token(self) -> str | None:
         directory = self.config.credentials_dir

@@ -48,6 +48,14 @@ def run(
     metrics_bind_address: Annotated[
         str, typer.Option(help="Where /metrics is served, e.g. :8080; 0 turns it off.")
     ] = "0",
+    metrics_secure: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-secure",
+            help="Serve /metrics over HTTPS to callers the API server authenticates and "
+            "authorizes (TokenReview and SubjectAccessReview).",
+        ),
+    ] = False,
     health_probe_bind_address: Annotated[
         str, typer.Option(help="Where /healthz and /readyz are served; 0 turns them off.")
     ] = ":8081",
@@ -82,6 +90,7 @@ def run(
                 project,
                 config,
                 metrics_bind_address=metrics_bind_address,
+                metrics_secure=metrics_secure,
                 health_probe_bind_address=health_probe_bind_address,
                 leader_election=leader_elect,
                 leader_election_id=leader_election_id or f"{project.name}-leader-election",
@@ -115,6 +124,7 @@ async def _run(
     config: ClusterConfig,
     *,
     metrics_bind_address: str,
+    metrics_secure: bool,
     health_probe_bind_address: str,
     leader_election: bool,
     leader_election_id: str,
@@ -125,6 +135,7 @@ async def _run(
             project,
             config,
             metrics_bind_address=metrics_bind_address,
+            metrics_secure=metrics_secure,
             health_probe_bind_address=health_probe_bind_address,
             leader_election=leader_election,
             leader_election_id=leader_election_id,
@@ -143,6 +154,7 @@ async def _run(
             project,
             account_config(admin, config, account),
             metrics_bind_address=metrics_bind_address,
+            metrics_secure=metrics_secure,
             health_probe_bind_address=health_probe_bind_address,
             leader_election=leader_election,
             leader_election_id=leader_election_id,
@@ -154,6 +166,7 @@ async def _run_manager(
     config: ClusterConfig,
     *,
     metrics_bind_address: str,
+    metrics_secure: bool,
     health_probe_bind_address: str,
     leader_election: bool,
     leader_election_id: str,
@@ -161,6 +174,7 @@ async def _run_manager(
     manager = Manager(
         config,
         metrics_bind_address=metrics_bind_address,
+        secure_metrics=metrics_secure,
         health_probe_bind_address=health_probe_bind_address,
         leader_election=leader_election,
         leader_election_id=leader_election_id,

@@ -68,6 +68,7 @@ class DevCluster:
         port: int = 0,
         data_dir: str | Path | None = None,
         kubernetes_version: str = "1.33.0",
+        credentials_dir: str | Path | None = None,
     ) -> None:
         self.options = options or ClusterOptions()
         self.logs = PodLogs()
@@ -79,7 +80,13 @@ class DevCluster:
             backend=self.backend,
             garbage_collection=True,
             service_cidr=self.options.service_cidr,
-            credentials_dir=Path(data_dir) / "credentials" if data_dir is not None else None,
+            credentials_dir=(
+                Path(data_dir) / "credentials"
+                if data_dir is not None
+                else Path(credentials_dir)
+                if credentials_dir is not None
+                else None
+            ),
             service_account_admission=True,
         )
         self.server = APIServer(config, logs=self.logs)
@@ -108,6 +115,10 @@ class DevCluster:
     def write_kubeconfig(self, path: str | Path) -> Path:
         """Write a kubeconfig (context `kubeforge-dev`, mode 0600)."""
         return self.server.write_kubeconfig(path, context=CONTEXT)
+
+    def user_kubeconfig_dict(self, user: str, groups: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A kubeconfig for another user (a client certificate for `user` in `groups`)."""
+        return self.server.user_kubeconfig_dict(user, groups, context=CONTEXT)
 
     async def start(self) -> None:
         """Start the server, then the controllers and nodes; returns once they run."""
