@@ -148,7 +148,7 @@ def _bound_object(
             found = store.get(NODES, "", str(node_name))
             if found is not None:
                 node = BoundObject("Node", str(node_name), found.obj["metadata"].get("uid", ""))
-    else:
+    elif kind == "Node":
         node, bound = bound, None
     out = {"kind": kind, "apiVersion": str(ref.get("apiVersion") or "v1"), "name": name, "uid": uid}
     return bound, node, out
