@@ -102,8 +102,14 @@ class RBACAuthorizer:
         self.roles: dict[tuple[str, str], tuple[Rule, ...]] = {}
         self.cluster_roles: dict[str, tuple[Rule, ...]] = {}
         self.bindings: dict[tuple[str, str, str], _Binding] = {}  # (kind, ns, name)
-        # namespace ("" for cluster role bindings) -> subject -> bindings
-        self.index: dict[str, dict[SubjectKey, dict[tuple[str, str, str], _Binding]]] = {}
+        # namespace ("" for cluster role bindings) -> subject -> binding key -> (binding,
+        # how the binding names the subject)
+        self.index: dict[
+            str, dict[SubjectKey, dict[tuple[str, str, str], tuple[_Binding, str]]]
+        ] = {}
+        # Decisions by request, dropped whenever a role or binding changes: a client repeats
+        # the same few requests (a controller's list, watch and writes).
+        self._decisions: dict[tuple[Any, ...], Decision] = {}
         for gr in (ROLES, CLUSTER_ROLES, ROLE_BINDINGS, CLUSTER_ROLE_BINDINGS):
             for stored in self.store.current(gr)[0]:
                 self._put(gr, stored.obj)
@@ -112,6 +118,7 @@ class RBACAuthorizer:
 
     def observe(self, gr: GroupResource, event: str, new: StoredObject) -> None:
         """Follow a committed write (a Rest observer, filtered to the RBAC group)."""
+        self._decisions.clear()
         if event == "DELETED":
             self._remove(gr, new.obj)
         else:
@@ -130,8 +137,8 @@ class RBACAuthorizer:
             key = (binding.kind, binding.namespace, binding.name)
             self.bindings[key] = binding
             by_subject = self.index.setdefault(binding.namespace, {})
-            for subject, _ in binding.subjects:
-                by_subject.setdefault(subject, {})[key] = binding
+            for subject, text in binding.subjects:
+                by_subject.setdefault(subject, {})[key] = (binding, text)
 
     def _remove(self, gr: GroupResource, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -182,14 +189,37 @@ class RBACAuthorizer:
                 continue
             seen: set[tuple[str, str, str]] = set()
             for key in keys:
-                for bkey, binding in (by_subject.get(key) or {}).items():
-                    if bkey in seen:
-                        continue
-                    seen.add(bkey)
-                    text = next(t for k, t in binding.subjects if k == key)
-                    yield binding, text
+                entries = by_subject.get(key)
+                if not entries:
+                    continue
+                for bkey, entry in entries.items():
+                    if bkey not in seen:
+                        seen.add(bkey)
+                        yield entry
 
     def authorize(self, attrs: Attributes) -> Decision:
+        user = attrs.user
+        key = (
+            user.name,
+            user.groups,
+            attrs.verb,
+            attrs.resource_request,
+            attrs.group,
+            attrs.resource,
+            attrs.subresource,
+            attrs.namespace,
+            attrs.name,
+            attrs.path,
+        )
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decide(attrs)
+            if len(self._decisions) >= 16384:
+                self._decisions.clear()
+            self._decisions[key] = decision
+        return decision
+
+    def _decide(self, attrs: Attributes) -> Decision:
         errors: list[str] = []
         for binding, subject in self._applicable(attrs.user, attrs.namespace):
             rules = self._role_rules(binding)
