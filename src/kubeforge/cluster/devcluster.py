@@ -88,6 +88,9 @@ class DevCluster:
                 else None
             ),
             service_account_admission=True,
+            # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
+            # the probes and /version, nothing else.
+            anonymous_paths=None,
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None
