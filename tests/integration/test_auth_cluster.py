@@ -166,9 +166,48 @@ async def test_pod_admission_needs_the_account_and_respects_automount(env: TestE
         'pods "app" is forbidden: error looking up service account default/ghost: '
         'serviceaccount "ghost" not found'
     )
-    quiet = {**POD, "spec": {**POD["spec"], "automountServiceAccountToken": False}}
+    await env.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "puller"},
+            "automountServiceAccountToken": False,
+            "imagePullSecrets": [{"name": "registry"}],
+        },
+        namespace="default",
+    )
+    quiet = {**POD, "spec": {**POD["spec"], "serviceAccountName": "puller"}}
     created = await env.client.create(quiet)
     assert "volumes" not in created["spec"] or created["spec"]["volumes"] == []
+    assert created["spec"]["imagePullSecrets"] == [{"name": "registry"}]
+    # The pod's own setting wins over the account's.
+    loud = {
+        **POD,
+        "metadata": {"name": "loud", "namespace": "default"},
+        "spec": {
+            **POD["spec"],
+            "serviceAccountName": "puller",
+            "automountServiceAccountToken": True,
+        },
+    }
+    assert (await env.client.create(loud))["spec"]["volumes"][0]["name"].startswith(
+        "kube-api-access-"
+    )
+
+
+async def test_the_cluster_answers_anonymous_requests_as_a_cluster_does(env: TestEnv) -> None:
+    assert env.config is not None and env.config.ca_data is not None
+    ctx = ssl.create_default_context(cadata=env.config.ca_data.decode())
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as http:
+        async with http.get(env.config.server + "/version") as r:
+            assert r.status == 200
+        async with http.get(env.config.server + "/api/v1/namespaces") as r:
+            assert r.status == 403
+            body = await r.json()
+            assert body["message"] == (
+                'namespaces is forbidden: User "system:anonymous" cannot list resource '
+                '"namespaces" in API group "" at the cluster scope'
+            )
 
 
 async def test_token_secrets_are_filled_and_end_with_the_secret(env: TestEnv) -> None:

@@ -201,16 +201,16 @@ class PodAdmission:
                 f"error looking up service account {namespace}/{name}: serviceaccount "
                 f'"{name}" not found',
             )
-        automount = spec.get("automountServiceAccountToken")
-        if automount is None:
-            automount = account.obj.get("automountServiceAccountToken")
-        if automount is False:
-            return
         pull = account.obj.get("imagePullSecrets")
         if pull and not spec.get("imagePullSecrets"):
             spec["imagePullSecrets"] = [
                 {"name": s.get("name")} for s in pull if isinstance(s, dict)
             ]
+        automount = spec.get("automountServiceAccountToken")
+        if automount is None:
+            automount = account.obj.get("automountServiceAccountToken")
+        if automount is False:
+            return
         volumes = spec.setdefault("volumes", [])
         if not isinstance(volumes, list):
             return
