@@ -96,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "Unauthorized": "kubeforge.client.errors",
     "ignore_already_exists": "kubeforge.client.errors",
     "ignore_not_found": "kubeforge.client.errors",
+    "ServiceAccountToken": "kubeforge.client.auth",
     "Backoff": "kubeforge.client.retry",
     "retry_on_conflict": "kubeforge.client.retry",
     # reconcile contract
@@ -138,6 +139,9 @@ _EXPORTS: dict[str, str] = {
     "negate": "kubeforge.runtime.predicate",
     "Metrics": "kubeforge.runtime.metrics",
     "EventRecorder": "kubeforge.runtime.events",
+    "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
+    "install_rbac": "kubeforge.runtime.serviceaccount",
+    "as_service_account": "kubeforge.runtime.serviceaccount",
     # helpers
     "set_controller_reference": "kubeforge.runtime.ownership",
     "set_owner_reference": "kubeforge.runtime.ownership",
@@ -319,6 +323,7 @@ if TYPE_CHECKING:
     from kubeforge.api.resource import (
         resource as resource,
     )
+    from kubeforge.client.auth import ServiceAccountToken as ServiceAccountToken
     from kubeforge.client.client import Client as Client
     from kubeforge.client.client import ObjectList as ObjectList
     from kubeforge.client.config import (
@@ -503,6 +508,9 @@ if TYPE_CHECKING:
     from kubeforge.runtime.reconcile import (
         TerminalError as TerminalError,
     )
+    from kubeforge.runtime.serviceaccount import ServiceAccountRef as ServiceAccountRef
+    from kubeforge.runtime.serviceaccount import as_service_account as as_service_account
+    from kubeforge.runtime.serviceaccount import install_rbac as install_rbac
     from kubeforge.runtime.store import Store as Store
     from kubeforge.runtime.upsert import (
         OperationResult as OperationResult,
