@@ -502,3 +502,31 @@ async def test_resource_names_allow_a_watch_of_one_object_only(
     )
     assert one.status == 200
     assert [i["metadata"]["name"] for i in one.json()["items"]] == ["settings"]
+
+
+async def test_node_bound_tokens_end_with_their_node(
+    server: APIServer, client: Client, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    await kubectl.run("create", "serviceaccount", "agent")
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker"}}
+    assert (await client.post("/api/v1/nodes", node)).status == 201
+    reply = await client.post(
+        "/api/v1/namespaces/default/serviceaccounts/agent/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "worker"}},
+        },
+    )
+    assert reply.status == 201
+    token = reply.json()["status"]["token"]
+    review = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token},
+    }
+    answer = (await client.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
+    assert answer["status"]["user"]["extra"]["authentication.kubernetes.io/node-name"] == ["worker"]
+    assert (await client.delete("/api/v1/nodes/worker")).status == 200
+    answer = (await client.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
+    assert answer["status"] == {"user": {}, "error": "service account token has been invalidated"}

@@ -39,6 +39,7 @@ EXTRA_SPACE_WARNING = (
 SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
 PODS = GroupResource("", "pods")
 SECRETS = GroupResource("", "secrets")
+NODES = GroupResource("", "nodes")
 _CACHE_SIZE = 4096
 
 
@@ -178,6 +179,16 @@ class Authenticator:
                 return (
                     f"pod UID ({pod_uid}) does not match service account pod ref claim "
                     f"({claims.pod.uid})"
+                )
+        elif claims.node is not None:
+            node = self.store.get(NODES, "", claims.node.name)
+            if node is None or node.obj["metadata"].get("deletionTimestamp"):
+                return "service account token has been invalidated"
+            node_uid = node.obj["metadata"].get("uid", "")
+            if node_uid != claims.node.uid:
+                return (
+                    f"node UID ({node_uid}) does not match service account node ref claim "
+                    f"({claims.node.uid})"
                 )
         return ""
 
