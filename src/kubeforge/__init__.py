@@ -103,6 +103,7 @@ _EXPORTS: dict[str, str] = {
     "Unauthorized": "kubeforge.client.errors",
     "ignore_already_exists": "kubeforge.client.errors",
     "ignore_not_found": "kubeforge.client.errors",
+    "ServiceAccountToken": "kubeforge.client.auth",
     "Backoff": "kubeforge.client.retry",
     "retry_on_conflict": "kubeforge.client.retry",
     # reconcile contract
@@ -161,6 +162,9 @@ _EXPORTS: dict[str, str] = {
     "WebhookServer": "kubeforge.webhook.server",
     "RegisteredWebhook": "kubeforge.webhook.server",
     "CertificateError": "kubeforge.webhook.certwatcher",
+    "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
+    "install_rbac": "kubeforge.runtime.serviceaccount",
+    "as_service_account": "kubeforge.runtime.serviceaccount",
     # helpers
     "set_controller_reference": "kubeforge.runtime.ownership",
     "set_owner_reference": "kubeforge.runtime.ownership",
@@ -348,6 +352,7 @@ if TYPE_CHECKING:
     from kubeforge.api.webhooks import WebhookSpec as WebhookSpec
     from kubeforge.api.webhooks import admission_webhook as admission_webhook
     from kubeforge.api.webhooks import webhook_configurations as webhook_configurations
+    from kubeforge.client.auth import ServiceAccountToken as ServiceAccountToken
     from kubeforge.client.client import Client as Client
     from kubeforge.client.client import ObjectList as ObjectList
     from kubeforge.client.config import (
@@ -532,6 +537,9 @@ if TYPE_CHECKING:
     from kubeforge.runtime.reconcile import (
         TerminalError as TerminalError,
     )
+    from kubeforge.runtime.serviceaccount import ServiceAccountRef as ServiceAccountRef
+    from kubeforge.runtime.serviceaccount import as_service_account as as_service_account
+    from kubeforge.runtime.serviceaccount import install_rbac as install_rbac
     from kubeforge.runtime.store import Store as Store
     from kubeforge.runtime.upsert import (
         OperationResult as OperationResult,

@@ -559,3 +559,107 @@ async def test_installing_again_updates_the_crd(
     )
     red = await api.get(f"{GROUP}/v1alpha1/Widget", "red", namespace="default")
     assert red["spec"] == {"size": 2, "color": "red"}
+
+
+async def _run_as_service_account(root: Path, kubeconfig: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *KUBEFORGE,
+        "run",
+        "--dir",
+        str(root),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--health-probe-bind-address",
+        "0",
+        "--as-service-account",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+
+
+async def test_run_as_service_account_works_with_the_generated_rbac(
+    tmp_path: Path, kubeconfig: Path, kubectl: Kubectl, api: Client
+) -> None:
+    root = write_project(tmp_path / "widgets")
+    assert (await kubeforge("manifests", "--dir", str(root))).code == 0
+    assert (
+        await kubeforge("install", "--dir", str(root), "--kubeconfig", str(kubeconfig))
+    ).code == 0
+    await kubectl.run(
+        "apply",
+        "-f",
+        "-",
+        stdin="apiVersion: demo.kubeforge.dev/v1alpha1\nkind: Widget\n"
+        "metadata: {name: first}\nspec: {size: 2}\n",
+    )
+    proc = await _run_as_service_account(root, kubeconfig)
+    try:
+
+        async def mirrored_or_exited() -> bool:
+            return proc.returncode is not None or await _has_mirror(api, "first-widget", "2")
+
+        await eventually(mirrored_or_exited, timeout=60)
+        assert proc.returncode is None, "kubeforge run exited early"
+        cm = await api.get("v1/ConfigMap", "first-widget", namespace="default")
+        [entry] = cm["metadata"]["managedFields"]
+        assert entry["manager"] == "widget-controller"
+        account = await api.get("v1/ServiceAccount", "controller-manager", namespace="system")
+        assert account["metadata"]["name"] == "controller-manager"
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, out.decode()
+    assert b"running as service account system/controller-manager" in out
+    assert b"forbidden" not in out
+
+
+async def test_run_as_service_account_names_a_missing_rule(
+    tmp_path: Path, kubeconfig: Path, kubectl: Kubectl
+) -> None:
+    root = write_project(tmp_path / "widgets")
+    controller = root / "controllers" / "widget.py"
+    controller.write_text(
+        controller.read_text().replace(
+            '@kubeforge.rbac(resources=["configmaps"], verbs=["get", "list", "watch", "create", '
+            '"patch"])\n',
+            "",
+        )
+    )
+    assert (await kubeforge("manifests", "--dir", str(root))).code == 0
+    assert (
+        await kubeforge("install", "--dir", str(root), "--kubeconfig", str(kubeconfig))
+    ).code == 0
+    await kubectl.run(
+        "apply",
+        "-f",
+        "-",
+        stdin="apiVersion: demo.kubeforge.dev/v1alpha1\nkind: Widget\n"
+        "metadata: {name: first}\nspec: {size: 2}\n",
+    )
+    proc = await _run_as_service_account(root, kubeconfig)
+    wanted = (
+        b"the rule that would allow it: "
+        b'@rbac(groups=[""], resources=["configmaps"], verbs=["patch"])'
+    )
+    seen = b""
+    try:
+        assert proc.stdout is not None
+
+        async def read_until_named() -> None:
+            nonlocal seen
+            assert proc.stdout is not None
+            while wanted not in seen:
+                line = await proc.stdout.readline()
+                if not line:
+                    return
+                seen += line
+
+        await asyncio.wait_for(read_until_named(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        rest, _ = await asyncio.wait_for(proc.communicate(), 60)
+    out = seen + rest
+    assert wanted in out, out.decode()
+    assert b"PATCH /api/v1/namespaces/default/configmaps/first-widget" in out

@@ -68,3 +68,38 @@ async def test_the_demo_plays_end_to_end(name: str) -> None:
     assert code == 0, out
     assert "demo finished" in out, out
     assert "Traceback" not in out and "Unclosed" not in out, out
+
+
+async def test_a_missing_rbac_rule_fails_the_example_tests_naming_the_rule(
+    tmp_path: Path,
+) -> None:
+    # The examples run their controllers as their ServiceAccount (kubeforge_as_service_account):
+    # without the rule that lets cnat create pods, its tests fail and say which rule is missing.
+    copy = tmp_path / "cnat"
+    shutil.copytree(
+        ROOT / "examples" / "cnat", copy, ignore=shutil.ignore_patterns("__pycache__", ".*cache")
+    )
+    controller = copy / "controllers" / "at.py"
+    granted = (
+        '@kubeforge.rbac(groups="", resources="pods", verbs=["get", "list", "watch", "create"])'
+    )
+    source = controller.read_text()
+    assert granted in source
+    controller.write_text(source.replace(granted, ""))
+    code, out = await run(*KUBEFORGE, "manifests", "--dir", str(copy), cwd=tmp_path, timeout=60)
+    assert code == 0, out
+    code, out = await run(
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        "tests/test_at.py::test_an_at_runs_its_command_once_its_time_has_come",
+        cwd=copy,
+        timeout=120,
+    )
+    assert code != 0, out
+    assert "kubeforge RBAC refusals" in out, out
+    assert 'needs @rbac(groups=[""], resources=["pods"], verbs=["create"])' in out, out

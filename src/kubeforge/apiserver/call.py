@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
+
+if TYPE_CHECKING:
+    from kubeforge.apiserver.auth.user import UserInfo
 
 __all__ = ["Call"]
 
@@ -23,6 +27,8 @@ class Call:
     query: Mapping[str, str]
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
+    # Who asked (None for the server's own writes, which nothing checks).
+    user: UserInfo | None = None
 
     @property
     def namespace(self) -> str:

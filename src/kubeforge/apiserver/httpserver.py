@@ -112,6 +112,13 @@ class Request:
     def host(self) -> str:
         return str(self.headers.get("Host", ""))
 
+    @property
+    def peer_certificate(self) -> bytes | None:
+        """The client certificate (DER) the TLS layer verified, if the client sent one."""
+        transport = self._conn.transport
+        tls = transport.get_extra_info("ssl_object") if transport is not None else None
+        return tls.getpeercert(binary_form=True) if tls is not None else None
+
     def stream(self, status: int = 200, headers: Mapping[str, str] | None = None) -> ResponseStream:
         """Send the status and headers now, and return the stream that writes the body."""
         if self.http10:

@@ -12,8 +12,21 @@ import yaml
 __all__ = ["kubeconfig_dict", "write_kubeconfig"]
 
 
-def kubeconfig_dict(server: str, ca_pem: bytes, token: str, context: str) -> dict[str, Any]:
-    """A kubeconfig with one cluster, user and context, all named `context`."""
+def kubeconfig_dict(
+    server: str,
+    ca_pem: bytes,
+    token: str | None,
+    context: str,
+    client_cert: tuple[bytes, bytes] | None = None,
+) -> dict[str, Any]:
+    """A kubeconfig with one cluster, user and context, all named `context`; the user has
+    a bearer token or a client certificate (PEM certificate and key)."""
+    user: dict[str, str] = {}
+    if token is not None:
+        user["token"] = token
+    if client_cert is not None:
+        user["client-certificate-data"] = base64.b64encode(client_cert[0]).decode()
+        user["client-key-data"] = base64.b64encode(client_cert[1]).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -26,7 +39,7 @@ def kubeconfig_dict(server: str, ca_pem: bytes, token: str, context: str) -> dic
                 },
             }
         ],
-        "users": [{"name": context, "user": {"token": token}}],
+        "users": [{"name": context, "user": user}],
         "contexts": [
             {
                 "name": context,
@@ -39,12 +52,18 @@ def kubeconfig_dict(server: str, ca_pem: bytes, token: str, context: str) -> dic
 
 
 def write_kubeconfig(
-    path: str | os.PathLike[str], server: str, ca_pem: bytes, token: str, context: str
+    path: str | os.PathLike[str],
+    server: str,
+    ca_pem: bytes,
+    token: str | None,
+    context: str,
+    client_cert: tuple[bytes, bytes] | None = None,
 ) -> Path:
-    """Write the kubeconfig readable only by its owner (it holds a bearer token)."""
+    """Write the kubeconfig readable only by its owner (it holds a credential)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = yaml.safe_dump(kubeconfig_dict(server, ca_pem, token, context), sort_keys=False)
+    doc = kubeconfig_dict(server, ca_pem, token, context, client_cert)
+    text = yaml.safe_dump(doc, sort_keys=False)
     tmp = target.with_name(target.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:

@@ -29,7 +29,7 @@ from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
 from kubeforge.apiserver.validation import TypeSupport
 
-__all__ = ["Mutator", "Observer", "Rest", "Validator"]
+__all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator"]
 
 # Called after every commit: (type, event type, new state, previous state).
 Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
@@ -38,6 +38,8 @@ Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None
 Mutator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
 # Extra checks for particular resources (e.g. CRD schemas): (type, new, old) -> errors.
 Validator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], list[FieldError]]
+# Checks that depend on who writes (e.g. RBAC escalation), after validation: raise to refuse.
+Admitter = Callable[[Call, dict[str, Any], dict[str, Any] | None], None]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -61,6 +63,7 @@ class Rest:
         self.observers: list[Observer] = []
         self.validators: list[Validator] = []
         self.mutators: list[Mutator] = []
+        self.admitters: list[Admitter] = []
         # Namespaces that accept no new objects (set while they terminate).
         self.protected_namespaces = frozenset({"default", "kube-system", "kube-public"})
 
@@ -193,6 +196,8 @@ class Rest:
             errors += check(rt, obj, old)
         if errors:
             raise StatusError.invalid(rt.group, rt.kind, meta.get("name", ""), errors)
+        for admit in self.admitters:
+            admit(call, obj, old)
 
     def _commit_create(self, call: Call, obj: dict[str, Any]) -> StoredObject:
         rt = call.rt

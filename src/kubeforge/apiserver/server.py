@@ -8,7 +8,6 @@ with `server.write_kubeconfig(path)`), or run it with `kubeforge apiserver`.
 from __future__ import annotations
 
 import gc
-import hmac
 import logging
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Mapping
@@ -22,6 +21,9 @@ import orjson
 import yaml
 
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
+from kubeforge.apiserver.auth import Auth, UserInfo
+from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
+from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.crds import CRDController
@@ -44,7 +46,12 @@ from kubeforge.apiserver.rest import Rest
 from kubeforge.apiserver.store import Backend, Store, StoredObject
 from kubeforge.apiserver.subresources import LogSource, NoLogs, Subresources
 from kubeforge.apiserver.tables import to_table
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates, load_or_generate
+from kubeforge.apiserver.tls import (
+    ServingCertificates,
+    client_certificate,
+    generate_certificates,
+    load_or_generate,
+)
 from kubeforge.apiserver.validation import TypeSupport
 from kubeforge.apiserver.watch import WatchStreams
 
@@ -52,7 +59,6 @@ __all__ = ["APIServer", "ServerConfig", "serve", "tune_gc"]
 
 log = logging.getLogger("kubeforge.apiserver")
 
-ADMIN_USER = "kubeforge-admin"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROBES = frozenset({"/healthz", "/livez", "/readyz"})
 _DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
@@ -79,6 +85,14 @@ class ServerConfig:
     service_cidr: str = DEFAULT_SERVICE_CIDR
     # Keep the CA, serving certificate and token here, so a restart keeps them.
     credentials_dir: Path | None = None
+    # The `iss` of ServiceAccount tokens, and the audience the server accepts.
+    service_account_issuer: str = DEFAULT_ISSUER
+    # The ServiceAccount admission plugin for pods (an account that exists, its token
+    # mounted); on in a development cluster, whose controllers create the accounts.
+    service_account_admission: bool = False
+    # Paths open to requests without credentials (as system:anonymous, whom RBAC then
+    # checks); None opens every path, as kube-apiserver's --anonymous-auth=true does.
+    anonymous_paths: tuple[str, ...] | None = ("/healthz", "/livez", "/readyz")
 
 
 class APIServer:
@@ -113,9 +127,17 @@ class APIServer:
         self.openapi = OpenAPIV3(self.registry, self.schemas)
         self.openapi_v2 = OpenAPIV2(self.registry, self.schemas)  # built on first request
         self.metrics = RequestMetrics()
+        issuer = TokenIssuer(load_or_generate_key(cfg.credentials_dir), cfg.service_account_issuer)
+        anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
+        self.auth = Auth(self.rest, self.token, issuer, anonymous)
+        if cfg.service_account_admission:
+            self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None
         self.port = cfg.port
         self._http: HTTPServer | None = None
+        pods = self.registry.get("", "v1", "pods")
+        # Only pods of a server that admits them wait for their namespace's account.
+        self._pods = pods if cfg.service_account_admission else None
         self._bootstrap()
 
     # lifecycle ----------------------------------------------------------------------------
@@ -192,6 +214,15 @@ class APIServer:
         """Write the kubeconfig (mode 0600) and return its path."""
         return write_kubeconfig(path, self.url, self.ca_pem, self.token, context)
 
+    def user_kubeconfig_dict(
+        self, user: str, groups: tuple[str, ...] = (), context: str = "kubeforge"
+    ) -> dict[str, Any]:
+        """A kubeconfig for `user` in `groups`: a client certificate signed by the server's
+        CA (CN = user, O = each group), for trying what RBAC lets other users do."""
+        assert self.certificates is not None, "the server has not been started"
+        cert = client_certificate(self.certificates, user, groups)
+        return kubeconfig_dict(self.url, self.ca_pem, None, context, cert)
+
     def _stored_token(self) -> str | None:
         directory = self.config.credentials_dir
         if directory is None:
@@ -216,6 +247,19 @@ class APIServer:
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 self.rest.create(call, body)
         self.allocators.ensure_kubernetes_service(self.config.host, self.port)
+        self._bootstrap_rbac()
+
+    def _bootstrap_rbac(self) -> None:
+        """Create the default roles and bindings that are missing (kube-apiserver's
+        bootstrap policy); ones a user changed are left as they are."""
+        for obj in bootstrap_objects():
+            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+            rt = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
+            assert rt is not None
+            if self.store.get(rt.group_resource, "", obj["metadata"]["name"]) is not None:
+                continue
+            info = RequestInfo(rt.group, "v1", None, plural, None, None, "create")
+            self.rest.create(Call(info, rt, {"fieldManager": "kube-apiserver"}), obj)
 
     # request handling ---------------------------------------------------------------------
 
@@ -229,7 +273,9 @@ class APIServer:
             log.exception("%s %s failed", request.method, request.target)
             return self._status(StatusError.internal(f"{type(exc).__name__}: {exc}"))
 
-    async def _streaming(self, stream: Awaitable[ResponseStream]) -> Response | ResponseStream:
+    async def _streaming(
+        self, stream: Awaitable[Response | ResponseStream]
+    ) -> Response | ResponseStream:
         # Streams check their options before they start, so an error is still an answer.
         try:
             return await stream
@@ -247,21 +293,15 @@ class APIServer:
             return self._status(StatusError.bad_request(message))
         return self._status(StatusError.internal(message))
 
-    def _authorized(self, request: Request) -> bool:
-        # Read as kube-apiserver's bearer token authenticator reads it: the scheme in any case,
-        # one space, the token; a further space ends the token, an empty token is none.
-        scheme, _, rest = request.headers.get("Authorization", "").strip().partition(" ")
-        token = rest.partition(" ")[0]
-        if scheme.lower() != "bearer" or not token:
-            return False
-        return hmac.compare_digest(token.encode(), self.token.encode())
-
     def _dispatch(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
         path = request.path.rstrip("/") or "/"
+        user = self.auth.authenticate(request.headers, request.peer_certificate, path)
+        query: Mapping[str, str] = request.query
+        watch_param = query_flag(query, "watch")
+        info = parse_request_path(request.method, path, watch_param)
+        self.auth.authorize(user, request.method, request.path, info, query)
         if path in _PROBES or path.startswith(("/livez/", "/readyz/", "/healthz/")):
             return self._probe(request, path)
-        if not self._authorized(request):
-            raise StatusError.unauthorized()
         if path == "/version":
             return self._json(200, self._version())
         if path == "/metrics":
@@ -270,12 +310,9 @@ class APIServer:
             return self._root_discovery(request, legacy=path == "/api")
         if path.startswith("/openapi/"):
             return self._openapi(path, request)
-        query: Mapping[str, str] = request.query
-        watch_param = query_flag(query, "watch")
-        info = parse_request_path(request.method, path, watch_param)
         if info is None:
             return self._group_discovery(path)
-        return self.metrics.serve(request, info, self._resource)
+        return self.metrics.serve(request, info, lambda r, i: self._resource(r, i, user))
 
     def _probe(self, request: Request, path: str) -> Response:
         if "verbose" in request.query:
@@ -356,7 +393,7 @@ class APIServer:
     # resources ----------------------------------------------------------------------------
 
     def _resource(
-        self, request: Request, info: RequestInfo
+        self, request: Request, info: RequestInfo, user: UserInfo
     ) -> Response | Awaitable[Response | ResponseStream]:
         rt = self.registry.get(info.group, info.version, info.resource)
         if rt is None:
@@ -365,7 +402,7 @@ class APIServer:
             raise StatusError.route_not_found()
         if rt.namespaced and info.namespace is None and info.name is not None:
             raise StatusError.route_not_found()
-        call = Call(info, rt, request.query, request.headers.get("User-Agent", ""))
+        call = Call(info, rt, request.query, request.headers.get("User-Agent", ""), user=user)
         if rt.deprecated:
             call.warnings.append(
                 rt.deprecation_warning or f"{rt.api_version} {rt.kind} is deprecated"
@@ -387,6 +424,8 @@ class APIServer:
             body = self._body(request)
             if rt.virtual:
                 return self._json(201, self._virtual(call, body), call.warnings)
+            if rt is self._pods and self.auth.pods.missing_account(call, body):
+                return self._streaming(self._create_pod_later(call, body))
             if self.crds.refuses_instances(rt):
                 raise StatusError(
                     405,
@@ -564,7 +603,7 @@ class APIServer:
         if call.rt.kind == "Binding":
             name = (body.get("metadata") or {}).get("name", "") if isinstance(body, dict) else ""
             return self.subresources.bind(call, body, name)
-        return self.subresources.review(call, body, ADMIN_USER)
+        return self.auth.review(call, body)
 
     def _subresource(
         self, request: Request, call: Call
@@ -607,7 +646,7 @@ class APIServer:
         if name == "eviction":
             return self._json(201, self.subresources.evict(call, self._body(request)))
         if name == "token":
-            return self._json(201, self.subresources.token(call, self._body(request)))
+            return self._json(201, self.auth.token_request(call, self._body(request)))
         if name == "finalize":
             code, result = self.subresources.finalize_namespace(call, self._body(request))
             return self._json(code, result, call.warnings)
@@ -620,6 +659,13 @@ class APIServer:
                 "API server has no kubelet or container runtime behind it to connect to"
             )
         raise StatusError.method_not_allowed()
+
+    async def _create_pod_later(self, call: Call, body: Any) -> Response:
+        # ServiceAccount admission waits a little for a new namespace's `default` account,
+        # which the service account controller creates soon after the namespace.
+        await self.auth.pods.wait_for_default(call.namespace)
+        code, result = self.rest.create(call, body)
+        return self._json(code, result, call.warnings)
 
     async def _log(self, request: Request, call: Call) -> ResponseStream:
         log_request = self.subresources.log_request(call)

@@ -1,10 +1,8 @@
-"""Subresources other than status: scale, pod log/binding/eviction, tokens, namespace
-finalization, and the access reviews kubectl asks (`auth can-i`, `auth whoami`)."""
+"""Subresources other than status: scale, pod log/binding/eviction and namespace
+finalization (tokens and the review APIs are answered by `auth/`)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
@@ -14,7 +12,6 @@ from kubeforge.api.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
@@ -239,27 +236,6 @@ class Subresources:
         self.rest.delete(call, options)
         return _success()
 
-    def token(self, call: Call, body: Any) -> dict[str, Any]:
-        """Issue a TokenRequest for a service account."""
-        self.rest.get(call)  # 404 when the account does not exist
-        spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
-        seconds = int(spec.get("expirationSeconds") or 3600)
-        expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
-        return {
-            "kind": "TokenRequest",
-            "apiVersion": "authentication.k8s.io/v1",
-            "metadata": {
-                "name": call.name,
-                "namespace": call.namespace,
-                "creationTimestamp": now_rfc3339(),
-            },
-            "spec": {**spec, "expirationSeconds": seconds},
-            "status": {
-                "token": secrets.token_urlsafe(32),
-                "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            },
-        }
-
     def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """PUT namespaces/<n>/finalize: replace spec.finalizers (the namespace controller's
         last step); the namespace goes once nothing holds it."""
@@ -273,41 +249,6 @@ class Subresources:
         if not finalizers:
             del obj["spec"]["finalizers"]
         return self.rest.write_update(call, obj, old, track_fields=False)
-
-    # reviews ----------------------------------------------------------------------------
-
-    def review(self, call: Call, body: Any, user: str) -> dict[str, Any]:
-        """Answer an access or identity review: this server allows everything it serves."""
-        if not isinstance(body, dict):
-            raise StatusError.bad_request("the request body must be a review object")
-        rt = call.rt
-        result = dict(body)
-        result["kind"] = rt.kind
-        result["apiVersion"] = rt.api_version
-        meta = dict(result.get("metadata") or {})
-        meta["creationTimestamp"] = None
-        result["metadata"] = meta
-        if rt.kind in (
-            "SelfSubjectAccessReview",
-            "SubjectAccessReview",
-            "LocalSubjectAccessReview",
-        ):
-            result["status"] = {"allowed": True, "reason": "the kubeforge API server allows all"}
-        elif rt.kind == "SelfSubjectRulesReview":
-            result["status"] = {
-                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": False,
-            }
-        elif rt.kind == "SelfSubjectReview":
-            result["status"] = {"userInfo": _user_info(user)}
-        elif rt.kind == "TokenReview":
-            result["status"] = {"authenticated": True, "user": _user_info(user)}
-        return result
-
-
-def _user_info(user: str) -> dict[str, Any]:
-    return {"username": user, "groups": ["system:masters", "system:authenticated"]}
 
 
 def _success() -> dict[str, Any]:

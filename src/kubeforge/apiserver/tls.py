@@ -14,20 +14,31 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-__all__ = ["ServingCertificates", "generate_certificates", "load_or_generate"]
+__all__ = [
+    "ServingCertificates",
+    "client_certificate",
+    "generate_certificates",
+    "load_or_generate",
+]
 
 
 @dataclass(frozen=True)
 class ServingCertificates:
-    """PEM-encoded CA certificate, serving certificate and its private key."""
+    """PEM-encoded CA certificate, serving certificate and its private key, and the CA's
+    key (which signs client certificates)."""
 
     ca_pem: bytes
     cert_pem: bytes
     key_pem: bytes
+    ca_key_pem: bytes = b""
 
     def server_context(self) -> ssl.SSLContext:
-        """An SSL context that serves the certificate (loaded through a private temp dir)."""
+        """An SSL context that serves the certificate (loaded through a private temp dir) and
+        asks clients for a certificate signed by the CA, without requiring one: a client
+        certificate authenticates its user, as kube-apiserver's --client-ca-file does."""
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_verify_locations(cadata=self.ca_pem.decode())
+        ctx.verify_mode = ssl.CERT_OPTIONAL
         with tempfile.TemporaryDirectory() as tmp:
             cert = Path(tmp, "tls.crt")
             key = Path(tmp, "tls.key")
@@ -113,24 +124,64 @@ def generate_certificates(
     return ServingCertificates(
         ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
         cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
+        key_pem=_key_pem(key),
+        ca_key_pem=_key_pem(ca_key),
     )
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def client_certificate(
+    certs: ServingCertificates, user: str, groups: tuple[str, ...] = (), days: int = 365
+) -> tuple[bytes, bytes]:
+    """A client certificate for `user` (CN) in `groups` (one O each), signed by the CA:
+    (certificate PEM, key PEM)."""
+    if not certs.ca_key_pem:
+        raise ValueError("the CA's private key is not available to sign client certificates")
+    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("unexpected CA key type")
+    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
+    now = dt.datetime.now(dt.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attributes))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 def load_or_generate(directory: Path, hosts: tuple[str, ...]) -> ServingCertificates:
     """Certificates kept in `directory` (created there on first use), so a server restarted on
     the same state keeps the credentials its kubeconfig names."""
-    files = [directory / name for name in ("ca.crt", "tls.crt", "tls.key")]
+    files = [directory / name for name in ("ca.crt", "tls.crt", "tls.key", "ca.key")]
     if all(f.exists() for f in files):
-        ca, cert, key = (f.read_bytes() for f in files)
-        return ServingCertificates(ca, cert, key)
+        ca, cert, key, ca_key = (f.read_bytes() for f in files)
+        return ServingCertificates(ca, cert, key, ca_key)
     certs = generate_certificates(hosts)
     directory.mkdir(parents=True, exist_ok=True)
-    for f, data in zip(files, (certs.ca_pem, certs.cert_pem, certs.key_pem), strict=True):
+    contents = (certs.ca_pem, certs.cert_pem, certs.key_pem, certs.ca_key_pem)
+    for f, data in zip(files, contents, strict=True):
         f.write_bytes(data)
     files[2].chmod(0o600)
+    files[3].chmod(0o600)
     return certs

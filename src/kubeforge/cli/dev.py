@@ -1,4 +1,5 @@
-"""`kubeforge dev`: run a development cluster in the foreground."""
+"""`kubeforge dev`: run a development cluster in the foreground; `kubeforge dev kubeconfig`
+mints a kubeconfig for any user and groups of that cluster."""
 
 from __future__ import annotations
 
@@ -8,18 +9,34 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 
 from kubeforge.cli.project import fail
 from kubeforge.cluster.options import ClusterOptions
 
-__all__ = ["dev"]
+__all__ = ["app", "dev", "kubeconfig"]
+
+app = typer.Typer(
+    invoke_without_command=True,
+    help="Run a development cluster: API server, built-in controllers and simulated nodes.",
+)
+
+DEFAULT_KUBECONFIG = Path(".kubeforge/kubeconfig")
 
 
+def _credentials_dir(kubeconfig: Path, data_dir: Path | None) -> Path:
+    """Where the cluster keeps its CA and keys: in the data directory, or else next to the
+    kubeconfig it writes."""
+    return data_dir / "credentials" if data_dir is not None else kubeconfig.parent / "credentials"
+
+
+@app.callback()
 def dev(
+    ctx: typer.Context,
     port: Annotated[int, typer.Option(help="Port of the API server.")] = 6443,
     kubeconfig: Annotated[
         Path, typer.Option(help="Where to write the kubeconfig (context kubeforge-dev).")
-    ] = Path(".kubeforge/kubeconfig"),
+    ] = DEFAULT_KUBECONFIG,
     data_dir: Annotated[
         Path | None,
         typer.Option(help="Keep the cluster's state here (SQLite); in memory when unset."),
@@ -36,6 +53,8 @@ def dev(
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
 ) -> None:
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
+    if ctx.invoked_subcommand is not None:
+        return
     from kubeforge.apiserver.persistence import DataDirInUse
 
     options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
@@ -45,13 +64,65 @@ def dev(
         raise fail(f"{exc}; stop it first, or choose another --data-dir") from None
 
 
+@app.command("kubeconfig")
+def kubeconfig(
+    user: Annotated[str, typer.Option(help="The user name (the certificate's CN).")],
+    group: Annotated[
+        list[str] | None,
+        typer.Option(help="A group of the user (the certificate's O); repeatable."),
+    ] = None,
+    cluster_kubeconfig: Annotated[
+        Path,
+        typer.Option("--kubeconfig", help="The kubeconfig `kubeforge dev` wrote."),
+    ] = DEFAULT_KUBECONFIG,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="The --data-dir the cluster runs with, if any.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(help="Where to write it (default: next to --kubeconfig, kubeconfig-<user>)."),
+    ] = None,
+) -> None:
+    """Write a kubeconfig for USER in GROUPs: a client certificate signed by the development
+    cluster's CA, so kubectl and operators can be tried as other users under RBAC."""
+    from kubeforge.apiserver.kubeconfig import write_kubeconfig
+    from kubeforge.apiserver.tls import ServingCertificates, client_certificate
+    from kubeforge.cluster.devcluster import CONTEXT
+
+    credentials = _credentials_dir(cluster_kubeconfig, data_dir)
+    files = [credentials / name for name in ("ca.crt", "tls.crt", "tls.key", "ca.key")]
+    if not all(f.exists() for f in files):
+        raise fail(
+            f"no cluster credentials in {credentials}: start `kubeforge dev` first (with the "
+            "same --kubeconfig or --data-dir)"
+        )
+    try:
+        doc = yaml.safe_load(cluster_kubeconfig.read_text(encoding="utf-8"))
+        server = str(doc["clusters"][0]["cluster"]["server"])
+    except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
+        raise fail(f"cannot read the cluster's kubeconfig {cluster_kubeconfig}: {exc}") from None
+    certs = ServingCertificates(*(f.read_bytes() for f in files))
+    groups = tuple(group or ())
+    cert = client_certificate(certs, user, groups)
+    target = output or cluster_kubeconfig.with_name(f"kubeconfig-{user}")
+    write_kubeconfig(target, server, certs.ca_pem, None, CONTEXT, cert)
+    typer.echo(f"kubeconfig for user {user!r} (groups {list(groups)}) written to {target}")
+    typer.echo(f"  kubectl --kubeconfig {target} auth whoami")
+
+
 async def _run(
     options: ClusterOptions, port: int, kubeconfig: Path, data_dir: Path | None, bind: str
 ) -> None:
     from kubeforge.apiserver.server import tune_gc
     from kubeforge.cluster.devcluster import CONTEXT, DevCluster
 
-    cluster = DevCluster(options, host=bind, port=port, data_dir=data_dir)
+    cluster = DevCluster(
+        options,
+        host=bind,
+        port=port,
+        data_dir=data_dir,
+        credentials_dir=_credentials_dir(kubeconfig, data_dir),
+    )
     await cluster.start()
     tune_gc()
     path = cluster.write_kubeconfig(kubeconfig)
@@ -66,6 +137,7 @@ async def _run(
     typer.echo(f"  export KUBECONFIG={path.resolve()}")
     typer.echo("  kubectl get nodes")
     typer.echo("  kubectl create deployment web --image=nginx --replicas=3")
+    typer.echo("  kubeforge dev kubeconfig --user alice --group team-a   # another user")
     typer.echo("Ctrl-C stops the cluster.")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

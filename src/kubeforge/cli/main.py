@@ -6,7 +6,7 @@ import typer
 
 from kubeforge.cli.apiserver import apiserver
 from kubeforge.cli.demo import demo
-from kubeforge.cli.dev import dev
+from kubeforge.cli.dev import app as dev_app
 from kubeforge.cli.install import install, uninstall
 from kubeforge.cli.manifests import manifests
 from kubeforge.cli.run import run
@@ -19,7 +19,7 @@ app = typer.Typer(
 )
 app.command("apiserver")(apiserver)
 app.command("demo")(demo)
-app.command("dev")(dev)
+app.add_typer(dev_app, name="dev")
 app.command("manifests")(manifests)
 app.command("install")(install)
 app.command("uninstall")(uninstall)

@@ -4,6 +4,11 @@ Like kubebuilder's `make run` (`go run ./cmd/main.go`): a Manager is built from 
 kubeconfig, the project's `setup(manager)` registers its controllers, and the manager runs
 until SIGTERM or SIGINT (exit 0). Losing leadership or caches that never sync end it with
 status 1.
+
+With `--as-service-account` the project's `config/rbac` is installed first (with the
+kubeconfig's credentials) and the controllers run with tokens of its ServiceAccount, so a
+permission their `@rbac` rules lack is refused here, before deploy; each refusal is logged
+with the rule that would allow it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import typer
 
 from kubeforge.cli.install import ContextOption, KubeconfigOption, cluster_config
 from kubeforge.cli.project import Project, ProjectError, fail, open_project
+from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime.leaderelection import LeadershipLost
@@ -43,6 +49,14 @@ def run(
     metrics_bind_address: Annotated[
         str, typer.Option(help="Where /metrics is served, e.g. :8080; 0 turns it off.")
     ] = "0",
+    metrics_secure: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-secure",
+            help="Serve /metrics over HTTPS to callers the API server authenticates and "
+            "authorizes (TokenReview and SubjectAccessReview).",
+        ),
+    ] = False,
     health_probe_bind_address: Annotated[
         str, typer.Option(help="Where /healthz and /readyz are served; 0 turns them off.")
     ] = ":8081",
@@ -54,6 +68,14 @@ def run(
         str | None,
         typer.Option(help="The Lease's name (default: <project>-leader-election)."),
     ] = None,
+    as_service_account: Annotated[
+        bool,
+        typer.Option(
+            "--as-service-account",
+            help="Install config/rbac and run as its ServiceAccount, with only the "
+            "permissions the project's @rbac rules grant.",
+        ),
+    ] = False,
 ) -> None:
     """Run the project's controllers until SIGTERM or SIGINT."""
     project = open_project(directory)
@@ -69,9 +91,11 @@ def run(
                 project,
                 config,
                 metrics_bind_address=metrics_bind_address,
+                metrics_secure=metrics_secure,
                 health_probe_bind_address=health_probe_bind_address,
                 leader_election=leader_elect,
                 leader_election_id=leader_election_id or f"{project.name}-leader-election",
+                as_service_account=as_service_account,
             )
         )
     except ProjectError as exc:
@@ -103,6 +127,49 @@ async def _run(
     config: ClusterConfig,
     *,
     metrics_bind_address: str,
+    metrics_secure: bool,
+    health_probe_bind_address: str,
+    leader_election: bool,
+    leader_election_id: str,
+    as_service_account: bool = False,
+) -> None:
+    if not as_service_account:
+        await _run_manager(
+            project,
+            config,
+            metrics_bind_address=metrics_bind_address,
+            metrics_secure=metrics_secure,
+            health_probe_bind_address=health_probe_bind_address,
+            leader_election=leader_election,
+            leader_election_id=leader_election_id,
+        )
+        return
+    from kubeforge.runtime.serviceaccount import as_service_account as account_config
+    from kubeforge.runtime.serviceaccount import install_rbac
+
+    async with Client(config, field_manager="kubeforge") as admin:
+        try:
+            account = await install_rbac(admin, project.root / "config" / "rbac")
+        except (OSError, ValueError) as exc:
+            raise ProjectError(f"cannot install config/rbac: {exc}") from None
+        log.info("installed config/rbac; running as service account %s", account)
+        await _run_manager(
+            project,
+            account_config(admin, config, account),
+            metrics_bind_address=metrics_bind_address,
+            metrics_secure=metrics_secure,
+            health_probe_bind_address=health_probe_bind_address,
+            leader_election=leader_election,
+            leader_election_id=leader_election_id,
+        )
+
+
+async def _run_manager(
+    project: Project,
+    config: ClusterConfig,
+    *,
+    metrics_bind_address: str,
+    metrics_secure: bool,
     health_probe_bind_address: str,
     leader_election: bool,
     leader_election_id: str,
@@ -110,6 +177,7 @@ async def _run(
     manager = Manager(
         config,
         metrics_bind_address=metrics_bind_address,
+        secure_metrics=metrics_secure,
         health_probe_bind_address=health_probe_bind_address,
         leader_election=leader_election,
         leader_election_id=leader_election_id,

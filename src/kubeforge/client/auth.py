@@ -25,6 +25,7 @@ __all__ = [
     "ExecCredential",
     "ExecPlugin",
     "ExecProvider",
+    "ServiceAccountToken",
     "StaticToken",
     "TokenFile",
 ]
@@ -335,3 +336,53 @@ def _timestamp(value: Any) -> datetime | None:
     if stamp.tzinfo is None:
         raise CredentialError(f"exec plugin expirationTimestamp {value!r} has no time zone")
     return stamp
+
+
+class ServiceAccountToken:
+    """Tokens of a ServiceAccount from TokenRequest, asked for again before they expire.
+
+    `request(namespace, name, body)` posts the TokenRequest (for instance a client's
+    `create_subresource("v1/ServiceAccount", name, "token", body, namespace=...)` with
+    credentials allowed to create tokens); a new token is fetched when four fifths of the
+    last one's lifetime have passed, or after a 401.
+    """
+
+    def __init__(
+        self,
+        request: Callable[[str, str, dict[str, Any]], Any],
+        namespace: str,
+        name: str,
+        *,
+        seconds: int = 3600,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.request = request
+        self.namespace = namespace
+        self.name = name
+        self.seconds = seconds
+        self._clock = clock
+        self._token: str | None = None
+        self._renew_at = 0.0
+
+    async def token(self) -> str | None:
+        """A valid token of the account."""
+        if self._token is None or self._clock() >= self._renew_at:
+            body = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": self.seconds},
+            }
+            reply = await self.request(self.namespace, self.name, body)
+            token = str(((reply or {}).get("status") or {}).get("token") or "")
+            if not token:
+                raise CredentialError(f"no token for service account {self.namespace}/{self.name}")
+            self._token = token
+            self._renew_at = self._clock() + self.seconds * 0.8
+        return self._token
+
+    def invalidate(self) -> None:
+        """Ask for a new token on the next call."""
+        self._token = None
+
+    def __repr__(self) -> str:
+        return f"ServiceAccountToken({self.namespace}/{self.name})"

@@ -24,6 +24,7 @@ from multidict import CIMultiDictProxy
 from kubeforge import __version__
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import error_from_status
+from kubeforge.client.refusals import report_refusal
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 
@@ -181,7 +182,10 @@ class Transport:
                 attempt += 1
                 await self._wait(method, status, retry_after or _backoff(attempt))
                 continue
-            raise error_from_status(status, _status_of(data))
+            status_body = _status_of(data)
+            if status == 403:
+                report_refusal(method, path, params, status_body)
+            raise error_from_status(status, status_body)
 
     @asynccontextmanager
     async def stream(
@@ -213,7 +217,10 @@ class Transport:
                 data = await resp.read()
                 if resp.status == 401 and self.config.credentials is not None:
                     self.config.credentials.invalidate()
-                raise error_from_status(resp.status, _status_of(data))
+                status_body = _status_of(data)
+                if resp.status == 403:
+                    report_refusal(method, path, params, status_body)
+                raise error_from_status(resp.status, status_body)
             yield resp
 
     def _observe(self, method: str, code: int | str, started: float) -> None:

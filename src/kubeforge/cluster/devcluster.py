@@ -25,12 +25,15 @@ from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.cluster.controllers import (
+    clusterroles,
     deployment,
     endpoints,
     job,
     replicaset,
+    rootca,
     scheduler,
     serviceaccount,
+    tokens,
 )
 from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.options import ClusterOptions
@@ -65,6 +68,7 @@ class DevCluster:
         port: int = 0,
         data_dir: str | Path | None = None,
         kubernetes_version: str = "1.33.0",
+        credentials_dir: str | Path | None = None,
     ) -> None:
         self.options = options or ClusterOptions()
         self.logs = PodLogs()
@@ -76,7 +80,17 @@ class DevCluster:
             backend=self.backend,
             garbage_collection=True,
             service_cidr=self.options.service_cidr,
-            credentials_dir=Path(data_dir) / "credentials" if data_dir is not None else None,
+            credentials_dir=(
+                Path(data_dir) / "credentials"
+                if data_dir is not None
+                else Path(credentials_dir)
+                if credentials_dir is not None
+                else None
+            ),
+            service_account_admission=True,
+            # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
+            # the probes and /version, nothing else.
+            anonymous_paths=None,
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None
@@ -105,6 +119,10 @@ class DevCluster:
         """Write a kubeconfig (context `kubeforge-dev`, mode 0600)."""
         return self.server.write_kubeconfig(path, context=CONTEXT)
 
+    def user_kubeconfig_dict(self, user: str, groups: tuple[str, ...] = ()) -> dict[str, Any]:
+        """A kubeconfig for another user (a client certificate for `user` in `groups`)."""
+        return self.server.user_kubeconfig_dict(user, groups, context=CONTEXT)
+
     async def start(self) -> None:
         """Start the server, then the controllers and nodes; returns once they run."""
         await self.server.start()
@@ -115,6 +133,10 @@ class DevCluster:
         )
         for setup in CONTROLLERS:
             setup(manager, self.options)
+        # The controllers that need the cluster's keys, as kube-controller-manager has them.
+        rootca.setup(manager, self.server.ca_pem)
+        tokens.setup(manager, self.server.auth.issuer, self.server.ca_pem)
+        clusterroles.setup(manager)
         self.manager = manager
         self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
         for i in range(self.options.nodes):

@@ -240,6 +240,8 @@ class _PodWorker:
         self.transitions: dict[str, tuple[str, str]] = {}
         self.closed = False
         self.done = False
+        # Projected volumes' files as the kubelet would write them: volume -> path -> bytes.
+        self.volumes: dict[str, dict[str, bytes]] = {}
         self._lock = asyncio.Lock()
         self._sent: bytes | None = None
         self._task: asyncio.Task[None] | None = None
@@ -362,6 +364,7 @@ class _PodWorker:
                 self.pod_ip = self.node._allocate_ip(self.uid)
         await self._publish()
         await asyncio.sleep(self.start_delay)
+        await self._mount_or_wait()
         self.sandbox_ready = True
         if not await self._initialize():
             self.phase = "Failed"
@@ -375,6 +378,74 @@ class _PodWorker:
         await self._stop_slots(sidecars, 0.0)
         self.phase = self._phase()
         await self._publish()
+
+    async def _mount_or_wait(self) -> None:
+        """Fill the projected volumes, trying again while what they need is missing (the
+        namespace's kube-root-ca.crt, say), as the kubelet retries a pod's mounts."""
+        delay = 0.1
+        while True:
+            try:
+                self.volumes = await self._projected_volumes()
+                return
+            except (_ConfigError, ApiError) as exc:
+                log.debug("pod %s/%s: volumes not ready: %s", self.namespace, self.name, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def _projected_volumes(self) -> dict[str, dict[str, bytes]]:
+        """A token bound to this pod from TokenRequest, ConfigMap items and downward API
+        fields, for each projected volume (the service account's kube-api-access-*)."""
+        client = self.node.client
+        meta = self.pod["metadata"]
+        volumes: dict[str, dict[str, bytes]] = {}
+        for volume in self.spec.get("volumes") or []:
+            projected = volume.get("projected") if isinstance(volume, dict) else None
+            if not isinstance(projected, dict):
+                continue
+            files: dict[str, bytes] = {}
+            for source in projected.get("sources") or []:
+                token_source = source.get("serviceAccountToken")
+                if isinstance(token_source, dict):
+                    spec: dict[str, Any] = {
+                        "expirationSeconds": int(token_source.get("expirationSeconds") or 3600),
+                        "boundObjectRef": {
+                            "kind": "Pod",
+                            "apiVersion": "v1",
+                            "name": self.name,
+                            "uid": self.uid,
+                        },
+                    }
+                    if token_source.get("audience"):
+                        spec["audiences"] = [token_source["audience"]]
+                    account = str(self.spec.get("serviceAccountName") or "default")
+                    reply = await client.create_subresource(
+                        "v1/ServiceAccount",
+                        account,
+                        "token",
+                        {
+                            "apiVersion": "authentication.k8s.io/v1",
+                            "kind": "TokenRequest",
+                            "spec": spec,
+                        },
+                        namespace=self.namespace,
+                    )
+                    path = str(token_source.get("path") or "token")
+                    files[path] = str((reply.get("status") or {}).get("token") or "").encode()
+                config_map = source.get("configMap")
+                if isinstance(config_map, dict):
+                    data = await self._data(client, "ConfigMap", config_map) or {}
+                    items = config_map.get("items") or [{"key": k, "path": k} for k in data]
+                    for item in items:
+                        if item.get("key") in data:
+                            files[str(item.get("path"))] = data[item["key"]].encode()
+                downward = source.get("downwardAPI")
+                if isinstance(downward, dict):
+                    for item in downward.get("items") or []:
+                        ref = item.get("fieldRef") or {}
+                        value = self._field(str(ref.get("fieldPath") or ""), meta)
+                        files[str(item.get("path"))] = value.encode()
+            volumes[str(volume.get("name"))] = files
+        return volumes
 
     async def _initialize(self) -> bool:
         """Run init containers in order; False when one failed and will not be retried."""
@@ -945,6 +1016,13 @@ class SimulatedNode:
             worker.start()
         elif not worker.done:
             worker.observe(pod)
+
+    def volume_files(self, namespace: str, name: str) -> dict[str, dict[str, bytes]]:
+        """The projected volumes of a pod running here: volume -> file path -> content."""
+        for worker in self._workers.values():
+            if worker.namespace == namespace and worker.name == name:
+                return worker.volumes
+        return {}
 
     def _on_delete(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]

@@ -77,6 +77,8 @@ class Manager:
         default_transform: Transform | None = strip_managed_fields,
         sync_period: float | None = DEFAULT_RESYNC,
         metrics_bind_address: str | None = None,
+        secure_metrics: bool = False,
+        metrics_cert_dir: str | None = None,
         health_probe_bind_address: str | None = None,
         leader_election: bool = False,
         leader_election_id: str | None = None,
@@ -114,6 +116,9 @@ class Manager:
         self.controller_defaults = controller_defaults or ControllerOptions()
         self.controllers: dict[str, Controller] = {}
         self.metrics_address = _parse_address(metrics_bind_address)
+        # HTTPS with TokenReview + SubjectAccessReview (kubebuilder's --metrics-secure).
+        self.secure_metrics = secure_metrics
+        self.metrics_cert_dir = metrics_cert_dir
         self.probe_address = _parse_address(health_probe_bind_address)
         self.leader_election = leader_election
         self.leader_election_id = leader_election_id
@@ -238,12 +243,25 @@ class Manager:
         body, content_type = self.metrics.render()
         return web.Response(body=body, headers={"Content-Type": content_type})
 
-    async def _serve(self, name: str, address: tuple[str, int], routes: list[web.RouteDef]) -> None:
-        app = web.Application()
+    async def _serve(
+        self,
+        name: str,
+        address: tuple[str, int],
+        routes: list[web.RouteDef],
+        secure: bool = False,
+    ) -> None:
+        ssl_context = None
+        middlewares = []
+        if secure:
+            from kubeforge.runtime.metricsauth import MetricsAuth, serving_context
+
+            ssl_context = serving_context(self.metrics_cert_dir, address[0])
+            middlewares.append(MetricsAuth(self.api_reader).middleware)
+        app = web.Application(middlewares=middlewares)
         app.add_routes(routes)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, address[0], address[1])
+        site = web.TCPSite(runner, address[0], address[1], ssl_context=ssl_context)
         await site.start()
         server = site._server
         assert server is not None
@@ -254,14 +272,18 @@ class Manager:
     async def _start_http(self) -> None:
         probes = [web.get("/healthz", self._probe), web.get("/readyz", self._probe)]
         metrics = [web.get("/metrics", self._metrics)]
-        if self.probe_address and self.probe_address == self.metrics_address:
+        if (
+            self.probe_address
+            and self.probe_address == self.metrics_address
+            and not self.secure_metrics
+        ):
             await self._serve("probes", self.probe_address, probes + metrics)
             self.bound["metrics"] = self.bound["probes"]
             return
         if self.probe_address:
             await self._serve("probes", self.probe_address, probes)
         if self.metrics_address:
-            await self._serve("metrics", self.metrics_address, metrics)
+            await self._serve("metrics", self.metrics_address, metrics, self.secure_metrics)
 
     async def _start_webhooks(self) -> None:
         server = self._webhook_server

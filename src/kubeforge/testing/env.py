@@ -148,17 +148,33 @@ class TestEnv:
                     f"CRDs not established within {CRD_TIMEOUT} s: {', '.join(names)}"
                 ) from None
 
+    async def service_account_config(self, rbac_dir: str | Path = "config/rbac") -> ClusterConfig:
+        """Install a project's config/rbac and return connection settings that authenticate
+        as its ServiceAccount (tokens from TokenRequest): a manager run with them has only
+        the permissions the project's roles grant."""
+        from kubeforge.runtime.serviceaccount import as_service_account, install_rbac
+
+        if self.config is None:
+            raise RuntimeError("the test environment is not started")
+        account = await install_rbac(self.client, Path(rbac_dir))
+        return as_service_account(self.client, self.config, account)
+
     @contextlib.asynccontextmanager
     async def run_manager(
-        self, setup: Callable[[Manager], Any] | None = None, **options: Any
+        self,
+        setup: Callable[[Manager], Any] | None = None,
+        *,
+        config: ClusterConfig | None = None,
+        **options: Any,
     ) -> AsyncIterator[Manager]:
         """A Manager for this environment with the controllers `setup(manager)` registers
         (a sync or async function, as a project's main.setup), started and running while
-        the block runs and stopped after it. `options` go to Manager(); a manager that dies
-        fails the block with its error."""
+        the block runs and stopped after it. `config` replaces the environment's admin
+        settings (see service_account_config); `options` go to Manager(); a manager that
+        dies fails the block with its error."""
         if self.config is None:
             raise RuntimeError("the test environment is not started")
-        manager = Manager(self.config, **options)
+        manager = Manager(config or self.config, **options)
         try:
             if setup is not None:
                 pending = setup(manager)

@@ -8,6 +8,9 @@ installed. ini options (relative paths are from the rootdir):
 - `kubeforge_setup`: `module:function` registering the project's controllers (default
   `main:setup`), used by the `manager` fixture.
 - `kubeforge_kubectl_version`: prefer `kubectl.<version>` when installed (e.g. `1.33`).
+- `kubeforge_as_service_account`: run the `manager` fixture's controllers as the project's
+  ServiceAccount, with `config/rbac` installed (default false). A request the project's
+  `@rbac` rules do not allow is then refused, and the test fails naming the missing rule.
 
 Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run the same tests against the current kubeconfig's
 cluster instead of a development cluster started per test.
@@ -16,6 +19,7 @@ cluster instead of a development cluster started per test.
 from __future__ import annotations
 
 import importlib
+import logging
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -37,6 +41,7 @@ __all__ = [
     "manager",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_runtest_makereport",
     "testenv",
 ]
 
@@ -69,6 +74,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "kubeforge_kubectl_version",
         "run kubectl.<version> when it is installed (otherwise kubectl)",
         default="",
+    )
+    parser.addini(
+        "kubeforge_as_service_account",
+        "run the manager fixture as the project's ServiceAccount (config/rbac installed)",
+        type="bool",
+        default=False,
     )
 
 
@@ -145,13 +156,63 @@ def kubeforge_setup(request: pytest.FixtureRequest) -> Callable[[Manager], Any]:
     return _load_setup(_root(request.config), str(request.config.getini("kubeforge_setup")))
 
 
+class _Refusals(logging.Handler):
+    """Collects what the `kubeforge.rbac` logger reports: requests RBAC refused."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.found: list[tuple[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        rule = getattr(record, "rbac_rule", None)
+        if rule is not None:
+            entry = (str(getattr(record, "rbac_request", "")), str(rule))
+            if entry not in self.found:
+                self.found.append(entry)
+
+    def summary(self) -> str:
+        lines = [f"  {request}\n    needs {rule}" for request, rule in self.found]
+        return (
+            "the manager's service account was refused (add the rule to the reconciler and "
+            "run `kubeforge manifests`):\n" + "\n".join(lines)
+        )
+
+
+_REFUSALS = pytest.StashKey[_Refusals]()
+
+
 @_async_fixture
 async def manager(
-    kubeforge_setup: Callable[[Manager], Any], testenv: TestEnv
+    kubeforge_setup: Callable[[Manager], Any], testenv: TestEnv, request: pytest.FixtureRequest
 ) -> AsyncIterator[Manager]:
-    """The project's controllers (kubeforge_setup), running against `testenv`."""
-    async with testenv.run_manager(kubeforge_setup) as running:
-        yield running
+    """The project's controllers (kubeforge_setup), running against `testenv` (as the
+    project's ServiceAccount when `kubeforge_as_service_account` is set)."""
+    if not request.config.getini("kubeforge_as_service_account"):
+        async with testenv.run_manager(kubeforge_setup) as running:
+            yield running
+        return
+    config = await testenv.service_account_config(_root(request.config) / "config" / "rbac")
+    refusals = _Refusals()
+    request.node.stash[_REFUSALS] = refusals
+    logger = logging.getLogger("kubeforge.rbac")
+    logger.addHandler(refusals)
+    try:
+        async with testenv.run_manager(kubeforge_setup, config=config) as running:
+            yield running
+    finally:
+        logger.removeHandler(refusals)
+    if refusals.found:
+        pytest.fail(refusals.summary(), pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failing test whose manager was refused says which RBAC rules were missing."""
+    outcome = yield
+    report = outcome.get_result()
+    refusals = item.stash.get(_REFUSALS, None)
+    if report.failed and refusals is not None and refusals.found:
+        report.sections.append(("kubeforge RBAC refusals", refusals.summary()))
 
 
 @pytest.fixture

@@ -1,0 +1,136 @@
+"""Authentication and authorization for the embedded API server.
+
+`Auth` ties the parts together the way kube-apiserver's filters do: authenticate (client
+certificate, bearer token, anonymous), apply impersonation, then authorize the request
+(system:masters first, then RBAC). It also answers the review APIs and TokenRequest, and
+checks RBAC writes for escalation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubeforge.apiserver.auth.attributes import Attributes
+from kubeforge.apiserver.auth.authenticator import Authenticator
+from kubeforge.apiserver.auth.escalation import EscalationCheck
+from kubeforge.apiserver.auth.forbidden import forbidden
+from kubeforge.apiserver.auth.impersonation import impersonated, wants_impersonation
+from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
+from kubeforge.apiserver.auth.reviews import Reviews
+from kubeforge.apiserver.auth.serviceaccounts import PodAdmission, token_request
+from kubeforge.apiserver.auth.tokens import TokenIssuer
+from kubeforge.apiserver.auth.user import ADMIN, ANONYMOUS, UserInfo
+from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.requestinfo import RequestInfo
+from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.store import StoredObject
+
+__all__ = ["ADMIN", "ANONYMOUS", "Attributes", "Auth", "TokenIssuer", "UserInfo"]
+
+
+class Auth:
+    """Who a request is from and whether they may make it."""
+
+    def __init__(
+        self,
+        rest: Rest,
+        admin_token: str,
+        issuer: TokenIssuer,
+        anonymous_paths: frozenset[str] | None = None,
+    ) -> None:
+        self.store = rest.store
+        self.issuer = issuer
+        self.authenticator = Authenticator(admin_token, issuer, rest.store, anonymous_paths)
+        self.rbac = RBACAuthorizer(rest.store)
+        self.reviews = Reviews(self.authenticator, self.rbac, self.decide)
+        self.pods = PodAdmission(rest.store)
+        rest.observers.append(self._observe)
+        rest.admitters.append(EscalationCheck(self.rbac, self.decide))
+
+    def _observe(
+        self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
+    ) -> None:
+        if rt.group == RBAC_GROUP:
+            self.rbac.observe(rt.group_resource, event, new)
+
+    # the request path -------------------------------------------------------------------
+
+    def authenticate(
+        self, headers: Mapping[str, str], certificate: bytes | None, path: str
+    ) -> UserInfo:
+        """The requester (after impersonation); 401 for a rejected credential, or for none
+        on a path closed to anonymous requests."""
+        user = self.authenticator.authenticate(headers.get("Authorization"), certificate, path, [])
+        if user is None:
+            raise StatusError.unauthorized()
+        if wants_impersonation(headers):
+            user = impersonated(user, headers, self.decide)
+        return user
+
+    def decide(self, attrs: Attributes) -> tuple[bool, str]:
+        """Allowed or not, and the reason (the union of system:masters and RBAC)."""
+        if attrs.user.privileged:
+            return True, ""
+        decision = self.rbac.authorize(attrs)
+        if decision.allowed:
+            return True, decision.reason
+        if not decision.errors:
+            return False, ""
+        errors = decision.errors
+        text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        return False, f"RBAC: {text}"
+
+    def authorize(
+        self,
+        user: UserInfo,
+        method: str,
+        path: str,
+        info: RequestInfo | None,
+        query: Mapping[str, str],
+    ) -> None:
+        """Raise Forbidden unless `user` may make this request."""
+        if user.privileged:
+            return
+        if info is None:
+            attrs = Attributes(user, method.lower(), False, path=path)
+        else:
+            attrs = resource_attributes(user, info, query)
+        allowed, reason = self.decide(attrs)
+        if not allowed:
+            raise forbidden(attrs, reason)
+
+    # handlers ---------------------------------------------------------------------------
+
+    def review(self, call: Call, body: Any) -> dict[str, Any]:
+        return self.reviews.answer(call, body)
+
+    def token_request(self, call: Call, body: Any) -> dict[str, Any]:
+        return token_request(call, body, self.store, self.issuer)
+
+
+def resource_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:
+    """A resource request's attributes, as the apiserver's RequestInfo resolves them: a
+    namespace object is in its own namespace; a list or watch selecting one name by
+    `metadata.name` addresses that name."""
+    name = info.name or ""
+    namespace = info.namespace or ""
+    if info.resource == "namespaces" and info.namespace is None and name:
+        namespace = name
+    if not name and info.verb in ("list", "watch"):
+        selector = query.get("fieldSelector") or ""
+        if selector.startswith("metadata.name=") and "," not in selector:
+            name = selector[len("metadata.name=") :]
+    return Attributes(
+        user,
+        info.verb,
+        True,
+        info.group,
+        info.version,
+        info.resource,
+        info.subresource or "",
+        namespace,
+        name,
+    )
