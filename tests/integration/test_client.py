@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -75,12 +76,16 @@ async def test_crud_with_dicts_and_errors(api: Client) -> None:
     assert (await api.get(CM, "a"))["data"] == {"k": "v"}
     with pytest.raises(AlreadyExists):
         await api.create(cm("a"))
+    stale = copy.deepcopy(created)
     created["data"] = {"k": "w"}
     updated = await api.update(created)
-    assert updated["data"] == {"k": "w"}
+    # The object given is the object as stored now, in place (decision 0018).
+    assert updated is created and updated["data"] == {"k": "w"}
+    assert created["metadata"]["resourceVersion"] != stale["metadata"]["resourceVersion"]
     with pytest.raises(Conflict) as conflict:
-        await api.update(created)  # stale resourceVersion
+        await api.update(stale)  # stale resourceVersion
     assert conflict.value.code == 409 and conflict.value.reason == "Conflict"
+    assert str(conflict.value).startswith("update ConfigMap default/a: 409 Conflict: ")
     with pytest.raises(Invalid) as invalid:
         await api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad!"}})
     assert invalid.value.causes[0]["field"] == "metadata.name"

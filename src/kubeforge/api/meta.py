@@ -19,6 +19,7 @@ __all__ = [
     "NamespacedName",
     "ObjectMeta",
     "OwnerReference",
+    "PartialObjectMetadata",
     "PrinterColumn",
     "ResourceInfo",
     "Scale",
@@ -180,6 +181,15 @@ class ObjectMeta(Model):
     finalizers: list[str] | None = None
     owner_references: list[OwnerReference] | None = None
     managed_fields: list[dict[str, object]] | None = None
+
+
+class PartialObjectMetadata(Model):
+    """An object's apiVersion, kind and metadata only (metav1.PartialObjectMetadata): what
+    metadata-only reads and watches return, naming the object's own kind."""
+
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
 
 
 class Condition(Model):
