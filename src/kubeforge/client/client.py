@@ -146,6 +146,8 @@ def _metadata_only(item: dict[str, Any], resource: APIResource) -> dict[str, Any
 def adopt(obj: T, result: Any) -> T:
     """Make `obj` the server's answer `result` in place and return it; an object that cannot
     be changed in place (a frozen or unknown type) is left alone and `result` returned."""
+    if result is obj:
+        return obj
     if isinstance(obj, MutableMapping) and isinstance(result, Mapping):
         obj.clear()
         obj.update(result)

@@ -35,7 +35,7 @@ from typing import Any, Final, TypedDict
 
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime._access import json_form
-from kubeforge.runtime.handler import EventHandler
+from kubeforge.runtime.handler import EventHandler, handle_generic
 from kubeforge.runtime.informer import Informer
 from kubeforge.runtime.logs import ReconcileContext, reconciling
 from kubeforge.runtime.metrics import Metrics
@@ -285,7 +285,7 @@ class Controller:
         try:
             obj = item if isinstance(item, Mapping) else json_form(item)
             if all(p.generic(obj) for p in stream.predicates):
-                stream.handler.generic(obj, self.queue)
+                handle_generic(stream.handler, obj, self.queue)
         except Exception:
             log.exception("controller %s: a generic event could not be handled", self.name)
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kubeforge.api.meta import KubeObject
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import Writer
 from kubeforge.runtime._access import api_version_kind, get_meta
@@ -53,7 +54,7 @@ INSTANCE_LIMIT: Final = 128
 NAME_LIMIT: Final = 253
 
 
-def object_reference(obj: Any) -> dict[str, str]:
+def object_reference(obj: KubeObject) -> dict[str, str]:
     """An ObjectReference to `obj` (apiVersion, kind, namespace, name, uid, resourceVersion)."""
     api_version, kind = api_version_kind(obj)
     ref = {"apiVersion": api_version, "kind": kind}
@@ -128,13 +129,13 @@ class EventRecorder:
 
     async def event(
         self,
-        regarding: Any,
+        regarding: KubeObject,
         type: EventType,
         reason: str,
         note: str,
         *,
         action: str = "",
-        related: Any = None,
+        related: KubeObject | None = None,
     ) -> dict[str, Any]:
         """Record an event about `regarding`; returns the Event as stored (created or with
         its series updated). An empty action takes the reason, as the API requires one."""
@@ -149,13 +150,13 @@ class EventRecorder:
 
     def record(
         self,
-        regarding: Any,
+        regarding: KubeObject,
         type: EventType,
         reason: str,
         note: str,
         *,
         action: str = "",
-        related: Any = None,
+        related: KubeObject | None = None,
     ) -> None:
         """Like `event`, in the background: never blocks and never raises (failures are
         logged). Works from the event loop and from other threads alike."""

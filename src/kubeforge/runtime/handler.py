@@ -29,6 +29,7 @@ __all__ = [
     "EventHandler",
     "MapFunc",
     "Queue",
+    "handle_generic",
 ]
 
 log = logging.getLogger("kubeforge.handler")
@@ -49,7 +50,16 @@ class EventHandler(Protocol):
     def create(self, obj: Obj, queue: Queue, initial: bool) -> None: ...
     def update(self, old: Obj, new: Obj, queue: Queue) -> None: ...
     def delete(self, obj: Obj, queue: Queue) -> None: ...
-    def generic(self, obj: Obj, queue: Queue) -> None: ...
+
+
+def handle_generic(handler: EventHandler, obj: Obj, queue: Queue) -> None:
+    """A generic event through `handler`: its `generic(obj, queue)` when it has one, else as
+    the creation of `obj` (handlers written before generic events existed)."""
+    generic = getattr(handler, "generic", None)
+    if callable(generic):
+        generic(obj, queue)
+    else:
+        handler.create(obj, queue, False)
 
 
 def _request(obj: Obj) -> Request:
