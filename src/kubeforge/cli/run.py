@@ -66,8 +66,8 @@ def run(
         LogFormatChoice,
         typer.Option(
             help="text: one readable line per record; json: one JSON object per line "
-            "(time, level, logger, message, and the reconcile's controller, kind, "
-            "namespace, name and reconcile_id)."
+            "(time, level, logger, message, and the reconcile's controller, object_kind, "
+            "object_namespace, object_name and reconcile_id)."
         ),
     ] = LogFormatChoice.text,
 ) -> None:

@@ -342,7 +342,6 @@ class Controller:
                 "reconcile of %s timed out after %ss; waiting for its thread to return",
                 request,
                 timeout,
-                extra={"controller": self.name},
             )
             with contextlib.suppress(Exception):
                 await thread
@@ -362,24 +361,26 @@ class Controller:
             self._stats.timeout()
             self._stats.error()
             self._stats.reconciled("error", time.perf_counter() - started)
-            with reconciling(context):
-                log.error(
-                    "reconcile of %s timed out after %ss", request, self.options.reconcile_timeout
-                )
+            log.error(
+                "reconcile of %s timed out after %ss",
+                request,
+                self.options.reconcile_timeout,
+                extra=context.fields(),
+            )
             self.queue.add_rate_limited(request, priority)
             return
         except TerminalError as exc:
             self._stats.error(terminal=True)
             self._stats.reconciled("error", time.perf_counter() - started)
-            with reconciling(context):
-                log.error("reconcile of %s failed for good: %s", request, exc)
+            log.error("reconcile of %s failed for good: %s", request, exc, extra=context.fields())
             return
         except PANICS as exc:
             self._stats.panic()
             self._stats.error()
             self._stats.reconciled("error", time.perf_counter() - started)
-            with reconciling(context):
-                log.error("reconcile of %s panicked: %r", request, exc, exc_info=True)
+            log.error(
+                "reconcile of %s panicked: %r", request, exc, exc_info=True, extra=context.fields()
+            )
             if not self.options.recover_panic:
                 raise
             self.queue.add_rate_limited(request, priority)
@@ -387,13 +388,13 @@ class Controller:
         except Exception as exc:
             self._stats.error()
             self._stats.reconciled("error", time.perf_counter() - started)
-            with reconciling(context):
-                log.error(
-                    "reconcile of %s failed: %s",
-                    request,
-                    exc,
-                    exc_info=not isinstance(exc, ApiError),  # API errors are routine
-                )
+            log.error(
+                "reconcile of %s failed: %s",
+                request,
+                exc,
+                exc_info=not isinstance(exc, ApiError),  # API errors are routine
+                extra=context.fields(),
+            )
             self.queue.add_rate_limited(request, priority)
             return
         seconds = time.perf_counter() - started

@@ -212,6 +212,11 @@ class Informer:
         return max(versions, key=lambda v: _version({"metadata": {"resourceVersion": v}}) or 0)
 
     @property
+    def unconfirmed_writes(self) -> int:
+        """Objects stored from writes whose watch events have not arrived yet."""
+        return len(self._written)
+
+    @property
     def name(self) -> str:
         """A label for logs and metrics: the kind."""
         kind = self.kind

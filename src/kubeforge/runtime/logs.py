@@ -1,7 +1,9 @@
 """Logging during a reconcile: which controller, which object, which pass.
 
-The controller marks each reconcile with a context (controller, kind, namespace, name and a
-reconcile id, as controller-runtime's logger carries them). `reconcile_logger()` (and
+The controller marks each reconcile with a context (controller, the object's kind, namespace
+and name, and a reconcile id, as controller-runtime's logger carries them; on a record they
+are `controller`, `object_kind`, `object_namespace`, `object_name` and `reconcile_id`, as
+`name` already means the logger's name). `reconcile_logger()` (and
 `Reconciler.log`) add those fields to every record; with `configure_logging()` every record
 logged during a reconcile carries them, whichever logger wrote it (the context follows the
 reconcile into the tasks it starts and the thread a plain `def` reconciler runs in).
@@ -36,7 +38,7 @@ __all__ = [
 
 LogFormat = Literal["text", "json"]
 
-CONTEXT_FIELDS = ("controller", "kind", "namespace", "name", "reconcile_id")
+CONTEXT_FIELDS = ("controller", "object_kind", "object_namespace", "object_name", "reconcile_id")
 """The record attributes a reconcile's log records carry."""
 
 
@@ -57,11 +59,12 @@ class ReconcileContext:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
     def fields(self) -> dict[str, str]:
+        """The record attributes (CONTEXT_FIELDS) and their values."""
         return {
             "controller": self.controller,
-            "kind": self.kind,
-            "namespace": self.namespace,
-            "name": self.name,
+            "object_kind": self.kind,
+            "object_namespace": self.namespace,
+            "object_name": self.name,
             "reconcile_id": self.reconcile_id,
         }
 

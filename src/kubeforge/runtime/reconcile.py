@@ -80,7 +80,7 @@ class _Logging:
     @property
     def log(self) -> ReconcileLogger:
         """A logger (named after the reconciler's module) whose records carry the running
-        reconcile's controller, kind, namespace, name and reconcile id."""
+        reconcile's controller, object kind, namespace and name, and reconcile id."""
         return reconcile_logger(type(self).__module__)
 
 
