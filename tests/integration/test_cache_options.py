@@ -333,3 +333,21 @@ async def test_owns_metadata_only_caches_no_bodies(kubeconfig: Path, api: Client
     finally:
         manager.stop()
         await task
+
+
+async def test_metadata_reads_of_a_kind_cached_whole_start_no_other_watch(api: Client) -> None:
+    cache = Cache(api, namespaces=["default"])
+    cache.informer_for(CM)
+    cached = CachedClient(api, cache)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(10)
+        await api.create(cm("whole"))
+        listed = await cached.list_metadata(CM, field_selector="metadata.name=whole")
+        assert [m.metadata.name for m in listed] == ["whole"]
+        assert set(listed[0].to_dict()) == {"apiVersion", "kind", "metadata"}
+        one = await cached.get_metadata(CM, "whole", namespace="default")
+        assert one.metadata.name == "whole"
+        assert len(cache.informers()) == 1  # served by the whole objects' informer
+    finally:
+        await cache.stop()

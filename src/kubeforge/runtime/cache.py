@@ -272,6 +272,11 @@ class Cache:
 
     # reads ----------------------------------------------------------------------------------
 
+    def informer_serving(self, kind: KindLike, *, metadata_only: bool = False) -> Informer:
+        """The informer reads of `kind` are answered from (a metadata read may be served by
+        the whole objects' informer); NotCached when there is none. Creates nothing."""
+        return self._informer_or_raise(kind, metadata_only)
+
     def _informer_or_raise(self, kind: KindLike, metadata_only: bool) -> Informer:
         key = kind_key(kind)
         if metadata_only:

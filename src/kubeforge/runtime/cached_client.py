@@ -148,11 +148,15 @@ class CachedClient:
             items = read()
         except FieldSelectorUnverified as unverified:
             # Ask the server once whether it supports these fields for the kind: it answers
-            # a refused one with 400 and the message an uncached list would get.
+            # a refused one with 400 and the message an uncached list would get. Asked in a
+            # namespace the cache watches, which the operator may list even without
+            # cluster-wide permissions.
+            watched = self.cache.informer_serving(kind, metadata_only=metadata_only).namespaces
+            probe = namespace or (watched[0] if watched else None)
             await self.api.list_page(
                 kind,
-                namespace=namespace,
-                all_namespaces=namespace is None,
+                namespace=probe,
+                all_namespaces=probe is None,
                 label_selector=None if label_selector is None else str(label_selector),
                 field_selector=field_selector,
                 limit=1,
@@ -160,7 +164,7 @@ class CachedClient:
             )
             self.cache.accept_fields(kind, unverified.fields)
             items = read()
-        informer = self.cache.informer_for(kind, metadata_only=metadata_only)
+        informer = self.cache.informer_serving(kind, metadata_only=metadata_only)
         return ObjectList(items, informer.last_resource_version)
 
     # writes: straight to the API server -----------------------------------------------------
