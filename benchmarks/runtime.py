@@ -1,4 +1,5 @@
-"""Controller runtime: cache memory, initial sync, event-to-reconcile latency, work queue.
+"""Controller runtime: cache memory, initial sync, event-to-reconcile latency, work queue,
+and the requests an operator makes to converge objects that exist before it starts.
 
     python benchmarks/runtime.py [--quick]
 
@@ -50,6 +51,7 @@ async def serve(info: Path, count: int) -> None:
 
 def start_server(tmp: Path, count: int) -> tuple[subprocess.Popen[bytes], Path]:
     info = tmp / f"server-{count}.json"
+    info.unlink(missing_ok=True)
     proc = subprocess.Popen(
         [sys.executable, __file__, "--serve", str(count), "--info", str(info)],
     )
@@ -152,6 +154,138 @@ async def latency(kubeconfig: Path, samples: int) -> tuple[float, float, float, 
     return pct(runtime, 0.5), pct(runtime, 0.99), pct(end_to_end, 0.5), pct(end_to_end, 0.99)
 
 
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.bench.kubeforge.dev"},
+    "spec": {
+        "group": "bench.kubeforge.dev",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "properties": {"size": {"type": "integer"}},
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string"}},
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+WIDGET = "bench.kubeforge.dev/v1/Widget"
+
+
+async def converge(kubeconfig: Path, count: int) -> dict[str, float]:
+    """`count` custom objects exist before the manager starts; the controller creates a
+    ConfigMap for each and records its status. Wall time and the requests it took."""
+    from kubeforge.client import Client, NotFound, load_kubeconfig
+    from kubeforge.runtime.manager import Manager
+    from kubeforge.runtime.reconcile import Reconciler, Request, Result
+    from kubeforge.testing import eventually
+
+    class ConfigMapAndStatus(Reconciler):
+        async def reconcile(self, request: Request) -> Result | None:
+            try:
+                obj = await self.client.get(WIDGET, request.name, namespace=request.namespace)
+            except NotFound:
+                return None
+            name = f"{request.name}-config"
+            want = {"size": str(obj["spec"]["size"])}
+            try:
+                config = await self.client.get("v1/ConfigMap", name, namespace=request.namespace)
+            except NotFound:
+                owner = {
+                    "apiVersion": "bench.kubeforge.dev/v1",
+                    "kind": "Widget",
+                    "name": request.name,
+                    "uid": obj["metadata"]["uid"],
+                    "controller": True,
+                }
+                meta = {"name": name, "namespace": request.namespace, "ownerReferences": [owner]}
+                config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": want}
+                await self.client.create(config)
+            else:
+                if config.get("data") != want:
+                    config["data"] = want
+                    await self.client.update(config)
+            if (obj.get("status") or {}).get("phase") != "Ready":
+                obj["status"] = {"phase": "Ready"}
+                await self.client.update_status(obj)
+            return None
+
+    config = load_kubeconfig(kubeconfig)
+    async with Client(config) as client:
+        await client.create(CRD)
+        await client.wait_established([CRD["metadata"]["name"]])
+        gate = asyncio.Semaphore(32)
+
+        async def make(i: int) -> None:
+            async with gate:
+                body = {
+                    "apiVersion": "bench.kubeforge.dev/v1",
+                    "kind": "Widget",
+                    "metadata": {"name": f"w-{i:06}", "namespace": "default"},
+                    "spec": {"size": i % 7},
+                }
+                await client.create(body)
+
+        await asyncio.gather(*(make(i) for i in range(count)))
+    manager = Manager(config)
+    controller = (
+        manager.controller().for_(WIDGET).owns("v1/ConfigMap").complete(ConfigMapAndStatus())
+    )
+    done = asyncio.Event()
+    ready = 0
+
+    def count_ready(old: dict[str, Any], new: dict[str, Any]) -> None:
+        nonlocal ready
+        if (new.get("status") or {}).get("phase") == "Ready" and (old.get("status") or {}).get(
+            "phase"
+        ) != "Ready":
+            ready += 1
+            if ready == count:
+                done.set()
+
+    from kubeforge.runtime.informer import HandlerFuncs
+
+    manager.cache.informer_for(WIDGET).add_handler(HandlerFuncs(update=count_ready))
+    started = time.perf_counter()
+    task = asyncio.create_task(manager.start())
+    await asyncio.wait_for(done.wait(), 600)
+    await eventually(
+        lambda: not len(controller.queue) and not controller.queue.unfinished_work_seconds(),
+        timeout=60,
+        interval=0.01,
+    )
+    elapsed = time.perf_counter() - started
+    counts: dict[tuple[str, str], float] = {}
+    for family in manager.metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == "rest_client_requests_total":
+                key = (sample.labels["method"], sample.labels["code"])
+                counts[key] = counts.get(key, 0) + sample.value
+    manager.stop()
+    await task
+    writes = sum(v for (method, _), v in counts.items() if method != "GET")
+    conflicts = sum(v for (_, code), v in counts.items() if code == "409")
+    return {"seconds": elapsed, "writes": writes, "conflicts": conflicts}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
@@ -203,6 +337,21 @@ def main() -> None:
         rows.append(
             ("write acked -> reconcile latency", f"p50 {lat[2]:.2f} ms", f"p99 {lat[3]:.2f} ms")
         )
+        for count in [1_000] if args.quick else [1_000, 5_000]:
+            proc, kubeconfig = start_server(tmp, 0)
+            try:
+                result = asyncio.run(converge(kubeconfig, count))
+            finally:
+                proc.kill()
+                proc.wait()
+            rows.append(
+                (
+                    f"converge {count:,} pre-existing objects",
+                    f"{result['seconds']:.2f} s",
+                    f"{result['writes'] / count:.2f} writes/object "
+                    f"(minimum 2), {result['conflicts']:.0f} conflicts",
+                )
+            )
         keys = requests(200_000)
         _, taken, best = asyncio.run(best_of(3, lambda: distinct_keys(keys)))
         rate = taken / best

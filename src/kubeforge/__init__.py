@@ -181,6 +181,36 @@ _EXPORTS: dict[str, str] = {
     "create_or_update": "kubeforge.runtime.upsert",
     "create_or_patch": "kubeforge.runtime.upsert",
     "OperationResult": "kubeforge.runtime.upsert",
+    "PartialObjectMetadata": "kubeforge.api.meta",
+    "ConditionStatus": "kubeforge.api.meta",
+    "KubeObject": "kubeforge.api.meta",
+    "HasMetadata": "kubeforge.api.meta",
+    "Reader": "kubeforge.client.protocols",
+    "Writer": "kubeforge.client.protocols",
+    "StatusWriter": "kubeforge.client.protocols",
+    "ObjectClient": "kubeforge.client.protocols",
+    "SyncReader": "kubeforge.client.protocols",
+    "SyncWriter": "kubeforge.client.protocols",
+    "SyncStatusWriter": "kubeforge.client.protocols",
+    "SyncObjectClient": "kubeforge.client.protocols",
+    "ObjectReconciler": "kubeforge.runtime.reconcile",
+    "SyncObjectReconciler": "kubeforge.runtime.reconcile",
+    "Channel": "kubeforge.runtime.source",
+    "ALL_NAMESPACES": "kubeforge.runtime.cache",
+    "FieldSelectorUnverified": "kubeforge.runtime.cache",
+    "with_finalizer": "kubeforge.runtime.finalizers",
+    "ensure_finalizer": "kubeforge.runtime.finalizers",
+    "release_finalizer": "kubeforge.runtime.finalizers",
+    "reconcile_logger": "kubeforge.runtime.logs",
+    "ReconcileLogger": "kubeforge.runtime.logs",
+    "ReconcileContext": "kubeforge.runtime.logs",
+    "current_reconcile": "kubeforge.runtime.logs",
+    "configure_logging": "kubeforge.runtime.logs",
+    "RateLimiter": "kubeforge.runtime.ratelimiter",
+    "ItemExponentialBackoff": "kubeforge.runtime.ratelimiter",
+    "BucketRateLimiter": "kubeforge.runtime.ratelimiter",
+    "MaxOf": "kubeforge.runtime.ratelimiter",
+    "PANICS": "kubeforge.runtime.controller",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -312,9 +342,12 @@ if TYPE_CHECKING:
     from kubeforge.api.meta import (
         Condition as Condition,
     )
+    from kubeforge.api.meta import ConditionStatus as ConditionStatus
     from kubeforge.api.meta import (
         GroupVersionKind as GroupVersionKind,
     )
+    from kubeforge.api.meta import HasMetadata as HasMetadata
+    from kubeforge.api.meta import KubeObject as KubeObject
     from kubeforge.api.meta import (
         LabelSelector as LabelSelector,
     )
@@ -324,6 +357,7 @@ if TYPE_CHECKING:
     from kubeforge.api.meta import (
         OwnerReference as OwnerReference,
     )
+    from kubeforge.api.meta import PartialObjectMetadata as PartialObjectMetadata
     from kubeforge.api.meta import (
         PrinterColumn as PrinterColumn,
     )
@@ -404,16 +438,26 @@ if TYPE_CHECKING:
     from kubeforge.client.errors import (
         ignore_not_found as ignore_not_found,
     )
+    from kubeforge.client.protocols import ObjectClient as ObjectClient
+    from kubeforge.client.protocols import Reader as Reader
+    from kubeforge.client.protocols import StatusWriter as StatusWriter
+    from kubeforge.client.protocols import SyncObjectClient as SyncObjectClient
+    from kubeforge.client.protocols import SyncReader as SyncReader
+    from kubeforge.client.protocols import SyncStatusWriter as SyncStatusWriter
+    from kubeforge.client.protocols import SyncWriter as SyncWriter
+    from kubeforge.client.protocols import Writer as Writer
     from kubeforge.client.retry import Backoff as Backoff
     from kubeforge.client.retry import retry_on_conflict as retry_on_conflict
     from kubeforge.client.watch import WatchEvent as WatchEvent
     from kubeforge.runtime.builder import Builder as Builder
+    from kubeforge.runtime.cache import ALL_NAMESPACES as ALL_NAMESPACES
     from kubeforge.runtime.cache import (
         Cache as Cache,
     )
     from kubeforge.runtime.cache import (
         CacheOptions as CacheOptions,
     )
+    from kubeforge.runtime.cache import FieldSelectorUnverified as FieldSelectorUnverified
     from kubeforge.runtime.cache import (
         NotCached as NotCached,
     )
@@ -435,6 +479,7 @@ if TYPE_CHECKING:
     from kubeforge.runtime.conditions import (
         set_status_condition as set_status_condition,
     )
+    from kubeforge.runtime.controller import PANICS as PANICS
     from kubeforge.runtime.controller import (
         Controller as Controller,
     )
@@ -445,12 +490,15 @@ if TYPE_CHECKING:
     from kubeforge.runtime.finalizers import (
         add_finalizer as add_finalizer,
     )
+    from kubeforge.runtime.finalizers import ensure_finalizer as ensure_finalizer
     from kubeforge.runtime.finalizers import (
         has_finalizer as has_finalizer,
     )
+    from kubeforge.runtime.finalizers import release_finalizer as release_finalizer
     from kubeforge.runtime.finalizers import (
         remove_finalizer as remove_finalizer,
     )
+    from kubeforge.runtime.finalizers import with_finalizer as with_finalizer
     from kubeforge.runtime.handler import (
         EnqueueRequestForObject as EnqueueRequestForObject,
     )
@@ -475,6 +523,11 @@ if TYPE_CHECKING:
     from kubeforge.runtime.leaderelection import (
         LeadershipLost as LeadershipLost,
     )
+    from kubeforge.runtime.logs import ReconcileContext as ReconcileContext
+    from kubeforge.runtime.logs import ReconcileLogger as ReconcileLogger
+    from kubeforge.runtime.logs import configure_logging as configure_logging
+    from kubeforge.runtime.logs import current_reconcile as current_reconcile
+    from kubeforge.runtime.logs import reconcile_logger as reconcile_logger
     from kubeforge.runtime.manager import Manager as Manager
     from kubeforge.runtime.metrics import Metrics as Metrics
     from kubeforge.runtime.ownership import (
@@ -522,6 +575,11 @@ if TYPE_CHECKING:
     from kubeforge.runtime.predicate import (
         negate as negate,
     )
+    from kubeforge.runtime.ratelimiter import BucketRateLimiter as BucketRateLimiter
+    from kubeforge.runtime.ratelimiter import ItemExponentialBackoff as ItemExponentialBackoff
+    from kubeforge.runtime.ratelimiter import MaxOf as MaxOf
+    from kubeforge.runtime.ratelimiter import RateLimiter as RateLimiter
+    from kubeforge.runtime.reconcile import ObjectReconciler as ObjectReconciler
     from kubeforge.runtime.reconcile import (
         Reconciler as Reconciler,
     )
@@ -531,6 +589,7 @@ if TYPE_CHECKING:
     from kubeforge.runtime.reconcile import (
         Result as Result,
     )
+    from kubeforge.runtime.reconcile import SyncObjectReconciler as SyncObjectReconciler
     from kubeforge.runtime.reconcile import (
         SyncReconciler as SyncReconciler,
     )
@@ -540,6 +599,7 @@ if TYPE_CHECKING:
     from kubeforge.runtime.serviceaccount import ServiceAccountRef as ServiceAccountRef
     from kubeforge.runtime.serviceaccount import as_service_account as as_service_account
     from kubeforge.runtime.serviceaccount import install_rbac as install_rbac
+    from kubeforge.runtime.source import Channel as Channel
     from kubeforge.runtime.store import Store as Store
     from kubeforge.runtime.upsert import (
         OperationResult as OperationResult,

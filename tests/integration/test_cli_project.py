@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -482,6 +483,28 @@ async def test_run_exits_1_when_the_caches_do_not_sync(tmp_path: Path, kubeconfi
     assert "caches did not sync" in result.err
     assert f"{GROUP}/v1alpha1/Widget" in result.err
     assert "Traceback" not in result.err
+
+
+async def test_run_logs_json_lines_with_log_format_json(tmp_path: Path, kubeconfig: Path) -> None:
+    root = write_project(tmp_path / "widgets", sync_timeout=1.0)
+    result = await kubeforge(
+        "run",
+        "--dir",
+        str(root),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--health-probe-bind-address",
+        "0",
+        "--log-format",
+        "json",
+    )
+    assert result.code == 1, result.out + result.err
+    records = [json.loads(line) for line in result.err.splitlines() if line.startswith("{")]
+    assert records, result.err
+    assert all({"time", "level", "logger", "message"} <= set(r) for r in records)
+    assert any(r["logger"] == "kubeforge.informer" and r["level"] == "warning" for r in records)
+    bad = await kubeforge("run", "--dir", str(root), "--log-format", "xml")
+    assert bad.code == 2 and "xml" in bad.err
 
 
 async def test_run_exits_1_when_leadership_is_lost(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from typing import Any
 
 import pytest
@@ -75,12 +76,16 @@ async def test_crud_with_dicts_and_errors(api: Client) -> None:
     assert (await api.get(CM, "a"))["data"] == {"k": "v"}
     with pytest.raises(AlreadyExists):
         await api.create(cm("a"))
+    stale = copy.deepcopy(created)
     created["data"] = {"k": "w"}
     updated = await api.update(created)
-    assert updated["data"] == {"k": "w"}
+    # The object given is the object as stored now, in place (decision 0018).
+    assert updated is created and updated["data"] == {"k": "w"}
+    assert created["metadata"]["resourceVersion"] != stale["metadata"]["resourceVersion"]
     with pytest.raises(Conflict) as conflict:
-        await api.update(created)  # stale resourceVersion
+        await api.update(stale)  # stale resourceVersion
     assert conflict.value.code == 409 and conflict.value.reason == "Conflict"
+    assert str(conflict.value).startswith("update ConfigMap default/a: 409 Conflict: ")
     with pytest.raises(Invalid) as invalid:
         await api.create({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad!"}})
     assert invalid.value.causes[0]["field"] == "metadata.name"
@@ -268,3 +273,49 @@ async def test_retry_on_conflict_rereads_until_it_wins(api: Client) -> None:
     final = await retry_on_conflict(bump)
     assert attempts == 2
     assert final["data"] == {"n": "1", "other": "x"}
+
+
+async def test_writes_make_the_object_given_the_object_as_stored(api: Client) -> None:
+    await install_widgets(api)
+    mine = Widget(metadata=ObjectMeta(name="w"), spec=WidgetSpec(size=1))
+    created = await api.create(mine)
+    assert created is mine and mine.metadata.uid and mine.metadata.resource_version
+    # The finalizer loop that used to 409: two writes of the same object in a row.
+    mine.metadata.finalizers = ["example.com/cleanup"]
+    await api.update(mine)
+    mine.metadata.finalizers = None
+    await api.update(mine)  # the resourceVersion is the one the first update returned
+    mine.status = WidgetStatus(phase="Ready")
+    assert await api.update_status(mine) is mine
+    assert mine.status is not None and mine.status.phase == "Ready"
+    assert (await api.get(Widget, "w")).metadata.resource_version == (
+        mine.metadata.resource_version
+    )
+
+    # apply returns the object as stored and leaves the configuration it was given alone.
+    intent = Widget(metadata=ObjectMeta(name="applied"), spec=WidgetSpec(size=2))
+    applied = await api.apply(intent, field_manager="tests")
+    assert applied is not intent and applied.metadata.uid and intent.metadata.uid is None
+    # patch returns the object as stored.
+    patched = await api.patch(Widget, "w", {"spec": {"size": 3}})
+    assert patched.spec.size == 3 and mine.spec.size == 1
+
+    # A failed write leaves the object untouched.
+    stale = Widget(
+        metadata=ObjectMeta(name="w", resource_version=mine.metadata.resource_version),
+        spec=WidgetSpec(size=9),
+    )
+    with pytest.raises(Conflict) as conflict:
+        await api.update(stale)
+    assert stale.spec.size == 9 and stale.metadata.uid is None
+    assert str(conflict.value).startswith("update Widget default/w: 409 Conflict")
+    with pytest.raises(NotFound) as missing:
+        await api.get(Widget, "nope")
+    assert str(missing.value).startswith("get Widget default/nope: 404 NotFound")
+
+
+async def test_object_lists_are_lists(api: Client) -> None:
+    await api.create(cm("l1"))
+    found = await api.list(CM, matching_fields={"metadata.name": "l1"})
+    assert isinstance(found, list) and found == found.items and len(found) == 1
+    assert found[0]["metadata"]["name"] == "l1" and found.resource_version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -194,10 +195,10 @@ async def test_finalizers_are_patched_in_and_out(api: Client, widgets: None) -> 
 
     with_one = await ensure_finalizer(api, obj, "example.com/cleanup")
     assert with_one["metadata"]["finalizers"] == ["example.com/cleanup"]
-    assert "finalizers" not in obj["metadata"]  # the object passed in is left alone
+    assert with_one is obj  # the object passed in is the object as stored now
     assert await ensure_finalizer(api, with_one, "example.com/cleanup") is with_one
 
-    with_two = await ensure_finalizer(api, with_one, "example.com/second")
+    with_two = await ensure_finalizer(api, copy.deepcopy(with_one), "example.com/second")
     assert with_two["metadata"]["finalizers"] == ["example.com/cleanup", "example.com/second"]
 
     # Someone else wrote meanwhile: the stale copy must not win.
@@ -208,6 +209,7 @@ async def test_finalizers_are_patched_in_and_out(api: Client, widgets: None) -> 
         await release_finalizer(api, with_two, "example.com/cleanup")
     with pytest.raises(Conflict):
         await ensure_finalizer(api, with_two, "example.com/third")
+    assert with_two["metadata"]["finalizers"] == ["example.com/cleanup", "example.com/second"]
 
     fresh = await api.get(CM, "guarded")
     released = await release_finalizer(api, fresh, "example.com/cleanup")

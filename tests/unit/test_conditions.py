@@ -78,7 +78,9 @@ def test_a_zero_generation_clears_the_field() -> None:
 
 def test_models_get_aware_datetimes() -> None:
     conditions: list[Any] = []
-    assert set_status_condition(conditions, Condition(type="Ready", status="True", reason="Up"))
+    assert set_status_condition(
+        conditions, Condition(type="Ready", status="True", reason="Up", message="")
+    )
     stamped = conditions[0]
     assert isinstance(stamped, Condition)
     assert stamped.last_transition_time is not None
@@ -86,9 +88,12 @@ def test_models_get_aware_datetimes() -> None:
     assert stamped.last_transition_time.microsecond == 0
     first = stamped.last_transition_time
 
-    assert not set_status_condition(conditions, Condition(type="Ready", status="True", reason="Up"))
+    assert not set_status_condition(
+        conditions, Condition(type="Ready", status="True", reason="Up", message="")
+    )
     assert set_status_condition(
-        conditions, Condition(type="Ready", status="True", reason="Up", observed_generation=7)
+        conditions,
+        Condition(type="Ready", status="True", reason="Up", message="", observed_generation=7),
     )
     assert stamped.observed_generation == 7
     assert stamped.last_transition_time == first
@@ -105,16 +110,19 @@ def test_models_get_aware_datetimes() -> None:
 def test_a_model_goes_into_a_dict_list_as_a_dict_and_back() -> None:
     dicts: list[Any] = [ready(lastTransitionTime=EARLIER)]
     then = datetime(2022, 1, 1, tzinfo=UTC)
-    set_status_condition(dicts, Condition(type="Synced", status="False", last_transition_time=then))
+    synced = Condition(
+        type="Synced", status="False", reason="Waiting", message="", last_transition_time=then
+    )
+    set_status_condition(dicts, synced)
     assert dicts[1] == {
         "type": "Synced",
         "status": "False",
-        "reason": "",
+        "reason": "Waiting",
         "message": "",
         "lastTransitionTime": "2022-01-01T00:00:00Z",
     }
 
-    models: list[Any] = [Condition(type="Ready", status="True")]
+    models: list[Any] = [Condition(type="Ready", status="True", reason="Up", message="")]
     set_status_condition(models, ready("False", lastTransitionTime=EARLIER))
     set_status_condition(models, {"type": "Synced", "status": "Unknown"})
     assert all(isinstance(c, Condition) for c in models)
@@ -139,7 +147,7 @@ def test_find_remove_and_predicates() -> None:
     assert not remove_status_condition(conditions, "Ready")
     assert [c["type"] for c in conditions] == ["Degraded"]
 
-    models = [Condition(type="Ready", status="True")]
+    models = [Condition(type="Ready", status="True", reason="Up", message="")]
     assert is_status_condition_true(models, "Ready")
     assert remove_status_condition(models, "Ready")
     assert models == []

@@ -361,6 +361,15 @@ SAMPLE_SPECIAL: dict[str, Any] = {
     "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "2025-01-02T03:04:05.000000Z",
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": {"f:metadata": {".": {}}},
     "io.k8s.apimachinery.pkg.apis.meta.v1.Patch": {"op": "add"},
+    # A condition's status is one of True, False and Unknown (kubeforge.Condition says so).
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Condition": {
+        "type": "Ready",
+        "status": "True",
+        "observedGeneration": 3,
+        "lastTransitionTime": "2025-01-02T03:04:05Z",
+        "reason": "Text",
+        "message": "text",
+    },
     f"{GEN.APIEXT}.JSON": {"any": ["json", 1, None]},
     f"{GEN.APIEXT}.JSONSchemaPropsOrArray": {"type": "string"},
     f"{GEN.APIEXT}.JSONSchemaPropsOrBool": False,

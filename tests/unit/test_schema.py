@@ -488,7 +488,13 @@ def test_model_schema() -> None:
     # kubeforge.Model writes durations as seconds.
     assert props["timeout"] == {"type": "number", "default": 30.0}
     assert props["forced"] == {"type": "boolean", "default": False}
-    assert props["conditions"]["items"]["required"] == ["status", "type"]
+    assert props["conditions"]["items"]["required"] == [
+        "lastTransitionTime",
+        "message",
+        "reason",
+        "status",
+        "type",
+    ]
     assert props["extraMeta"] == {"type": "object"}
     assert structural_errors(rooted(schema)) == []
 

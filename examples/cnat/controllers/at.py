@@ -5,6 +5,10 @@
 PENDING requeues until the scheduled time (never sleeping in reconcile); RUNNING creates the
 pod, owned by the At, and waits for it to finish; DONE is final. Each pass reads the current
 state and does one step, so a restart of the controller at any point loses nothing.
+
+Every At carries the finalizer `cnat.kubeforge.dev/cancel` (`kubeforge.with_finalizer`): an
+At deleted before it is DONE has its command stopped at once (its pod deleted) and a
+`Cancelled` event recorded before it goes.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ log = logging.getLogger(__name__)
 
 IMAGE = "busybox"
 FINISHED = ("Succeeded", "Failed")
+FINALIZER = "cnat.kubeforge.dev/cancel"
 
 
 def pod_for(at: At) -> Pod:
@@ -45,11 +50,13 @@ def pod_for(at: At) -> Pod:
     return pod
 
 
-@kubeforge.rbac(groups="cnat.kubeforge.dev", resources="ats", verbs=["get", "list", "watch"])
+@kubeforge.rbac(
+    groups="cnat.kubeforge.dev", resources="ats", verbs=["get", "list", "watch", "patch"]
+)
 @kubeforge.rbac(
     groups="cnat.kubeforge.dev", resources="ats/status", verbs=["get", "update", "patch"]
 )
-@kubeforge.rbac(groups="", resources="pods", verbs=["get", "list", "watch", "create"])
+@kubeforge.rbac(groups="", resources="pods", verbs=["get", "list", "watch", "create", "delete"])
 class AtReconciler(kubeforge.Reconciler):
     """Moves an At through its phases."""
 
@@ -61,6 +68,23 @@ class AtReconciler(kubeforge.Reconciler):
             at = await self.client.get(At, request.name, namespace=request.namespace)
         except kubeforge.NotFound:
             return None  # deleted; its pod goes with it
+        return await kubeforge.with_finalizer(
+            self.client, at, FINALIZER, apply=self.advance, cleanup=self.cancel
+        )
+
+    async def cancel(self, at: At) -> kubeforge.Result | None:
+        """The At is being deleted: if its command has not finished, stop it now rather than
+        when garbage collection gets to the pod, and say so."""
+        phase = at.status.phase if at.status is not None else None
+        if phase != "DONE":
+            name, namespace = at.metadata.name or "", at.metadata.namespace
+            await kubeforge.ignore_not_found(self.client.delete(Pod, name, namespace=namespace))
+            log.info("%s/%s: cancelled in phase %s", namespace, name, phase)
+            self.events.record(at, "Normal", "Cancelled", f"deleted in phase {phase}")
+        return None
+
+    async def advance(self, at: At) -> kubeforge.Result | None:
+        """One step through the phases."""
         phase = at.status.phase if at.status is not None else None
 
         if phase is None:
@@ -83,7 +107,9 @@ class AtReconciler(kubeforge.Reconciler):
 
         if phase == "RUNNING":
             try:
-                pod = await self.client.get(Pod, request.name, namespace=request.namespace)
+                pod = await self.client.get(
+                    Pod, at.metadata.name or "", namespace=at.metadata.namespace
+                )
             except kubeforge.NotFound:
                 await kubeforge.ignore_already_exists(self.client.create(pod_for(at)))
                 log.info(

@@ -10,7 +10,7 @@ from kubeforge.models import Pod
 from kubeforge.testing import FlakyReconciler, Kubectl, TestEnv, eventually, metric_value
 
 from api.v1alpha1 import At
-from controllers.at import AtReconciler
+from controllers.at import FINALIZER, AtReconciler
 from main import setup
 
 
@@ -95,8 +95,26 @@ async def test_quoted_arguments_stay_together(manager: kubeforge.Manager, kubect
 async def test_deleting_an_at_deletes_its_pod(manager: kubeforge.Manager, kubectl: Kubectl) -> None:
     await kubectl.apply(at_manifest("gone", "echo bye"))
     await eventually(lambda: phase_is(kubectl, "gone", "DONE"), timeout=15)
+    at = await kubectl.json("get", "at", "gone")
+    assert at["metadata"]["finalizers"] == [FINALIZER]
     await kubectl.run("delete", "at", "gone")
     await kubectl.run("wait", "--for=delete", "pod/gone", "--timeout=30s")
+
+
+async def test_deleting_a_running_at_cancels_its_command(
+    manager: kubeforge.Manager, kubectl: Kubectl
+) -> None:
+    await kubectl.apply(at_manifest("long", "sleep 3600"))
+    await eventually(lambda: phase_is(kubectl, "long", "RUNNING"), timeout=15)
+    await kubectl.run("wait", "--for=jsonpath={.status.phase}=Running", "pod/long", "--timeout=30s")
+    await kubectl.run("delete", "at", "long", "--wait=true", "--timeout=30s")
+    await kubectl.run("wait", "--for=delete", "pod/long", "--timeout=30s")
+
+    async def cancelled() -> bool:
+        events = await kubectl.json("get", "events", "--field-selector", "involvedObject.name=long")
+        return "Cancelled" in [e["reason"] for e in events["items"]]
+
+    await eventually(cancelled)
 
 
 async def test_invalid_schedules_are_rejected_with_the_field_path(

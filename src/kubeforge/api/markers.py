@@ -59,10 +59,42 @@ T = TypeVar("T")
 
 
 class Marker:
-    """A schema edit. `apply` changes the schema of the field (or class) it annotates."""
+    """A schema edit. `apply` changes the schema of the field (or class) it annotates;
+    `misfit` says why the marker cannot go on that schema (a length limit on an integer),
+    which the schema generator reports as an error, as controller-gen does."""
 
     def apply(self, schema: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        """Why the marker does not fit `schema`'s type, or None when it does."""
+        return None
+
+
+def _described(schema: dict[str, Any]) -> str:
+    """The kind of value a schema describes, for error messages."""
+    if schema.get("x-kubernetes-int-or-string"):
+        return "an int-or-string"
+    kind = schema.get("type")
+    if not kind:
+        return "an untyped value"
+    article = "an" if str(kind)[0] in "aeiou" else "a"
+    return f"{article} {kind}"
+
+
+def _expect(
+    marker: Marker, schema: dict[str, Any], types: tuple[str, ...], noun: str
+) -> str | None:
+    if schema.get("type") in types:
+        return None
+    return f"{marker!r} applies to {noun}, not to {_described(schema)}"
+
+
+def _numeric(marker: Marker, schema: dict[str, Any], value: float) -> str | None:
+    problem = _expect(marker, schema, ("integer", "number"), "numbers")
+    if problem is None and schema.get("type") == "integer" and value != int(value):
+        return f"{marker!r}: an integer cannot be limited by the non-integral {value}"
+    return problem
 
 
 @dataclass(frozen=True)
@@ -77,6 +109,9 @@ class Minimum(Marker):
         if self.exclusive:
             schema["exclusiveMinimum"] = True
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _numeric(self, schema, self.value)
+
 
 @dataclass(frozen=True)
 class Maximum(Marker):
@@ -90,6 +125,9 @@ class Maximum(Marker):
         if self.exclusive:
             schema["exclusiveMaximum"] = True
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _numeric(self, schema, self.value)
+
 
 @dataclass(frozen=True)
 class MultipleOf(Marker):
@@ -99,6 +137,9 @@ class MultipleOf(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["multipleOf"] = self.value
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _numeric(self, schema, self.value)
 
 
 @dataclass(frozen=True)
@@ -110,6 +151,9 @@ class MinLength(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["minLength"] = self.value
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("string",), "strings")
+
 
 @dataclass(frozen=True)
 class MaxLength(Marker):
@@ -120,6 +164,9 @@ class MaxLength(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["maxLength"] = self.value
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("string",), "strings")
+
 
 @dataclass(frozen=True)
 class Pattern(Marker):
@@ -129,6 +176,11 @@ class Pattern(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["pattern"] = self.regex
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        if schema.get("x-kubernetes-int-or-string"):
+            return None  # checked when the value is a string
+        return _expect(self, schema, ("string",), "strings (and int-or-strings)")
 
 
 @dataclass(frozen=True)
@@ -149,6 +201,9 @@ class MinItems(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["minItems"] = self.value
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
+
 
 @dataclass(frozen=True)
 class MaxItems(Marker):
@@ -156,6 +211,9 @@ class MaxItems(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["maxItems"] = self.value
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
 
 
 @dataclass(frozen=True)
@@ -166,6 +224,9 @@ class UniqueItems(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-list-type"] = "set"
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
+
 
 @dataclass(frozen=True)
 class MinProperties(Marker):
@@ -174,6 +235,9 @@ class MinProperties(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["minProperties"] = self.value
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("object",), "objects")
+
 
 @dataclass(frozen=True)
 class MaxProperties(Marker):
@@ -181,6 +245,9 @@ class MaxProperties(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["maxProperties"] = self.value
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("object",), "objects")
 
 
 class Enum(Marker):
@@ -294,6 +361,9 @@ class ListType(Marker):
         if self.keys:
             schema["x-kubernetes-list-map-keys"] = list(self.keys)
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
+
 
 class ListMapKeys(Marker):
     """The item fields that identify an item of a `map` list: `ListMapKeys("name")`."""
@@ -304,6 +374,9 @@ class ListMapKeys(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-list-type"] = "map"
         schema["x-kubernetes-list-map-keys"] = list(self.keys)
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
 
     def __repr__(self) -> str:
         return f"ListMapKeys{self.keys!r}"
@@ -318,6 +391,9 @@ class MapType(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-map-type"] = self.kind
 
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("object",), "maps")
+
 
 @dataclass(frozen=True)
 class StructType(Marker):
@@ -327,6 +403,11 @@ class StructType(Marker):
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema["x-kubernetes-map-type"] = self.kind
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        if not schema.get("type"):
+            return None  # an empty schema stands for an object
+        return _expect(self, schema, ("object",), "objects")
 
 
 @dataclass(frozen=True)
@@ -462,7 +543,13 @@ class Items(Marker):
     def apply(self, schema: dict[str, Any]) -> None:
         items = schema.setdefault("items", {})
         for marker in self.markers:
+            problem = marker.misfit(items)
+            if problem is not None:
+                raise ValueError(f"list items: {problem}")
             marker.apply(items)
+
+    def misfit(self, schema: dict[str, Any]) -> str | None:
+        return _expect(self, schema, ("array",), "lists")
 
 
 def markers(*items: Marker) -> Callable[[type[T]], type[T]]:

@@ -5,20 +5,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import Field
 
+from kubeforge.api.markers import Format, MaxLength, Minimum, MinLength, Pattern, Required
 from kubeforge.api.model import Model
 
 __all__ = [
     "Condition",
+    "ConditionStatus",
     "GroupVersionKind",
+    "HasMetadata",
+    "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
     "NamespacedName",
     "ObjectMeta",
     "OwnerReference",
+    "PartialObjectMetadata",
     "PrinterColumn",
     "ResourceInfo",
     "Scale",
@@ -149,6 +154,17 @@ class ResourceInfo:
     crd_annotations: tuple[tuple[str, str], ...] = ()
 
 
+class HasMetadata(Protocol):
+    """A typed object: a resource or model with a `metadata` attribute."""
+
+    @property
+    def metadata(self) -> Any: ...
+
+
+KubeObject: TypeAlias = HasMetadata | Mapping[str, Any]
+"""An object as the helpers take it: a typed resource or model, or a dict in JSON form."""
+
+
 # Typed metadata models (the JSON form is camelCase; unknown fields are kept). -----------------
 
 
@@ -182,15 +198,49 @@ class ObjectMeta(Model):
     managed_fields: list[dict[str, object]] | None = None
 
 
-class Condition(Model):
-    """A status condition (metav1.Condition)."""
+class PartialObjectMetadata(Model):
+    """An object's apiVersion, kind and metadata only (metav1.PartialObjectMetadata): what
+    metadata-only reads and watches return, naming the object's own kind."""
 
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    observed_generation: int | None = None
-    last_transition_time: datetime | None = None
+    api_version: str = ""
+    kind: str = ""
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+ConditionStatus: TypeAlias = Literal["True", "False", "Unknown"]
+"""The status of a condition."""
+
+# metav1.Condition's limits, as its +kubebuilder markers state them (apimachinery
+# pkg/apis/meta/v1/types.go): a type is a qualified name, optionally prefixed by a DNS
+# subdomain and a slash; a reason is a CamelCase identifier.
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+
+
+class Condition(Model):
+    """One aspect of the state of an object: metav1.Condition, with the same schema (a
+    `conditions` list of these validates in a CRD exactly as controller-gen's does)."""
+
+    type: Annotated[str, Pattern(CONDITION_TYPE_PATTERN), MaxLength(316)]
+    """What the condition is about, in CamelCase (or example.com/CamelCase), e.g. Ready."""
+
+    status: ConditionStatus
+    """Whether the condition holds: True, False or Unknown."""
+
+    observed_generation: Annotated[int, Minimum(0), Format("int64")] | None = None
+    """The object's metadata.generation the condition was worked out from."""
+
+    last_transition_time: Annotated[datetime | None, Required()] = None
+    """When the status last changed (set_status_condition fills it in)."""
+
+    reason: Annotated[str, MinLength(1), MaxLength(1024), Pattern(CONDITION_REASON_PATTERN)]
+    """Why the status is what it is: a CamelCase identifier, never empty."""
+
+    message: Annotated[str, MaxLength(32768)]
+    """Details for people; may be empty ("") but must be given."""
 
 
 class LabelSelectorRequirement(Model):

@@ -241,7 +241,10 @@ class _Builder:
             schema["properties"] = props
         if required:
             schema["required"] = sorted(required)
-        _apply(schema, getattr(cls, "__kubeforge_markers__", ()))
+        try:
+            _apply(schema, getattr(cls, "__kubeforge_markers__", ()))
+        except SchemaError as err:
+            raise SchemaError(f"{cls.__qualname__}: {err}") from None
         return schema
 
     def field(self, owner: type[BaseModel], info: FieldInfo) -> tuple[dict[str, Any], bool]:
@@ -365,10 +368,20 @@ def _enum_schema(values: list[Any], tp: Any) -> dict[str, Any]:
 
 
 def _apply(schema: dict[str, Any], meta: Iterable[Any]) -> None:
-    """Apply markers, annotated-types constraints and pydantic Field metadata in order."""
+    """Apply markers, annotated-types constraints and pydantic Field metadata in order.
+
+    A marker or constraint that does not fit the schema's type (a length on an integer, a
+    minimum on a string ...) is an error, as controller-gen makes it.
+    """
     for item in meta:
         if isinstance(item, mk.Marker):
-            item.apply(schema)
+            problem = item.misfit(schema)
+            if problem is not None:
+                raise SchemaError(problem)
+            try:
+                item.apply(schema)
+            except ValueError as exc:
+                raise SchemaError(str(exc)) from None
         elif isinstance(item, FieldInfo):
             if item.description:
                 schema["description"] = inspect.cleandoc(item.description)
@@ -379,8 +392,24 @@ def _apply(schema: dict[str, Any], meta: Iterable[Any]) -> None:
             _constraint(schema, item)
 
 
+_NUMBERS = ("integer", "number")
+
+
+def _fits(schema: dict[str, Any], item: Any, types: tuple[str, ...], noun: str) -> None:
+    kind = schema.get("type")
+    if kind not in types and not (noun == "strings" and schema.get("x-kubernetes-int-or-string")):
+        found = f"a {kind}" if kind else "an untyped value"
+        raise SchemaError(f"the constraint {item!r} applies to {noun}, not to {found}")
+
+
 def _constraint(schema: dict[str, Any], item: Any) -> None:
     kind = schema.get("type")
+    if isinstance(item, at.Ge | at.Gt | at.Le | at.Lt | at.MultipleOf):
+        _fits(schema, item, _NUMBERS, "numbers")
+    elif isinstance(item, at.MinLen | at.MaxLen):
+        _fits(schema, item, ("string", "array", "object"), "strings, lists and maps")
+    elif isinstance(getattr(item, "pattern", None), str):
+        _fits(schema, item, ("string",), "strings")
     if isinstance(item, at.Ge):
         schema["minimum"] = item.ge
     elif isinstance(item, at.Gt):

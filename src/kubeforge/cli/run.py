@@ -17,6 +17,7 @@ import asyncio
 import errno
 import logging
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -28,12 +29,20 @@ from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime.leaderelection import LeadershipLost
+from kubeforge.runtime.logs import configure_logging
 from kubeforge.runtime.manager import Manager
 from kubeforge.webhook.certwatcher import CertificateError
 
 __all__ = ["run"]
 
 log = logging.getLogger("kubeforge.run")
+
+
+class LogFormatChoice(StrEnum):
+    """The values of --log-format."""
+
+    text = "text"
+    json = "json"
 
 
 class _NotSynced(Exception):
@@ -76,13 +85,19 @@ def run(
             "permissions the project's @rbac rules grant.",
         ),
     ] = False,
+    log_format: Annotated[
+        LogFormatChoice,
+        typer.Option(
+            help="text: one readable line per record; json: one JSON object per line "
+            "(time, level, logger, message, and the reconcile's controller, object_kind, "
+            "object_namespace, object_name and reconcile_id)."
+        ),
+    ] = LogFormatChoice.text,
 ) -> None:
     """Run the project's controllers until SIGTERM or SIGINT."""
     project = open_project(directory)
     config = cluster_config(kubeconfig, context)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"
-    )
+    configure_logging(log_format.value)
     # Reconcilers may import project modules lazily, as they could under `python main.py`.
     sys.path.insert(0, str(project.root))
     try:

@@ -1,6 +1,14 @@
 """The async Kubernetes client."""
 
-from kubeforge.client.client import Client, KindLike, ObjectList, PatchType
+from kubeforge.client.client import (
+    Client,
+    KindLike,
+    ObjectList,
+    PatchType,
+    PropagationPolicy,
+    WriteObserver,
+    Written,
+)
 from kubeforge.client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
 from kubeforge.client.discovery import APIResource, NoKindMatch
 from kubeforge.client.errors import (
@@ -19,6 +27,16 @@ from kubeforge.client.errors import (
     UnsupportedMediaType,
     ignore_already_exists,
     ignore_not_found,
+)
+from kubeforge.client.protocols import (
+    ObjectClient,
+    Reader,
+    StatusWriter,
+    SyncObjectClient,
+    SyncReader,
+    SyncStatusWriter,
+    SyncWriter,
+    Writer,
 )
 from kubeforge.client.retry import Backoff, retry_on_conflict
 from kubeforge.client.watch import WatchEvent
@@ -40,13 +58,24 @@ __all__ = [
     "MethodNotAllowed",
     "NoKindMatch",
     "NotFound",
+    "ObjectClient",
     "ObjectList",
     "PatchType",
+    "PropagationPolicy",
+    "Reader",
     "ServerTimeout",
+    "StatusWriter",
+    "SyncObjectClient",
+    "SyncReader",
+    "SyncStatusWriter",
+    "SyncWriter",
     "TooManyRequests",
     "Unauthorized",
     "UnsupportedMediaType",
     "WatchEvent",
+    "WriteObserver",
+    "Writer",
+    "Written",
     "ignore_already_exists",
     "ignore_not_found",
     "load_config",

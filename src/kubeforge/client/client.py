@@ -4,29 +4,46 @@ A kind is given as a typed resource class (objects come back as instances of it)
 `GroupVersionKind`, or as the string `"<apiVersion>/<Kind>"` (`"apps/v1/Deployment"`;
 objects come back as dicts). Objects to write are typed instances or dicts carrying
 `apiVersion` and `kind`.
+
+`create`, `update` and `update_status` make the object given the server's answer, in
+place, and return that same object, so its resourceVersion is always the current one
+(decision 0018). `apply` leaves its argument alone (it is the configuration you declare)
+and returns the object as stored; `patch` returns the object as stored.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
 import orjson
+from pydantic import BaseModel
 
-from kubeforge.api.meta import GroupVersionKind, ResourceInfo, gvk_of
+from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata, ResourceInfo, gvk_of
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.client.discovery import APIResource, Discovery
-from kubeforge.client.transport import RequestObserver, Transport
+from kubeforge.client.errors import ApiError
+from kubeforge.client.transport import RequestObserver, Response, Transport
 from kubeforge.client.watch import BOOKMARK, WatchEvent, watch_events
 
-__all__ = ["Client", "KindLike", "ObjectList", "PatchType"]
+__all__ = [
+    "Client",
+    "KindLike",
+    "ObjectList",
+    "PatchType",
+    "PropagationPolicy",
+    "WriteObserver",
+    "Written",
+    "matching_fields_selector",
+]
 
 T = TypeVar("T")
 KindLike = type[Any] | GroupVersionKind | str
 PatchType = Literal["merge", "json", "strategic", "apply"]
+PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
 
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -35,23 +52,72 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 DEFAULT_PAGE_SIZE = 500
+# Metadata-only reads ask for PartialObjectMetadata (as client-go's metadata client does),
+# with plain JSON as a fallback: a server that cannot project gets its objects cut here.
+_METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+_METADATA_LIST_ACCEPT = (
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+)
 
 
-@dataclass
-class ObjectList(Generic[T]):
-    """The answer to a list: items and the revision they are consistent at."""
+class ObjectList(list[T]):
+    """The answer to a list: a list of the items, with the revision they are consistent at
+    (and, for one page, the token of the next)."""
 
-    items: list[T]
-    resource_version: str
-    continue_token: str | None = None
-    remaining_item_count: int | None = None
-    kind: str = ""
+    def __init__(
+        self,
+        items: Iterable[T] = (),
+        resource_version: str = "",
+        continue_token: str | None = None,
+        remaining_item_count: int | None = None,
+        kind: str = "",
+    ) -> None:
+        super().__init__(items)
+        self.resource_version = resource_version
+        self.continue_token = continue_token
+        self.remaining_item_count = remaining_item_count
+        self.kind = kind
 
-    def __iter__(self) -> Any:
-        return iter(self.items)
+    @property
+    def items(self) -> list[T]:
+        """The items (the list itself)."""
+        return self
 
-    def __len__(self) -> int:
-        return len(self.items)
+    def __repr__(self) -> str:
+        return f"ObjectList({list.__repr__(self)}, resource_version={self.resource_version!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What a successful write told the client: the object as the server returned it, or
+    (`deleted`) that a delete removed it. `body` is the server's answer, undecoded."""
+
+    resource: APIResource
+    namespace: str | None
+    name: str
+    body: bytes
+    deleted: bool = False
+
+    def object(self) -> dict[str, Any]:
+        """A fresh decoded copy of the object written."""
+        data: dict[str, Any] = orjson.loads(self.body)
+        return data
+
+
+WriteObserver = Callable[[Written], None]
+"""Told about every object a write returned (how a cache reads its own writes)."""
+
+
+def matching_fields_selector(
+    field_selector: str | None, matching_fields: Mapping[str, str] | None
+) -> str | None:
+    """A field selector requiring each `matching_fields` entry, joined to `field_selector`
+    (controller-runtime's MatchingFields, sent to the server)."""
+    terms = [field_selector] if field_selector else []
+    for name, value in (matching_fields or {}).items():
+        escaped = value.replace("\\", "\\\\").replace(",", "\\,").replace("=", "\\=")
+        terms.append(f"{name}={escaped}")
+    return ",".join(terms) or None
 
 
 @dataclass
@@ -65,6 +131,38 @@ class _Target:
 def _info_of(kind: Any) -> ResourceInfo | None:
     info = getattr(kind, "__kubeforge__", None)
     return info if isinstance(info, ResourceInfo) else None
+
+
+def _metadata_only(item: dict[str, Any], resource: APIResource) -> dict[str, Any]:
+    """An object cut to its metadata, naming its own kind (not PartialObjectMetadata), as
+    controller-runtime's metadata client returns it."""
+    return {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": item.get("metadata") or {},
+    }
+
+
+def adopt(obj: T, result: Any) -> T:
+    """Make `obj` the server's answer `result` in place and return it; an object that cannot
+    be changed in place (a frozen or unknown type) is left alone and `result` returned."""
+    if result is obj:
+        return obj
+    if isinstance(obj, MutableMapping) and isinstance(result, Mapping):
+        obj.clear()
+        obj.update(result)
+        return obj
+    if isinstance(obj, BaseModel) and type(result) is type(obj):
+        if obj.model_config.get("frozen"):
+            return result
+        # The documented instance state of a pydantic model: field values, the fields set,
+        # extra (unknown) fields and private attributes.
+        object.__setattr__(obj, "__dict__", result.__dict__)
+        object.__setattr__(obj, "__pydantic_fields_set__", result.__pydantic_fields_set__)
+        object.__setattr__(obj, "__pydantic_extra__", result.__pydantic_extra__)
+        object.__setattr__(obj, "__pydantic_private__", result.__pydantic_private__)
+        return obj
+    return result  # type: ignore[no-any-return]
 
 
 def to_dict(obj: Any) -> dict[str, Any]:
@@ -97,6 +195,7 @@ class Client:
             config, timeout=timeout, on_request=on_request, on_retry=on_retry
         )
         self.discovery = Discovery(self.transport)
+        self._observers: list[WriteObserver] = []
 
     @classmethod
     def from_kubeconfig(
@@ -112,6 +211,40 @@ class Client:
 
     async def close(self) -> None:
         await self.transport.close()
+
+    def add_write_observer(self, observer: WriteObserver) -> None:
+        """Call `observer` with every object a write through this client returns (not for
+        dry runs), before the write's caller sees it."""
+        self._observers.append(observer)
+
+    def remove_write_observer(self, observer: WriteObserver) -> None:
+        if observer in self._observers:
+            self._observers.remove(observer)
+
+    def _written(
+        self, target: _Target, name: str, reply: Response, *, deleted: bool = False
+    ) -> None:
+        if not self._observers:
+            return
+        written = Written(target.resource, target.namespace, name, reply.body, deleted)
+        for observer in list(self._observers):
+            observer(written)
+
+    async def _send(
+        self,
+        call: str,
+        target: _Target,
+        name: str | None,
+        method: str,
+        path: str,
+        **options: Any,
+    ) -> Response:
+        """One request; an ApiError it raises names the call, the kind and the object."""
+        try:
+            return await self.transport.request(method, path, **options)
+        except ApiError as exc:
+            exc.call = _describe_call(call, target, name)
+            raise
 
     async def __aenter__(self) -> Client:
         return self
@@ -199,7 +332,16 @@ class Client:
         """One object by name; NotFound when it does not exist."""
         target = await self._target(kind, namespace)
         path = target.resource.path(target.namespace, name)
-        return self._wrap(target, (await self.transport.request("GET", path)).json())
+        return self._wrap(target, (await self._send("get", target, name, "GET", path)).json())
+
+    async def get_metadata(
+        self, kind: KindLike, name: str, *, namespace: str | None = None
+    ) -> PartialObjectMetadata:
+        """One object's metadata only (apiVersion, kind and metadata); NotFound when absent."""
+        target = await self._target(kind, namespace)
+        path = target.resource.path(target.namespace, name)
+        reply = await self._send("get", target, name, "GET", path, accept=_METADATA_ACCEPT)
+        return PartialObjectMetadata.from_dict(_metadata_only(reply.json(), target.resource))
 
     async def get_subresource(
         self, kind: KindLike, name: str, subresource: str, *, namespace: str | None = None
@@ -207,7 +349,7 @@ class Client:
         """`GET <object>/<subresource>` (status, scale ...), as a dict."""
         target = await self._target(kind, namespace)
         path = target.resource.path(target.namespace, name, subresource)
-        result: dict[str, Any] = (await self.transport.request("GET", path)).json()
+        result: dict[str, Any] = (await self._send("get", target, name, "GET", path)).json()
         return result
 
     async def list_page(
@@ -221,8 +363,10 @@ class Client:
         continue_token: str | None = None,
         resource_version: str | None = None,
         all_namespaces: bool = False,
+        metadata_only: bool = False,
     ) -> ObjectList[Any]:
-        """One page of a list (use `continue_token` for the next one)."""
+        """One page of a list (use `continue_token` for the next one); `metadata_only`
+        lists each object's apiVersion, kind and metadata only, as dicts."""
         target = await self._target(kind, None if all_namespaces else namespace)
         params = self._params(
             labelSelector=label_selector,
@@ -233,15 +377,24 @@ class Client:
         if continue_token:
             params["continue"] = continue_token
         path = target.resource.path(None if all_namespaces else target.namespace)
-        doc = (await self.transport.request("GET", path, params=params)).json()
+        accept = _METADATA_LIST_ACCEPT if metadata_only else None
+        reply = await self._send("list", target, None, "GET", path, params=params, accept=accept)
+        doc = reply.json()
         meta = doc.get("metadata") or {}
         items = doc.get("items") or []
         api_version = target.resource.api_version
-        for item in items:
-            # List items omit their own kind; fill it in as clients do.
-            item.setdefault("apiVersion", api_version)
-            item.setdefault("kind", target.resource.kind)
-        wrapped = [self._wrap(target, item) for item in items] if target.typed else items
+        if metadata_only:
+            items = [_metadata_only(item, target.resource) for item in items]
+        else:
+            for item in items:
+                # List items omit their own kind; fill it in as clients do.
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", target.resource.kind)
+        wrapped = (
+            [self._wrap(target, item) for item in items]
+            if target.typed and not metadata_only
+            else items
+        )
         return ObjectList(
             wrapped,
             str(meta.get("resourceVersion") or ""),
@@ -259,6 +412,7 @@ class Client:
         field_selector: str | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         all_namespaces: bool = False,
+        metadata_only: bool = False,
     ) -> AsyncIterator[ObjectList[Any]]:
         """A list, page by page; every page is from the same consistent snapshot."""
         token: str | None = None
@@ -271,6 +425,7 @@ class Client:
                 limit=page_size,
                 continue_token=token,
                 all_namespaces=all_namespaces,
+                metadata_only=metadata_only,
             )
             yield page
             token = page.continue_token
@@ -283,10 +438,11 @@ class Client:
         kind: type[T],
         *,
         namespace: str | None = ...,
+        all_namespaces: bool = ...,
         label_selector: str | None = ...,
         field_selector: str | None = ...,
+        matching_fields: Mapping[str, str] | None = ...,
         page_size: int = ...,
-        all_namespaces: bool = ...,
     ) -> ObjectList[T]: ...
     @overload
     async def list(
@@ -294,10 +450,11 @@ class Client:
         kind: GroupVersionKind | str,
         *,
         namespace: str | None = ...,
+        all_namespaces: bool = ...,
         label_selector: str | None = ...,
         field_selector: str | None = ...,
+        matching_fields: Mapping[str, str] | None = ...,
         page_size: int = ...,
-        all_namespaces: bool = ...,
     ) -> ObjectList[dict[str, Any]]: ...
 
     async def list(
@@ -305,12 +462,61 @@ class Client:
         kind: KindLike,
         *,
         namespace: str | None = None,
+        all_namespaces: bool = False,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        matching_fields: Mapping[str, str] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
-        all_namespaces: bool = False,
     ) -> ObjectList[Any]:
-        """Every object of a kind in a namespace (or all namespaces), fetched page by page."""
+        """Every object of a kind in a namespace (or all namespaces), fetched page by page.
+
+        `matching_fields` entries are required field values, sent as a field selector.
+        """
+        return await self._list_all(
+            kind,
+            namespace,
+            all_namespaces,
+            label_selector,
+            matching_fields_selector(field_selector, matching_fields),
+            page_size,
+            metadata_only=False,
+        )
+
+    async def list_metadata(
+        self,
+        kind: KindLike,
+        *,
+        namespace: str | None = None,
+        all_namespaces: bool = False,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        matching_fields: Mapping[str, str] | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> ObjectList[PartialObjectMetadata]:
+        """`list`, with each object's apiVersion, kind and metadata only."""
+        found = await self._list_all(
+            kind,
+            namespace,
+            all_namespaces,
+            label_selector,
+            matching_fields_selector(field_selector, matching_fields),
+            page_size,
+            metadata_only=True,
+        )
+        items = [PartialObjectMetadata.from_dict(item) for item in found.items]
+        return ObjectList(items, found.resource_version, kind=found.kind)
+
+    async def _list_all(
+        self,
+        kind: KindLike,
+        namespace: str | None,
+        all_namespaces: bool,
+        label_selector: str | None,
+        field_selector: str | None,
+        page_size: int,
+        *,
+        metadata_only: bool,
+    ) -> ObjectList[Any]:
         items: list[Any] = []
         first: ObjectList[Any] | None = None
         async for page in self.list_pages(
@@ -320,6 +526,7 @@ class Client:
             field_selector=field_selector,
             page_size=page_size,
             all_namespaces=all_namespaces,
+            metadata_only=metadata_only,
         ):
             first = first or page
             items.extend(page.items)
@@ -338,9 +545,11 @@ class Client:
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
         idle_timeout: float | None = None,
+        metadata_only: bool = False,
     ) -> AsyncIterator[WatchEvent]:
         """Changes to objects of a kind, from `resource_version` (or the current state).
 
+        `metadata_only` streams each object's apiVersion, kind and metadata only, as dicts.
         Raises Gone when the server no longer has history that old; re-list then.
         """
         target = await self._target(kind, None if all_namespaces else namespace)
@@ -353,11 +562,22 @@ class Client:
             allowWatchBookmarks="true" if allow_bookmarks else None,
         )
         path = target.resource.path(None if all_namespaces else target.namespace)
-        async for event in watch_events(self.transport, path, params, idle_timeout=idle_timeout):
-            if target.typed is not None and event.type != BOOKMARK:
-                yield WatchEvent(event.type, self._wrap(target, event.object))
-            else:
-                yield event
+        accept = _METADATA_ACCEPT if metadata_only else None
+        try:
+            async for event in watch_events(
+                self.transport, path, params, idle_timeout=idle_timeout, accept=accept
+            ):
+                if event.type == BOOKMARK:
+                    yield event
+                elif metadata_only:
+                    yield WatchEvent(event.type, _metadata_only(event.object, target.resource))
+                elif target.typed is not None:
+                    yield WatchEvent(event.type, self._wrap(target, event.object))
+                else:
+                    yield event
+        except ApiError as exc:
+            exc.call = exc.call or _describe_call("watch", target, None)
+            raise
 
     # writes ---------------------------------------------------------------------------------
 
@@ -370,15 +590,26 @@ class Client:
         field_manager: str | None = None,
         field_validation: str | None = None,
     ) -> T:
-        """Create an object; returns it as stored (AlreadyExists when the name is taken)."""
+        """Create an object (AlreadyExists when the name is taken). `obj` becomes the object
+        as stored (name, uid, resourceVersion ...), in place, and is returned."""
         target, data = await self._target_of(obj, namespace)
         path = target.resource.path(target.namespace)
         params = self._params(dry_run, field_manager, field_validation)
-        reply = await self.transport.request(
-            "POST", path, params=params, body=orjson.dumps(data), content_type="application/json"
+        name = (data.get("metadata") or {}).get("name") or ""
+        reply = await self._send(
+            "create",
+            target,
+            name or None,
+            "POST",
+            path,
+            params=params,
+            body=orjson.dumps(data),
+            content_type="application/json",
         )
-        result: T = self._wrap(target, reply.json())
-        return result
+        result = reply.json()
+        if not dry_run:
+            self._written(target, (result.get("metadata") or {}).get("name") or name, reply)
+        return adopt(obj, self._wrap(target, result))
 
     async def update(
         self,
@@ -389,22 +620,45 @@ class Client:
         field_manager: str | None = None,
         field_validation: str | None = None,
     ) -> T:
-        """Replace an object (Conflict when its resourceVersion is stale)."""
+        """Replace an object (Conflict when its resourceVersion is stale). `obj` becomes the
+        object as stored, in place, and is returned."""
         target, data = await self._target_of(obj, None)
         name = (data.get("metadata") or {}).get("name")
         if not name:
             raise ValueError("update needs metadata.name")
         path = target.resource.path(target.namespace, name, subresource)
         params = self._params(dry_run, field_manager, field_validation)
-        reply = await self.transport.request(
-            "PUT", path, params=params, body=orjson.dumps(data), content_type="application/json"
+        reply = await self._send(
+            f"update_{subresource}" if subresource else "update",
+            target,
+            name,
+            "PUT",
+            path,
+            params=params,
+            body=orjson.dumps(data),
+            content_type="application/json",
         )
-        result: T = self._wrap(target, reply.json())
-        return result
+        if not dry_run:
+            self._written(target, name, reply)
+        return adopt(obj, self._wrap(target, reply.json()))
 
-    async def update_status(self, obj: T, **options: Any) -> T:
-        """Replace an object's status through its status subresource."""
-        return await self.update(obj, subresource="status", **options)
+    async def update_status(
+        self,
+        obj: T,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        field_validation: str | None = None,
+    ) -> T:
+        """Replace an object's status through its status subresource; `obj` becomes the
+        object as stored, in place, and is returned."""
+        return await self.update(
+            obj,
+            subresource="status",
+            dry_run=dry_run,
+            field_manager=field_manager,
+            field_validation=field_validation,
+        )
 
     @overload
     async def patch(
@@ -452,19 +706,81 @@ class Client:
         field_validation: str | None = None,
     ) -> Any:
         """Patch an object: `merge` (RFC 7386), `json` (RFC 6902), `strategic` (built-ins),
-        or `apply` (server-side apply; prefer `apply()`)."""
+        or `apply` (server-side apply; prefer `apply()`). Returns the object as stored."""
         target = await self._target(kind, namespace)
         path = target.resource.path(target.namespace, name, subresource)
         params = self._params(dry_run, field_manager, field_validation, force=force)
         body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
-        reply = await self.transport.request(
-            "PATCH", path, params=params, body=body, content_type=_PATCH_CONTENT_TYPES[patch_type]
+        reply = await self._send(
+            f"patch_{subresource}" if subresource else "patch",
+            target,
+            name,
+            "PATCH",
+            path,
+            params=params,
+            body=body,
+            content_type=_PATCH_CONTENT_TYPES[patch_type],
         )
+        if not dry_run:
+            self._written(target, name, reply)
         return self._wrap(target, reply.json())
 
-    async def patch_status(self, kind: KindLike, name: str, patch: Any, **options: Any) -> Any:
-        """Patch an object's status subresource (merge patch unless `patch_type` says)."""
-        return await self.patch(kind, name, patch, subresource="status", **options)
+    @overload
+    async def patch_status(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = ...,
+        namespace: str | None = ...,
+        dry_run: bool = ...,
+        field_manager: str | None = ...,
+        force: bool | None = ...,
+        field_validation: str | None = ...,
+    ) -> T: ...
+    @overload
+    async def patch_status(
+        self,
+        kind: GroupVersionKind | str,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = ...,
+        namespace: str | None = ...,
+        dry_run: bool = ...,
+        field_manager: str | None = ...,
+        force: bool | None = ...,
+        field_validation: str | None = ...,
+    ) -> dict[str, Any]: ...
+
+    async def patch_status(
+        self,
+        kind: KindLike,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType = "merge",
+        namespace: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        field_validation: str | None = None,
+    ) -> Any:
+        """Patch an object's status subresource (a merge patch unless `patch_type` says);
+        returns the object as stored."""
+        return await self.patch(
+            kind,
+            name,
+            patch,
+            patch_type=patch_type,
+            namespace=namespace,
+            subresource="status",
+            dry_run=dry_run,
+            field_manager=field_manager,
+            force=force,
+            field_validation=field_validation,
+        )
 
     async def apply(
         self,
@@ -478,7 +794,8 @@ class Client:
         """Server-side apply: make the object match `obj` for the fields this manager owns.
 
         Creates the object when it does not exist. A field another manager owns with a
-        different value raises Conflict unless `force`.
+        different value raises Conflict unless `force`. Returns the object as stored; `obj`
+        itself is left as it was (it is the configuration you apply, not the whole object).
         """
         target, data = await self._target_of(obj, None)
         name = (data.get("metadata") or {}).get("name")
@@ -487,19 +804,33 @@ class Client:
         manager = field_manager or self.field_manager or "kubeforge"
         path = target.resource.path(target.namespace, name, subresource)
         params = self._params(dry_run, manager, None, force=force)
-        reply = await self.transport.request(
+        reply = await self._send(
+            f"apply_{subresource}" if subresource else "apply",
+            target,
+            name,
             "PATCH",
             path,
             params=params,
             body=orjson.dumps(data),
             content_type=_PATCH_CONTENT_TYPES["apply"],
         )
+        if not dry_run:
+            self._written(target, name, reply)
         result: T = self._wrap(target, reply.json())
         return result
 
-    async def apply_status(self, obj: T, **options: Any) -> T:
-        """Server-side apply of an object's status."""
-        return await self.apply(obj, subresource="status", **options)
+    async def apply_status(
+        self,
+        obj: T,
+        *,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+    ) -> T:
+        """Server-side apply of an object's status; returns the object as stored."""
+        return await self.apply(
+            obj, field_manager=field_manager, force=force, subresource="status", dry_run=dry_run
+        )
 
     async def delete(
         self,
@@ -507,7 +838,7 @@ class Client:
         name: str,
         *,
         namespace: str | None = None,
-        propagation_policy: Literal["Background", "Foreground", "Orphan"] | None = None,
+        propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
         preconditions: Mapping[str, str] | None = None,
         dry_run: bool = False,
@@ -515,35 +846,35 @@ class Client:
         """Delete an object; returns the server's answer (the object while finalizers hold
         it, or a Status). NotFound when it does not exist."""
         target = await self._target(kind, namespace)
-        path = target.resource.path(target.namespace, name)
         return await self._delete(
-            path, propagation_policy, grace_period_seconds, preconditions, dry_run
+            target, name, propagation_policy, grace_period_seconds, preconditions, dry_run
         )
 
-    async def delete_object(self, obj: Any, **options: Any) -> dict[str, Any]:
-        """Delete the object `obj` names (by kind, namespace and name)."""
+    async def delete_object(
+        self,
+        obj: Any,
+        *,
+        propagation_policy: PropagationPolicy | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Delete the object `obj` names (by kind, namespace and name); `obj` is unchanged."""
         target, data = await self._target_of(obj, None)
         name = (data.get("metadata") or {}).get("name")
         if not name:
             raise ValueError("delete needs metadata.name")
-        path = target.resource.path(target.namespace, name)
         return await self._delete(
-            path,
-            options.get("propagation_policy"),
-            options.get("grace_period_seconds"),
-            options.get("preconditions"),
-            bool(options.get("dry_run")),
+            target, name, propagation_policy, grace_period_seconds, preconditions, dry_run
         )
 
-    async def _delete(
+    def _delete_body(
         self,
-        path: str,
         propagation_policy: str | None,
         grace_period_seconds: int | None,
         preconditions: Mapping[str, str] | None,
         dry_run: bool,
-        params: dict[str, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> bytes:
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         if propagation_policy:
             options["propagationPolicy"] = propagation_policy
@@ -553,14 +884,35 @@ class Client:
             options["preconditions"] = dict(preconditions)
         if dry_run:
             options["dryRun"] = ["All"]
-        reply = await self.transport.request(
+        return orjson.dumps(options)
+
+    async def _delete(
+        self,
+        target: _Target,
+        name: str,
+        propagation_policy: str | None,
+        grace_period_seconds: int | None,
+        preconditions: Mapping[str, str] | None,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        reply = await self._send(
+            "delete",
+            target,
+            name,
             "DELETE",
-            path,
-            params=params,
-            body=orjson.dumps(options),
+            target.resource.path(target.namespace, name),
+            body=self._delete_body(
+                propagation_policy, grace_period_seconds, preconditions, dry_run
+            ),
             content_type="application/json",
         )
         result: dict[str, Any] = reply.json() or {}
+        if not dry_run:
+            if result.get("kind") == "Status":
+                self._written(target, name, reply, deleted=True)
+            elif (result.get("metadata") or {}).get("finalizers"):
+                # Finalizers hold it: it is still there, marked for deletion.
+                self._written(target, name, reply)
         return result
 
     async def delete_all_of(
@@ -570,19 +922,21 @@ class Client:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-        propagation_policy: Literal["Background", "Foreground", "Orphan"] | None = None,
+        propagation_policy: PropagationPolicy | None = None,
         dry_run: bool = False,
     ) -> None:
         """Delete every object of a kind in a namespace that matches the selectors."""
         target = await self._target(kind, namespace)
         params = self._params(labelSelector=label_selector, fieldSelector=field_selector)
-        await self._delete(
+        await self._send(
+            "delete_all_of",
+            target,
+            None,
+            "DELETE",
             target.resource.path(target.namespace),
-            propagation_policy,
-            None,
-            None,
-            dry_run,
-            params,
+            params=params,
+            body=self._delete_body(propagation_policy, None, None, dry_run),
+            content_type="application/json",
         )
 
     # subresources ---------------------------------------------------------------------------
@@ -599,7 +953,10 @@ class Client:
         """Set an object's replicas through its scale subresource; returns the new Scale."""
         target = await self._target(kind, namespace)
         path = target.resource.path(target.namespace, name, "scale")
-        reply = await self.transport.request(
+        reply = await self._send(
+            "scale",
+            target,
+            name,
             "PATCH",
             path,
             body=orjson.dumps({"spec": {"replicas": replicas}}),
@@ -620,8 +977,14 @@ class Client:
         """`POST <object>/<subresource>`: eviction, binding, token ..."""
         target = await self._target(kind, namespace)
         path = target.resource.path(target.namespace, name, subresource)
-        reply = await self.transport.request(
-            "POST", path, body=orjson.dumps(body), content_type="application/json"
+        reply = await self._send(
+            f"create_{subresource}",
+            target,
+            name,
+            "POST",
+            path,
+            body=orjson.dumps(body),
+            content_type="application/json",
         )
         result: dict[str, Any] = reply.json() or {}
         return result
@@ -638,7 +1001,9 @@ class Client:
         target = await self._target("v1/Pod", namespace)
         path = target.resource.path(target.namespace, name, "log")
         params = self._params(container=container, tailLines=tail_lines)
-        reply = await self.transport.request("GET", path, params=params, accept="text/plain")
+        reply = await self._send(
+            "logs", target, name, "GET", path, params=params, accept="text/plain"
+        )
         return reply.body.decode(errors="replace")
 
     async def wait_established(self, crd_names: Sequence[str], timeout: float = 30.0) -> None:
@@ -654,3 +1019,14 @@ class Client:
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(asyncio.gather(*(established(n) for n in crd_names)), timeout)
+
+
+def _describe_call(call: str, target: _Target, name: str | None) -> str:
+    """`update_status At default/web`: the call, the kind and the object (or namespace)."""
+    kind = target.resource.kind
+    if name:
+        where = f"{target.namespace}/{name}" if target.namespace else name
+        return f"{call} {kind} {where}"
+    if target.namespace:
+        return f"{call} {kind} in namespace {target.namespace}"
+    return f"{call} {kind}"

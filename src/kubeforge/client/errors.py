@@ -28,9 +28,14 @@ T = TypeVar("T")
 
 
 class ApiError(Exception):
-    """An error answer from the API server; `status` is its Status body."""
+    """An error answer from the API server; `status` is its Status body.
+
+    `call` names the client call that got it (`update_status At default/web`) when it came
+    through `Client`, so a log line says which of a reconcile's requests failed.
+    """
 
     code: int = 0
+    call: str | None = None
 
     def __init__(self, status: dict[str, Any], code: int | None = None) -> None:
         self.status = status
@@ -59,7 +64,8 @@ class ApiError(Exception):
         return float(value) if isinstance(value, int | float) else None
 
     def __str__(self) -> str:
-        return f"{self.code} {self.reason or type(self).__name__}: {self.message}"
+        text = f"{self.code} {self.reason or type(self).__name__}: {self.message}"
+        return f"{self.call}: {text}" if self.call else text
 
 
 class BadRequest(ApiError):

@@ -42,13 +42,16 @@ async def watch_events(
     params: Mapping[str, str],
     *,
     idle_timeout: float | None = None,
+    accept: str | None = None,
 ) -> AsyncIterator[WatchEvent]:
     """Stream the events of a watch request until the server ends it.
 
     Raises Gone for an expired resourceVersion and ApiError for other ERROR events.
     `idle_timeout` ends a stream that has been silent that long (a dead connection).
     """
-    async with transport.stream("GET", path, params=params, timeout=idle_timeout) as resp:
+    async with transport.stream(
+        "GET", path, params=params, timeout=idle_timeout, accept=accept
+    ) as resp:
         buffer = b""
         async for chunk in resp.content.iter_any():
             buffer += chunk

@@ -4,36 +4,51 @@ Builder(manager)
     .for_(Machine)
     .owns(Switch)
     .watches(Switch, lambda switch: [Request(ns, switch.metadata.labels["machine"])])
+    .watches_source(channel)                 # generic events from outside the cluster
     .with_event_filter(GenerationChanged())
     .with_options(max_concurrent_reconciles=4)
     .complete(MachineReconciler())
+
+`metadata_only=True` on `for_`, `owns` or `watches` caches only the objects' metadata
+(controller-runtime's OnlyMetadata): the handlers and map functions see PartialObjectMetadata,
+and the reconciler reads them with `get_metadata` / `list_metadata`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import AsyncIterable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Unpack
 
-from kubeforge.api.meta import GroupVersionKind
+from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
 from kubeforge.client.client import KindLike
 from kubeforge.runtime.cache import kind_key
-from kubeforge.runtime.controller import Controller, ControllerOptions
+from kubeforge.runtime.controller import Controller, ControllerOptionsArgs
 from kubeforge.runtime.handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
     EventHandler,
+    MapFunc,
 )
 from kubeforge.runtime.predicate import Predicate
-from kubeforge.runtime.reconcile import Reconciler, Request, SyncReconciler
+from kubeforge.runtime.reconcile import (
+    ObjectAdapter,
+    ObjectReconciler,
+    Reconciler,
+    SyncObjectAdapter,
+    SyncObjectReconciler,
+    SyncReconciler,
+)
 
 if TYPE_CHECKING:
     from kubeforge.runtime.manager import Manager
 
-__all__ = ["Builder"]
+__all__ = ["AnyReconciler", "Builder"]
 
-MapFunc = Callable[[Any], Iterable[Request | tuple[str, str]] | None]
+AnyReconciler = Reconciler | SyncReconciler | ObjectReconciler[Any] | SyncObjectReconciler[Any]
+"""Any of the reconciler shapes a controller can run."""
 
 
 @dataclass
@@ -42,10 +57,38 @@ class _Watch:
     handler: EventHandler | None
     map_fn: MapFunc | None
     predicates: tuple[Predicate, ...]
+    metadata_only: bool = False
+
+
+@dataclass
+class _SourceWatch:
+    items: AsyncIterable[Any]
+    handler: EventHandler | None
+    map_fn: MapFunc | None
+    predicates: tuple[Predicate, ...]
 
 
 def _typed(kind: KindLike) -> type[Any] | None:
     return kind if isinstance(kind, type) and hasattr(kind, "__kubeforge__") else None
+
+
+def _partial_metadata(obj: Mapping[str, Any]) -> PartialObjectMetadata:
+    return PartialObjectMetadata.from_dict(dict(obj))
+
+
+def _from_dict(typed: type[Any], obj: Mapping[str, Any]) -> Any:
+    return typed.from_dict(dict(obj))
+
+
+def _split(handler: EventHandler | MapFunc) -> tuple[EventHandler | None, MapFunc | None]:
+    """An event handler (create/update/delete methods) or a map function."""
+    if all(callable(getattr(handler, m, None)) for m in ("create", "update", "delete")):
+        return handler, None  # type: ignore[return-value]
+    if callable(handler):
+        return None, handler
+    raise TypeError(
+        f"{handler!r} is neither an event handler nor a map function (object -> requests)"
+    )
 
 
 class Builder:
@@ -56,15 +99,22 @@ class Builder:
         self._for: _Watch | None = None
         self._owns: list[tuple[_Watch, bool]] = []
         self._watches: list[_Watch] = []
+        self._sources: list[_SourceWatch] = []
         self._filters: list[Predicate] = []
         self._options = replace(manager.controller_defaults)
         self._name: str | None = None
 
-    def for_(self, kind: KindLike, *, predicates: Sequence[Predicate] = ()) -> Builder:
+    def for_(
+        self,
+        kind: KindLike,
+        *,
+        predicates: Sequence[Predicate] = (),
+        metadata_only: bool = False,
+    ) -> Builder:
         """The kind this controller reconciles; events on it enqueue the object itself."""
         if self._for is not None:
             raise ValueError("for_() may be called only once")
-        self._for = _Watch(kind, EnqueueRequestForObject(), None, tuple(predicates))
+        self._for = _Watch(kind, EnqueueRequestForObject(), None, tuple(predicates), metadata_only)
         return self
 
     def owns(
@@ -73,10 +123,12 @@ class Builder:
         *,
         predicates: Sequence[Predicate] = (),
         match_every_owner: bool = False,
+        metadata_only: bool = False,
     ) -> Builder:
         """Objects this controller creates; their events enqueue their controller owner
         (every owner of the for_ kind with `match_every_owner`)."""
-        self._owns.append((_Watch(kind, None, None, tuple(predicates)), match_every_owner))
+        watch = _Watch(kind, None, None, tuple(predicates), metadata_only)
+        self._owns.append((watch, match_every_owner))
         return self
 
     def watches(
@@ -85,14 +137,35 @@ class Builder:
         handler: EventHandler | MapFunc,
         *,
         predicates: Sequence[Predicate] = (),
+        metadata_only: bool = False,
     ) -> Builder:
         """Another kind whose events map to requests: through `handler`, or a map function
-        receiving the object (typed for typed kinds) and returning Requests."""
-        if callable(handler) and not hasattr(handler, "create"):
-            self._watches.append(_Watch(kind, None, handler, tuple(predicates)))
+        receiving the object (typed for typed kinds; PartialObjectMetadata with
+        `metadata_only`) and returning Requests. The map function may be `async def`."""
+        event_handler, map_fn = _split(handler)
+        self._watches.append(_Watch(kind, event_handler, map_fn, tuple(predicates), metadata_only))
+        return self
+
+    def watches_source(
+        self,
+        source: AsyncIterable[Any],
+        handler: EventHandler | MapFunc | None = None,
+        *,
+        predicates: Sequence[Predicate] = (),
+    ) -> Builder:
+        """Generic events from outside the cluster: every item of `source` (a `Channel`, or
+        any async iterable) is a Request, or an object mapped to requests by `handler`
+        (default: the object itself; or a map function, or an event handler such as
+        EnqueueRequestForOwner). The event filters apply to these too."""
+        if not hasattr(source, "__aiter__"):
+            raise TypeError(f"a source is an async iterable (a Channel ...), not {source!r}")
+        if handler is None:
+            self._sources.append(
+                _SourceWatch(source, EnqueueRequestForObject(), None, tuple(predicates))
+            )
         else:
-            assert not callable(handler) or hasattr(handler, "update")
-            self._watches.append(_Watch(kind, handler, None, tuple(predicates)))  # type: ignore[arg-type]
+            event_handler, map_fn = _split(handler)
+            self._sources.append(_SourceWatch(source, event_handler, map_fn, tuple(predicates)))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> Builder:
@@ -100,10 +173,11 @@ class Builder:
         self._filters.extend(predicates)
         return self
 
-    def with_options(self, **options: Any) -> Builder:
-        """Controller options: max_concurrent_reconciles, reconcile_timeout, cache_sync_timeout,
-        need_leader_election."""
-        known = {f.name for f in fields(ControllerOptions)}
+    def with_options(self, **options: Unpack[ControllerOptionsArgs]) -> Builder:
+        """Controller options (see ControllerOptions): max_concurrent_reconciles,
+        reconcile_timeout, cache_sync_timeout, need_leader_election, recover_panic,
+        queue_max_wait, rate_limiter."""
+        known = set(ControllerOptionsArgs.__annotations__)
         for key in options:
             if key not in known:
                 raise TypeError(f"unknown controller option {key!r}")
@@ -115,38 +189,60 @@ class Builder:
         self._name = name
         return self
 
-    def complete(self, reconciler: Reconciler | SyncReconciler) -> Controller:
+    def _map_handler(self, watch: _Watch | _SourceWatch, kind: KindLike | None) -> EventHandler:
+        if watch.handler is not None:
+            return watch.handler
+        assert watch.map_fn is not None
+        convert: Callable[[Mapping[str, Any]], Any] | None = None
+        if isinstance(watch, _Watch) and watch.metadata_only:
+            convert = _partial_metadata
+        elif kind is not None and (typed := _typed(kind)) is not None:
+            convert = functools.partial(_from_dict, typed)
+        return EnqueueRequestsFromMapFunc(watch.map_fn, convert)
+
+    def complete(self, reconciler: AnyReconciler) -> Controller:
         """Build the controller and register it with the manager."""
         if self._for is None:
             raise ValueError("a controller needs for_(kind)")
         for_kind = self._for.kind
         gvk = GroupVersionKind.parse(kind_key(for_kind))
         name = self._name or gvk.kind.lower()
+        runnable = self._adapt(reconciler, for_kind, self._for.metadata_only)
         controller = Controller(
-            name, reconciler, options=self._options, metrics=self.manager.metrics
+            name, runnable, options=self._options, metrics=self.manager.metrics, kind=gvk.kind
         )
         cache = self.manager.cache
         filters = tuple(self._filters)
 
         assert self._for.handler is not None
-        controller.watch(
-            cache.informer_for(for_kind), self._for.handler, filters + self._for.predicates
-        )
+        for_informer = cache.informer_for(for_kind, metadata_only=self._for.metadata_only)
+        controller.for_informer = for_informer
+        controller.watch(for_informer, self._for.handler, filters + self._for.predicates)
         for watch, every_owner in self._owns:
             handler = EnqueueRequestForOwner(gvk, only_controller=not every_owner)
             self.manager.resolve_owner_scope(for_kind, handler)
-            controller.watch(cache.informer_for(watch.kind), handler, filters + watch.predicates)
+            informer = cache.informer_for(watch.kind, metadata_only=watch.metadata_only)
+            controller.watch(informer, handler, filters + watch.predicates)
         for watch in self._watches:
-            if watch.handler is not None:
-                handler_obj: EventHandler = watch.handler
-            else:
-                assert watch.map_fn is not None
-                typed = _typed(watch.kind)
-                handler_obj = EnqueueRequestsFromMapFunc(
-                    watch.map_fn, typed.from_dict if typed is not None else None
-                )
+            informer = cache.informer_for(watch.kind, metadata_only=watch.metadata_only)
             controller.watch(
-                cache.informer_for(watch.kind), handler_obj, filters + watch.predicates
+                informer, self._map_handler(watch, watch.kind), filters + watch.predicates
+            )
+        for source in self._sources:
+            controller.watch_source(
+                source.items, self._map_handler(source, None), filters + source.predicates
             )
         self.manager.add_controller(controller)
         return controller
+
+    @staticmethod
+    def _adapt(
+        reconciler: AnyReconciler, kind: KindLike, metadata_only: bool
+    ) -> Reconciler | SyncReconciler:
+        if isinstance(reconciler, ObjectReconciler):
+            return ObjectAdapter(reconciler, kind, metadata_only=metadata_only)
+        if isinstance(reconciler, SyncObjectReconciler):
+            return SyncObjectAdapter(reconciler, kind, metadata_only=metadata_only)
+        if not callable(getattr(reconciler, "reconcile", None)):
+            raise TypeError(f"{reconciler!r} has no reconcile method")
+        return reconciler

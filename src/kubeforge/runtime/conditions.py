@@ -103,7 +103,8 @@ def _same_form(conditions: list[Any], condition: ConditionLike) -> ConditionLike
             data["lastTransitionTime"] = _format_time(condition.last_transition_time)
         return data
     if isinstance(condition, Mapping):
-        return Condition.from_dict(dict(condition))
+        # Absent strings read as empty, as Go's zero values do.
+        return Condition.from_dict({"reason": "", "message": "", **condition})
     return condition.model_copy()
 
 

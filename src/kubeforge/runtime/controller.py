@@ -1,44 +1,78 @@
 """A controller: watched events feed a work queue; workers call reconcile and act on the Result.
 
 The queue never hands one key to two workers, so a given object is reconciled by at most
-one worker at a time however many run. After each reconcile:
+one worker at a time however many run, timeouts included: a plain `def` reconciler that
+overruns `reconcile_timeout` keeps its key until its thread returns (a thread cannot be
+stopped). After each reconcile:
 
 - success: the key's failure backoff is forgotten;
 - `Result(requeue_after=d)`: forgotten, then queued again after d seconds;
 - `Result(requeue=True)`: queued again with rate-limited backoff;
 - an exception: logged with the request, counted, queued again with backoff (5 ms doubling
-  to 1000 s), and the worker carries on;
+  to 1000 s, or the options' `rate_limiter`), and the worker carries on;
 - `TerminalError`: logged and counted, not queued again.
+
+A *panic* is an exception of a kind Python raises for programming mistakes (see `PANICS`):
+with `recover_panic` (the default) it is logged with its traceback, counted in
+`controller_runtime_reconcile_panics_total` and retried like any error; without, it stops
+the controller's manager (`Manager.start()` raises it), as an unrecovered panic ends a Go
+controller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import inspect
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from kubeforge.client.errors import ApiError
-from kubeforge.runtime.handler import EventHandler
+from kubeforge.runtime._access import json_form
+from kubeforge.runtime.handler import EventHandler, handle_generic
 from kubeforge.runtime.informer import Informer
+from kubeforge.runtime.logs import ReconcileContext, reconciling
 from kubeforge.runtime.metrics import Metrics
 from kubeforge.runtime.predicate import Predicate
+from kubeforge.runtime.ratelimiter import RateLimiter
 from kubeforge.runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
-from kubeforge.runtime.workqueue import ShutDown, WorkQueue
+from kubeforge.runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
 
-__all__ = ["Controller", "ControllerOptions"]
+__all__ = ["PANICS", "Controller", "ControllerOptions", "ControllerOptionsArgs"]
 
 log = logging.getLogger("kubeforge.controller")
+
+PANICS: Final[tuple[type[BaseException], ...]] = (
+    ArithmeticError,
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    NameError,
+    NotImplementedError,
+    RecursionError,
+    TypeError,
+)
+"""Exceptions counted as panics: what Python raises for a bug (a None where an object was
+expected, a missing key or index, a wrong type), as Go panics on a nil dereference or an
+index out of range."""
 
 
 @dataclass
 class ControllerOptions:
-    """controller-runtime's controller options, with its defaults."""
+    """controller-runtime's controller options, with its defaults.
+
+    `need_leader_election=False` runs the controller on every replica, leader or not.
+    `rate_limiter` decides the retry delay of failed requests (default: per-request
+    exponential backoff, 5 ms doubling to 1000 s). `queue_max_wait`: seconds a low-priority
+    request (initial list, resync) waits at most before it competes with live events.
+    """
 
     max_concurrent_reconciles: int = 1
     reconcile_timeout: float | None = None
@@ -46,7 +80,20 @@ class ControllerOptions:
     need_leader_election: bool = True
     recover_panic: bool = True
     queue_max_wait: float | None = 10.0
+    rate_limiter: RateLimiter[Request] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class ControllerOptionsArgs(TypedDict, total=False):
+    """The keyword arguments of `Builder.with_options` (the fields of ControllerOptions)."""
+
+    max_concurrent_reconciles: int
+    reconcile_timeout: float | None
+    cache_sync_timeout: float
+    need_leader_election: bool
+    recover_panic: bool
+    queue_max_wait: float | None
+    rate_limiter: RateLimiter[Request] | None
 
 
 class _Source:
@@ -75,6 +122,15 @@ class _Source:
             self.handler.delete(obj, self.controller.queue)
 
 
+@dataclass
+class _Stream:
+    """A source of generic events: an async iterable, its handler and predicates."""
+
+    items: AsyncIterable[Any]
+    handler: EventHandler
+    predicates: tuple[Predicate, ...]
+
+
 class Controller:
     """Runs `reconciler` for the requests its watches produce."""
 
@@ -85,8 +141,10 @@ class Controller:
         *,
         options: ControllerOptions | None = None,
         metrics: Metrics | None = None,
+        kind: str = "",
     ) -> None:
         self.name = name
+        self.kind = kind
         self.reconciler = reconciler
         self.options = options or ControllerOptions()
         self.metrics = metrics or Metrics()
@@ -94,7 +152,10 @@ class Controller:
         self.metrics.init_controller(name, self.options.max_concurrent_reconciles)
         queue_metrics = self.metrics.queue_metrics(name)
         self.queue: WorkQueue[Request] = WorkQueue(
-            name, metrics=queue_metrics, max_wait=self.options.queue_max_wait
+            name,
+            metrics=queue_metrics,
+            max_wait=self.options.queue_max_wait,
+            rate_limiter=self.options.rate_limiter,
         )
         queue_metrics.set_unfinished_source(
             lambda: (
@@ -103,8 +164,17 @@ class Controller:
             )
         )
         self.informers: list[Informer] = []
+        # The informer of the reconciled kind, for reconcile_all (the builder sets it).
+        self.for_informer: Informer | None = None
+        # Told about a panic that was not recovered (the manager stops on it).
+        self.on_failure: Callable[[BaseException], None] | None = None
+        self.failure: BaseException | None = None
+        self._streams: list[_Stream] = []
         self._workers: list[asyncio.Task[None]] = []
-        self._sync = not inspect.iscoroutinefunction(reconciler.reconcile)
+        self._stream_tasks: list[asyncio.Task[None]] = []
+        self._sync = isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
+            reconciler.reconcile
+        )
         self.started = False
 
     def __repr__(self) -> str:
@@ -121,6 +191,34 @@ class Controller:
         if informer not in self.informers:
             self.informers.append(informer)
 
+    def watch_source(
+        self,
+        items: AsyncIterable[Any],
+        handler: EventHandler,
+        predicates: Sequence[Predicate] = (),
+    ) -> None:
+        """Feed the queue from generic events: each item of `items` (a Channel, any async
+        iterable) is a Request, or an object mapped by `handler` after the predicates'
+        `generic`. Read from when the controller starts until it stops."""
+        self._streams.append(_Stream(items, handler, tuple(predicates)))
+        if self.started:
+            self._stream_tasks.append(self._consume(self._streams[-1]))
+
+    def reconcile_all(self, priority: int = LOW_PRIORITY) -> int:
+        """Queue every object of the reconciled kind the cache holds (a "reconcile
+        everything" trigger, e.g. after an external system changed); returns how many.
+
+        Low priority by default, as a resync is: live events are handled first.
+        """
+        informer = self.for_informer or (self.informers[0] if self.informers else None)
+        if informer is None:
+            raise RuntimeError(f"controller {self.name} watches no kind to reconcile")
+        keys = list(informer.store.keys())
+        for key in keys:
+            namespace, _, name = key.rpartition("/")
+            self.queue.add(Request(namespace, name), priority)
+        return len(keys)
+
     async def wait_for_sync(self) -> None:
         """Wait for the watched informers' first lists (TimeoutError after cache_sync_timeout)."""
         timeout = self.options.cache_sync_timeout
@@ -129,7 +227,7 @@ class Controller:
             raise TimeoutError(f"controller {self.name}: caches did not sync within {timeout}s")
 
     async def start(self) -> None:
-        """Start the workers (after the caches synced)."""
+        """Start the workers (after the caches synced) and the generic event sources."""
         if self.started:
             return
         await self.wait_for_sync()
@@ -137,6 +235,8 @@ class Controller:
         for i in range(self.options.max_concurrent_reconciles):
             task = asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
             self._workers.append(task)
+        for stream in self._streams:
+            self._stream_tasks.append(self._consume(stream))
         log.info(
             "controller started",
             extra={"controller": self.name, "workers": self.options.max_concurrent_reconciles},
@@ -144,6 +244,12 @@ class Controller:
 
     async def stop(self, timeout: float | None = 30.0) -> None:
         """Stop handing out work, let in-flight reconciles finish (up to `timeout`), stop."""
+        for task in self._stream_tasks:
+            task.cancel()
+        for task in self._stream_tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._stream_tasks.clear()
         if not self.started:
             self.queue.shutdown()
             return
@@ -158,6 +264,33 @@ class Controller:
         self._workers.clear()
         self.started = False
 
+    # generic events -------------------------------------------------------------------------
+
+    def _consume(self, stream: _Stream) -> asyncio.Task[None]:
+        return asyncio.create_task(self._read(stream), name=f"{self.name} source")
+
+    async def _read(self, stream: _Stream) -> None:
+        try:
+            async for item in stream.items:
+                self._generic(stream, item)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("controller %s: a source failed; it is not read any more", self.name)
+
+    def _generic(self, stream: _Stream, item: Any) -> None:
+        if isinstance(item, Request):
+            self.queue.add(item, 0)
+            return
+        try:
+            obj = item if isinstance(item, Mapping) else json_form(item)
+            if all(p.generic(obj) for p in stream.predicates):
+                handle_generic(stream.handler, obj, self.queue)
+        except Exception:
+            log.exception("controller %s: a generic event could not be handled", self.name)
+
+    # workers --------------------------------------------------------------------------------
+
     async def _worker(self) -> None:
         while True:
             try:
@@ -167,32 +300,61 @@ class Controller:
             self._stats.worker_active(1)
             try:
                 await self._process(request, priority)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a panic with recover_panic off
+                self._fail(exc)
+                return
             finally:
                 self._stats.worker_active(-1)
                 self.queue.done(request)
 
+    def _fail(self, exc: BaseException) -> None:
+        """An unrecovered panic: take no more work and tell the manager (which stops)."""
+        if self.failure is None:
+            self.failure = exc
+            log.error("controller %s: stopping on an unrecovered panic: %r", self.name, exc)
+            if self.on_failure is not None:
+                self.on_failure(exc)
+        self.queue.shutdown()
+
     async def _call(self, request: Request) -> Result | None:
         reconciler = self.reconciler
-        call: Awaitable[Result | None]
-        if isinstance(reconciler, SyncReconciler) or self._sync:
-            call = asyncio.to_thread(reconciler.reconcile, request)  # type: ignore[arg-type]
-        else:
-            call = reconciler.reconcile(request)
-        if self.options.reconcile_timeout:
-            return await asyncio.wait_for(call, self.options.reconcile_timeout)
-        return await call
+        timeout = self.options.reconcile_timeout
+        if not self._sync:
+            call: Awaitable[Result | None] = reconciler.reconcile(request)  # type: ignore[assignment]
+            if timeout:
+                return await asyncio.wait_for(call, timeout)
+            return await call
+        # A plain def reconciler runs in a thread, with this reconcile's context (logging).
+        context = contextvars.copy_context()
+        reconcile: Callable[[Request], Result | None] = reconciler.reconcile  # type: ignore[assignment]
+        run = functools.partial(context.run, reconcile, request)
+        thread = asyncio.get_running_loop().run_in_executor(None, run)
+        if not timeout:
+            return await thread
+        try:
+            return await asyncio.wait_for(asyncio.shield(thread), timeout)
+        except TimeoutError:
+            # The thread cannot be stopped: the key stays held until it returns, so no other
+            # reconcile of the same object can start meanwhile.
+            log.warning(
+                "reconcile of %s timed out after %ss; waiting for its thread to return",
+                request,
+                timeout,
+            )
+            with contextlib.suppress(Exception):
+                await thread
+            raise
 
     async def _process(self, request: Request, priority: int) -> None:
-        reconcile_id = uuid.uuid4().hex[:12]
+        context = ReconcileContext(
+            self.name, self.kind, request.namespace, request.name, str(uuid.uuid4())
+        )
         started = time.perf_counter()
-        context = {
-            "controller": self.name,
-            "object_namespace": request.namespace,
-            "object_name": request.name,
-            "reconcile_id": reconcile_id,
-        }
         try:
-            result = await self._call(request) or Result()
+            with reconciling(context):
+                result = await self._call(request) or Result()
         except asyncio.CancelledError:
             raise
         except TimeoutError:
@@ -203,14 +365,25 @@ class Controller:
                 "reconcile of %s timed out after %ss",
                 request,
                 self.options.reconcile_timeout,
-                extra=context,
+                extra=context.fields(),
             )
             self.queue.add_rate_limited(request, priority)
             return
         except TerminalError as exc:
             self._stats.error(terminal=True)
             self._stats.reconciled("error", time.perf_counter() - started)
-            log.error("reconcile of %s failed for good: %s", request, exc, extra=context)
+            log.error("reconcile of %s failed for good: %s", request, exc, extra=context.fields())
+            return
+        except PANICS as exc:
+            self._stats.panic()
+            self._stats.error()
+            self._stats.reconciled("error", time.perf_counter() - started)
+            log.error(
+                "reconcile of %s panicked: %r", request, exc, exc_info=True, extra=context.fields()
+            )
+            if not self.options.recover_panic:
+                raise
+            self.queue.add_rate_limited(request, priority)
             return
         except Exception as exc:
             self._stats.error()
@@ -220,7 +393,7 @@ class Controller:
                 request,
                 exc,
                 exc_info=not isinstance(exc, ApiError),  # API errors are routine
-                extra=context,
+                extra=context.fields(),
             )
             self.queue.add_rate_limited(request, priority)
             return

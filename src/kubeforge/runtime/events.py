@@ -8,6 +8,10 @@ one is not written anew: the Event already written gets `series.count` (2 on the
 repeat) and `series.lastObservedTime` instead. The object is identified by apiVersion,
 kind, namespace, name and uid, so a repeat still folds after the object's resourceVersion
 moved on.
+
+`record` never blocks: called on the event loop it schedules the write; called from another
+thread (a plain `def` reconciler's) it hands the write to the loop the recorder is bound to
+(the manager binds the recorders it hands out when it starts).
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from kubeforge.client.client import Client
+from kubeforge.api.meta import KubeObject
 from kubeforge.client.errors import NotFound
+from kubeforge.client.protocols import Writer
 from kubeforge.runtime._access import api_version_kind, get_meta
 from kubeforge.runtime._timefmt import micro_time
 
@@ -49,7 +54,7 @@ INSTANCE_LIMIT: Final = 128
 NAME_LIMIT: Final = 253
 
 
-def object_reference(obj: Any) -> dict[str, str]:
+def object_reference(obj: KubeObject) -> dict[str, str]:
     """An ObjectReference to `obj` (apiVersion, kind, namespace, name, uid, resourceVersion)."""
     api_version, kind = api_version_kind(obj)
     ref = {"apiVersion": api_version, "kind": kind}
@@ -95,7 +100,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        client: Client,
+        client: Writer,
         *,
         controller: str,
         instance: str | None = None,
@@ -112,16 +117,25 @@ class EventRecorder:
         self._series: OrderedDict[tuple[Any, ...], _Series] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        try:
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass  # bound later (Manager.start, or the first record from the loop)
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop that writes events recorded from other threads."""
+        self._loop = loop
 
     async def event(
         self,
-        regarding: Any,
+        regarding: KubeObject,
         type: EventType,
         reason: str,
         note: str,
         *,
         action: str = "",
-        related: Any = None,
+        related: KubeObject | None = None,
     ) -> dict[str, Any]:
         """Record an event about `regarding`; returns the Event as stored (created or with
         its series updated). An empty action takes the reason, as the API requires one."""
@@ -136,25 +150,41 @@ class EventRecorder:
 
     def record(
         self,
-        regarding: Any,
+        regarding: KubeObject,
         type: EventType,
         reason: str,
         note: str,
         *,
         action: str = "",
-        related: Any = None,
+        related: KubeObject | None = None,
     ) -> None:
         """Like `event`, in the background: never blocks and never raises (failures are
-        logged). Call from within the event loop."""
+        logged). Works from the event loop and from other threads alike."""
         try:
             regarding_ref = object_reference(regarding)
             related_ref = None if related is None else object_reference(related)
-            task = asyncio.get_running_loop().create_task(
-                self._emit_quietly(regarding_ref, type, reason, note, action, related_ref)
-            )
         except Exception as exc:
             log.warning("event %s not recorded: %s", reason, exc)
             return
+        args = (regarding_ref, type, reason, note, action, related_ref)
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None:
+            self._loop = self._loop or running
+            self._schedule(args)
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._schedule, args)
+        else:
+            log.warning(
+                "event %s not recorded: the recorder is not bound to an event loop "
+                "(recorders from manager.event_recorder() are, once the manager starts)",
+                reason,
+            )
+
+    def _schedule(self, args: tuple[Any, ...]) -> None:
+        task = asyncio.get_running_loop().create_task(self._emit_quietly(*args))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -5,14 +5,26 @@ controller-runtime's controllerutil). `ensure_finalizer` / `release_finalizer` a
 change: a JSON patch of `metadata.finalizers` alone, guarded by a `test` of the
 resourceVersion the object was read at, so a change made meanwhile by anyone else is never
 overwritten. A lost race raises Conflict; read the object again and retry.
+
+`with_finalizer` is the whole pattern in one call (kube-rs's `finalizer()`): while the
+object lives it makes sure the finalizer is on it and runs `apply`; once it is being
+deleted it runs `cleanup` and then takes the finalizer off, so the object goes only after
+`cleanup` succeeded. If `apply` ever started, `cleanup` runs before the object is gone. Both
+callbacks must be idempotent: a failure (an exception) is retried with the next reconcile.
+
+Each takes an async client (and returns a coroutine) or a SyncClient (and blocks); the
+object given becomes the object as stored, in place.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar, overload
 
-from kubeforge.client.client import Client
+from kubeforge.api.meta import KubeObject
+from kubeforge.client.client import adopt
 from kubeforge.client.errors import Conflict, Invalid
+from kubeforge.client.protocols import ObjectClient, SyncObjectClient
 from kubeforge.runtime._access import (
     api_version_kind,
     client_kind,
@@ -20,6 +32,7 @@ from kubeforge.runtime._access import (
     get_meta,
     set_finalizers,
 )
+from kubeforge.runtime._steps import ClientCall, Steps, UserCall, drive
 
 __all__ = [
     "add_finalizer",
@@ -27,17 +40,19 @@ __all__ = [
     "has_finalizer",
     "release_finalizer",
     "remove_finalizer",
+    "with_finalizer",
 ]
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
-def has_finalizer(obj: Any, name: str) -> bool:
+def has_finalizer(obj: KubeObject, name: str) -> bool:
     """Whether `obj` lists the finalizer `name`."""
     return name in get_finalizers(obj)
 
 
-def add_finalizer(obj: Any, name: str) -> bool:
+def add_finalizer(obj: KubeObject, name: str) -> bool:
     """Append the finalizer unless present; returns whether `obj` changed."""
     finalizers = get_finalizers(obj)
     if name in finalizers:
@@ -46,7 +61,7 @@ def add_finalizer(obj: Any, name: str) -> bool:
     return True
 
 
-def remove_finalizer(obj: Any, name: str) -> bool:
+def remove_finalizer(obj: KubeObject, name: str) -> bool:
     """Remove every occurrence of the finalizer; returns whether `obj` changed."""
     finalizers = get_finalizers(obj)
     kept = [f for f in finalizers if f != name]
@@ -56,9 +71,7 @@ def remove_finalizer(obj: Any, name: str) -> bool:
     return True
 
 
-async def ensure_finalizer(client: Client, obj: T, name: str) -> T:
-    """Add the finalizer on the server (no request when `obj` has it); returns the object as
-    stored. Conflict when the object changed since `obj` was read."""
+def _ensure(obj: T, name: str) -> Steps[T]:
     finalizers = get_finalizers(obj)
     if name in finalizers:
         return obj
@@ -67,12 +80,10 @@ async def ensure_finalizer(client: Client, obj: T, name: str) -> T:
         ops = [{"op": "add", "path": "/metadata/finalizers/-", "value": name}]
     else:
         ops = [{"op": "add", "path": "/metadata/finalizers", "value": [name]}]
-    return await _guarded_patch(client, obj, ops)
+    return (yield from _guarded_patch(obj, ops))
 
 
-async def release_finalizer(client: Client, obj: T, name: str) -> T:
-    """Remove the finalizer on the server (no request when `obj` lacks it); returns the object
-    as stored. Conflict when the object changed since `obj` was read."""
+def _release(obj: T, name: str) -> Steps[T]:
     finalizers = get_finalizers(obj)
     ops: list[dict[str, Any]] = []
     # From the end, so earlier indexes stay valid while removing.
@@ -83,10 +94,10 @@ async def release_finalizer(client: Client, obj: T, name: str) -> T:
             ops.append({"op": "remove", "path": path})
     if not ops:
         return obj
-    return await _guarded_patch(client, obj, ops)
+    return (yield from _guarded_patch(obj, ops))
 
 
-async def _guarded_patch(client: Client, obj: T, ops: list[dict[str, Any]]) -> T:
+def _guarded_patch(obj: T, ops: list[dict[str, Any]]) -> Steps[T]:
     name = get_meta(obj, "name")
     version = get_meta(obj, "resourceVersion")
     if not name or not version:
@@ -95,17 +106,94 @@ async def _guarded_patch(client: Client, obj: T, ops: list[dict[str, Any]]) -> T
     namespace = get_meta(obj, "namespace")
     guard = {"op": "test", "path": "/metadata/resourceVersion", "value": version}
     try:
-        result: T = await client.patch(
-            kind, name, [guard, *ops], patch_type="json", namespace=namespace
+        result = yield ClientCall(
+            "patch",
+            (kind, name, [guard, *ops]),
+            {"patch_type": "json", "namespace": namespace},
         )
     except Invalid:
         # A failed `test` is reported as 422 Invalid, like a real validation error; only
         # a newer resourceVersion on the server tells the two apart.
-        current = await client.get(kind, name, namespace=namespace)
+        current = yield ClientCall("get", (kind, name), {"namespace": namespace})
         if get_meta(current, "resourceVersion") == version:
             raise
         raise _conflict(obj, name) from None
-    return result
+    return adopt(obj, result)
+
+
+def _with_finalizer(
+    obj: T, name: str, apply: Callable[[T], Any], cleanup: Callable[[T], Any]
+) -> Steps[Any]:
+    if get_meta(obj, "deletionTimestamp"):
+        if name not in get_finalizers(obj):
+            return None  # cleaned up already (or never started): nothing holds it
+        result = yield UserCall(cleanup, (obj,))
+        yield from _release(obj, name)
+        return result
+    yield from _ensure(obj, name)
+    return (yield UserCall(apply, (obj,)))
+
+
+@overload
+def ensure_finalizer(client: ObjectClient, obj: T, name: str) -> Coroutine[Any, Any, T]: ...
+@overload
+def ensure_finalizer(client: SyncObjectClient, obj: T, name: str) -> T: ...
+
+
+def ensure_finalizer(
+    client: ObjectClient | SyncObjectClient, obj: T, name: str
+) -> T | Coroutine[Any, Any, T]:
+    """Add the finalizer on the server (no request when `obj` has it); `obj` becomes the
+    object as stored. Conflict when the object changed since `obj` was read."""
+    return drive(client, _ensure(obj, name))
+
+
+@overload
+def release_finalizer(client: ObjectClient, obj: T, name: str) -> Coroutine[Any, Any, T]: ...
+@overload
+def release_finalizer(client: SyncObjectClient, obj: T, name: str) -> T: ...
+
+
+def release_finalizer(
+    client: ObjectClient | SyncObjectClient, obj: T, name: str
+) -> T | Coroutine[Any, Any, T]:
+    """Remove the finalizer on the server (no request when `obj` lacks it); `obj` becomes
+    the object as stored. Conflict when the object changed since `obj` was read."""
+    return drive(client, _release(obj, name))
+
+
+@overload
+def with_finalizer(
+    client: ObjectClient,
+    obj: T,
+    name: str,
+    *,
+    apply: Callable[[T], Awaitable[R]],
+    cleanup: Callable[[T], Awaitable[R]],
+) -> Coroutine[Any, Any, R | None]: ...
+@overload
+def with_finalizer(
+    client: SyncObjectClient,
+    obj: T,
+    name: str,
+    *,
+    apply: Callable[[T], R],
+    cleanup: Callable[[T], R],
+) -> R | None: ...
+
+
+def with_finalizer(
+    client: ObjectClient | SyncObjectClient,
+    obj: T,
+    name: str,
+    *,
+    apply: Callable[[T], Any],
+    cleanup: Callable[[T], Any],
+) -> Any:
+    """Reconcile `obj` guarded by the finalizer `name` (see the module documentation):
+    returns what `apply` or `cleanup` returned (a Result, say), or None when `obj` is being
+    deleted and no longer holds the finalizer."""
+    return drive(client, _with_finalizer(obj, name, apply, cleanup))
 
 
 def _conflict(obj: Any, name: str) -> Conflict:

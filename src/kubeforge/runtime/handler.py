@@ -3,12 +3,19 @@
 `EnqueueRequestForObject` reconciles the object itself (`for_`), `EnqueueRequestForOwner`
 its owner of a given kind (`owns`), and `EnqueueRequestsFromMapFunc` whatever a function
 says (`watches`). Events from the initial list and resyncs go in at low priority so live
-changes are handled first.
+changes are handled first. Generic events (from sources outside the cluster: a `Channel`,
+any async stream) go in at normal priority.
+
+A map function may be `async def` (to read the cache, say): its requests are added when it
+returns, and an error it raises is logged with the object it was given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from kubeforge.api.meta import GroupVersionKind
@@ -20,10 +27,17 @@ __all__ = [
     "EnqueueRequestForOwner",
     "EnqueueRequestsFromMapFunc",
     "EventHandler",
+    "MapFunc",
     "Queue",
+    "handle_generic",
 ]
 
+log = logging.getLogger("kubeforge.handler")
+
 Obj = Mapping[str, Any]
+Requests = Iterable[Request | tuple[str, str]] | None
+MapFunc = Callable[[Any], Requests | Awaitable[Requests]]
+"""Object -> the requests it maps to (Requests or (namespace, name) pairs); sync or async."""
 
 
 class Queue(Protocol):
@@ -36,6 +50,16 @@ class EventHandler(Protocol):
     def create(self, obj: Obj, queue: Queue, initial: bool) -> None: ...
     def update(self, old: Obj, new: Obj, queue: Queue) -> None: ...
     def delete(self, obj: Obj, queue: Queue) -> None: ...
+
+
+def handle_generic(handler: EventHandler, obj: Obj, queue: Queue) -> None:
+    """A generic event through `handler`: its `generic(obj, queue)` when it has one, else as
+    the creation of `obj` (handlers written before generic events existed)."""
+    generic = getattr(handler, "generic", None)
+    if callable(generic):
+        generic(obj, queue)
+    else:
+        handler.create(obj, queue, False)
 
 
 def _request(obj: Obj) -> Request:
@@ -71,6 +95,10 @@ class _Mapping:
                     queue.add(request, priority)
 
     def delete(self, obj: Obj, queue: Queue) -> None:
+        for request in self.requests(obj):
+            queue.add(request, 0)
+
+    def generic(self, obj: Obj, queue: Queue) -> None:
         for request in self.requests(obj):
             queue.add(request, 0)
 
@@ -114,19 +142,81 @@ class EnqueueRequestForOwner(_Mapping):
 
 
 class EnqueueRequestsFromMapFunc(_Mapping):
-    """Reconcile whatever `fn(obj)` returns (Requests, or (namespace, name) pairs)."""
+    """Reconcile whatever `fn(obj)` returns (Requests, or (namespace, name) pairs).
 
-    def __init__(
-        self,
-        fn: Callable[[Any], Iterable[Request | tuple[str, str]] | None],
-        convert: Callable[[Obj], Any] | None = None,
-    ) -> None:
+    `fn` may be a coroutine function; `convert` turns the event's dict into what `fn`
+    receives (a typed object).
+    """
+
+    def __init__(self, fn: MapFunc, convert: Callable[[Obj], Any] | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"a map function must be callable, not {type(fn).__name__}")
         self.fn = fn
         self.convert = convert
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def _requests(found: Requests) -> list[Request]:
+        out = []
+        for item in found or ():
+            out.append(item if isinstance(item, Request) else Request(item[0], item[1]))
+        return out
 
     def requests(self, obj: Obj) -> Iterable[Request]:
         value = self.convert(obj) if self.convert is not None else obj
-        out = []
-        for item in self.fn(value) or ():
-            out.append(item if isinstance(item, Request) else Request(item[0], item[1]))
-        return out
+        found = self.fn(value)
+        if inspect.isawaitable(found):
+            _close(found)
+            raise TypeError("an async map function's requests come from its event handlers")
+        return self._requests(found)
+
+    def _map(self, obj: Obj, queue: Queue, priority: int) -> None:
+        value = self.convert(obj) if self.convert is not None else obj
+        found = self.fn(value)
+        if not inspect.isawaitable(found):
+            for request in self._requests(found):
+                queue.add(request, priority)
+            return
+        task = asyncio.get_running_loop().create_task(self._later(found, obj, queue, priority))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _later(
+        self, pending: Awaitable[Requests], obj: Obj, queue: Queue, priority: int
+    ) -> None:
+        try:
+            found = await pending
+            requests = self._requests(found)
+        except Exception:
+            meta = obj.get("metadata") or {}
+            where = "/".join(p for p in (meta.get("namespace"), meta.get("name")) if p)
+            log.exception("map function %s failed for %s", _name(self.fn), where)
+            return
+        for request in requests:
+            queue.add(request, priority)
+
+    def create(self, obj: Obj, queue: Queue, initial: bool) -> None:
+        self._map(obj, queue, LOW_PRIORITY if initial else 0)
+
+    def update(self, old: Obj, new: Obj, queue: Queue) -> None:
+        # Both the old and the new object's requests: an object that stopped mapping to a
+        # request still brings it back once. The queue folds duplicates.
+        priority = _update_priority(old, new)
+        self._map(old, queue, priority)
+        self._map(new, queue, priority)
+
+    def delete(self, obj: Obj, queue: Queue) -> None:
+        self._map(obj, queue, 0)
+
+    def generic(self, obj: Obj, queue: Queue) -> None:
+        self._map(obj, queue, 0)
+
+
+def _close(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if callable(close):
+        close()
+
+
+def _name(fn: Any) -> str:
+    return str(getattr(fn, "__qualname__", None) or repr(fn))

@@ -21,7 +21,7 @@ import os
 import signal
 import socket
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
 from aiohttp import web
@@ -33,6 +33,7 @@ from kubeforge.runtime.builder import Builder
 from kubeforge.runtime.cache import Cache, CacheOptions
 from kubeforge.runtime.cached_client import CachedClient, SyncClient
 from kubeforge.runtime.controller import Controller, ControllerOptions
+from kubeforge.runtime.events import EventRecorder
 from kubeforge.runtime.handler import EnqueueRequestForOwner
 from kubeforge.runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_fields
 from kubeforge.runtime.leaderelection import LeaderElector, LeadershipLost
@@ -73,7 +74,8 @@ class Manager:
         *,
         client: Client | None = None,
         namespace: str | None = None,
-        cache_options: Mapping[str, CacheOptions] | None = None,
+        namespaces: Sequence[str] | None = None,
+        cache_options: Mapping[KindLike, CacheOptions] | None = None,
         default_transform: Transform | None = strip_managed_fields,
         sync_period: float | None = DEFAULT_RESYNC,
         metrics_bind_address: str | None = None,
@@ -105,6 +107,7 @@ class Manager:
         self.cache = Cache(
             client,
             namespace=namespace,
+            namespaces=namespaces,
             by_kind=cache_options,
             default_transform=default_transform,
             sync_period=sync_period,
@@ -142,6 +145,7 @@ class Manager:
         self.running = asyncio.Event()
         self.leading = not leader_election
         self._sync_clients: list[SyncClient] = []
+        self._recorders: list[EventRecorder] = []
         self._failure: BaseException | None = None
         self._webhook_server = webhook_server
         if webhook_server is not None:
@@ -161,6 +165,7 @@ class Manager:
                 "be unique (use .named())"
             )
         self.controllers[controller.name] = controller
+        controller.on_failure = self._fail
         reconciler = controller.reconciler
         if isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
             reconciler.reconcile
@@ -209,11 +214,12 @@ class Manager:
     def add_readyz_check(self, name: str, check: Check) -> None:
         self._readyz[name] = check
 
-    def event_recorder(self, name: str) -> Any:
-        """An event recorder reporting as controller `name` (events.k8s.io/v1)."""
-        from kubeforge.runtime.events import EventRecorder
-
-        return EventRecorder(self.api_reader, controller=name)
+    def event_recorder(self, name: str) -> EventRecorder:
+        """An event recorder reporting as controller `name` (events.k8s.io/v1); its
+        `record()` works from plain `def` reconcilers' threads too."""
+        recorder = EventRecorder(self.api_reader, controller=name)
+        self._recorders.append(recorder)
+        return recorder
 
     # HTTP: probes and metrics -----------------------------------------------------------------
 
@@ -306,6 +312,8 @@ class Manager:
         try:
             for sync in self._sync_clients:
                 sync.bind(asyncio.get_running_loop())
+            for recorder in self._recorders:
+                recorder.bind(asyncio.get_running_loop())
             await self._start_http()
             await self._start_webhooks()
             for owner, handler in self._owner_scopes:
@@ -318,22 +326,14 @@ class Manager:
             self.synced = True
             log.info("caches synced")
             # Work that needs no leadership starts at once.
+            for controller in self.controllers.values():
+                if not controller.options.need_leader_election:
+                    await controller.start()
             for runnable, needs_leader in self._runnables:
                 if not needs_leader:
                     tasks.append(self._start_runnable(runnable))
-            if self.leader_election and not await self._lead(lost, tasks):
-                return
-            for controller in self.controllers.values():
-                await controller.start()
-            for runnable, needs_leader in self._runnables:
-                if needs_leader:
-                    tasks.append(self._start_runnable(runnable))
-            self.running.set()
-            stop_wait = asyncio.create_task(self._stopping.wait())
-            lost_wait = asyncio.create_task(lost.wait())
-            await asyncio.wait({stop_wait, lost_wait}, return_when=asyncio.FIRST_COMPLETED)
-            stop_wait.cancel()
-            lost_wait.cancel()
+            if not self.leader_election or await self._lead(lost, tasks):
+                await self._run_leading(lost, tasks)
         finally:
             self.running.clear()
             await self._shutdown(tasks)
@@ -341,6 +341,26 @@ class Manager:
             raise self._failure
         if lost.is_set():
             raise LeadershipLost("leader election lost")
+
+    async def _run_leading(self, lost: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> None:
+        """Start what needs leadership, then wait for a stop or the loss of the lease."""
+        for controller in self.controllers.values():
+            await controller.start()
+        for runnable, needs_leader in self._runnables:
+            if needs_leader:
+                tasks.append(self._start_runnable(runnable))
+        self.running.set()
+        stop_wait = asyncio.create_task(self._stopping.wait())
+        lost_wait = asyncio.create_task(lost.wait())
+        await asyncio.wait({stop_wait, lost_wait}, return_when=asyncio.FIRST_COMPLETED)
+        stop_wait.cancel()
+        lost_wait.cancel()
+
+    def _fail(self, error: BaseException) -> None:
+        """Something the manager runs failed for good: stop, and have start() raise it."""
+        if self._failure is None:
+            self._failure = error
+        self._stopping.set()
 
     def _start_runnable(self, runnable: Runnable) -> asyncio.Task[None]:
         """Run an added runnable; one that fails stops the manager, and start() raises its
@@ -351,10 +371,9 @@ class Manager:
             if done.cancelled() or done.exception() is None:
                 return
             error = done.exception()
+            assert error is not None
             log.error("runnable %s failed: %r; stopping", done.get_name(), error)
-            if self._failure is None:
-                self._failure = error
-            self._stopping.set()
+            self._fail(error)
 
         task.add_done_callback(finished)
         return task

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.meta import split_api_version
+from kubeforge.api.meta import KubeObject, split_api_version
 from kubeforge.runtime._access import (
     api_version_kind,
     get_meta,
@@ -33,7 +33,7 @@ __all__ = [
 class AlreadyOwnedError(Exception):
     """The object already has a controller, and it is not the owner being set."""
 
-    def __init__(self, obj: Any, owner: dict[str, Any]) -> None:
+    def __init__(self, obj: KubeObject, owner: dict[str, Any]) -> None:
         self.object = obj
         self.owner = owner
         namespace = get_meta(obj, "namespace") or ""
@@ -98,7 +98,9 @@ def _upsert(obj: Any, ref: dict[str, Any]) -> None:
     set_owner_references(obj, refs)
 
 
-def set_controller_reference(owner: Any, obj: Any, *, block_owner_deletion: bool = True) -> None:
+def set_controller_reference(
+    owner: KubeObject, obj: KubeObject, *, block_owner_deletion: bool = True
+) -> None:
     """Make `owner` the managing controller of `obj` (AlreadyOwnedError if another one is)."""
     _validate_scope(owner, obj)
     ref = _reference(owner)
@@ -110,7 +112,7 @@ def set_controller_reference(owner: Any, obj: Any, *, block_owner_deletion: bool
     _upsert(obj, ref)
 
 
-def set_owner_reference(owner: Any, obj: Any) -> None:
+def set_owner_reference(owner: KubeObject, obj: KubeObject) -> None:
     """Add `owner` as a (non-controller) owner of `obj`, replacing a reference to it."""
     _validate_scope(owner, obj)
     _upsert(obj, _reference(owner))
@@ -121,7 +123,7 @@ def _owner_key(owner: Any) -> dict[str, Any]:
     return {"apiVersion": api_version, "kind": kind, "name": get_meta(owner, "name")}
 
 
-def remove_owner_reference(owner: Any, obj: Any) -> None:
+def remove_owner_reference(owner: KubeObject, obj: KubeObject) -> None:
     """Remove the reference to `owner` from `obj` (ValueError when there is none)."""
     refs = get_owner_references(obj)
     if not refs:
@@ -133,7 +135,7 @@ def remove_owner_reference(owner: Any, obj: Any) -> None:
     set_owner_references(obj, refs)
 
 
-def remove_controller_reference(owner: Any, obj: Any) -> None:
+def remove_controller_reference(owner: KubeObject, obj: KubeObject) -> None:
     """Remove `owner`'s reference from `obj` provided it is the controller (ValueError if not)."""
     key = _owner_key(owner)
     controller = get_controller_of(obj)
@@ -144,17 +146,17 @@ def remove_controller_reference(owner: Any, obj: Any) -> None:
     remove_owner_reference(owner, obj)
 
 
-def has_controller_reference(obj: Any) -> bool:
+def has_controller_reference(obj: KubeObject) -> bool:
     """Whether some owner reference of `obj` is marked as its controller."""
     return get_controller_of(obj) is not None
 
 
-def has_owner_reference(owner: Any, obj: Any) -> bool:
+def has_owner_reference(owner: KubeObject, obj: KubeObject) -> bool:
     """Whether `obj` has a reference (controller or not) to `owner`."""
     return _index_of(get_owner_references(obj), _owner_key(owner)) >= 0
 
 
-def get_controller_of(obj: Any) -> dict[str, Any] | None:
+def get_controller_of(obj: KubeObject) -> dict[str, Any] | None:
     """The owner reference marked `controller: true`, in its JSON form, or None."""
     for ref in get_owner_references(obj):
         if ref.get("controller") is True:

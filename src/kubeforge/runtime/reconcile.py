@@ -1,15 +1,39 @@
-"""The reconcile contract: a Request in, a Result (or an exception) out."""
+"""The reconcile contract: a Request in, a Result (or an exception) out.
+
+Two shapes of reconciler, each async or plain `def`:
+
+- `Reconciler` / `SyncReconciler` receive a `Request` (namespace and name) and read what
+  they need; the object may be gone.
+- `ObjectReconciler[T]` / `SyncObjectReconciler[T]` receive the object itself, read from the
+  cache by the runtime; a request for an object that no longer exists is done without
+  calling them (controller-runtime's ObjectReconciler, kube-rs's `reconcile(obj)`). Objects
+  being deleted are passed (their `metadata.deletionTimestamp` is set): that is where a
+  finalizer's cleanup runs.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from kubeforge.client.errors import NotFound
+from kubeforge.runtime.logs import ReconcileLogger, reconcile_logger
 
 if TYPE_CHECKING:
     from kubeforge.runtime.cached_client import CachedClient, SyncClient
 
-__all__ = ["Reconciler", "Request", "Result", "SyncReconciler", "TerminalError"]
+__all__ = [
+    "ObjectReconciler",
+    "Reconciler",
+    "Request",
+    "Result",
+    "SyncObjectReconciler",
+    "SyncReconciler",
+    "TerminalError",
+]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -52,7 +76,15 @@ class TerminalError(Exception):
     """An error retrying cannot fix: logged and counted, never requeued."""
 
 
-class Reconciler:
+class _Logging:
+    @property
+    def log(self) -> ReconcileLogger:
+        """A logger (named after the reconciler's module) whose records carry the running
+        reconcile's controller, object kind, namespace and name, and reconcile id."""
+        return reconcile_logger(type(self).__module__)
+
+
+class Reconciler(_Logging):
     """Subclass and implement `async def reconcile(self, request)`.
 
     The manager sets `client` before the controller starts: reads come from the shared
@@ -65,7 +97,7 @@ class Reconciler:
         raise NotImplementedError
 
 
-class SyncReconciler:
+class SyncReconciler(_Logging):
     """Like Reconciler, with a plain `def reconcile`: it runs in a worker thread and its
     `client` is a blocking facade over the same cached client."""
 
@@ -73,3 +105,78 @@ class SyncReconciler:
 
     def reconcile(self, request: Request) -> Result | None:
         raise NotImplementedError
+
+
+class ObjectReconciler(_Logging, Generic[T]):
+    """Subclass and implement `async def reconcile(self, obj)`: `obj` is the object of the
+    controller's `for_` kind, as the cache holds it (typed for typed kinds)."""
+
+    client: CachedClient
+
+    async def reconcile(self, obj: T) -> Result | None:
+        raise NotImplementedError
+
+
+class SyncObjectReconciler(_Logging, Generic[T]):
+    """Like ObjectReconciler, with a plain `def reconcile` run in a worker thread."""
+
+    client: SyncClient
+
+    def reconcile(self, obj: T) -> Result | None:
+        raise NotImplementedError
+
+
+class ObjectAdapter(Reconciler):
+    """Runs an ObjectReconciler as a Reconciler: reads the object, skips it when gone."""
+
+    def __init__(
+        self, inner: ObjectReconciler[Any], kind: Any, *, metadata_only: bool = False
+    ) -> None:
+        self.inner = inner
+        self.kind = kind
+        self.metadata_only = metadata_only
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "client":
+            self.inner.client = value
+
+    async def reconcile(self, request: Request) -> Result | None:
+        namespace = request.namespace or None
+        try:
+            if self.metadata_only:
+                obj: Any = await self.client.get_metadata(
+                    self.kind, request.name, namespace=namespace
+                )
+            else:
+                obj = await self.client.get(self.kind, request.name, namespace=namespace)
+        except NotFound:
+            return None
+        return await self.inner.reconcile(obj)
+
+
+class SyncObjectAdapter(SyncReconciler):
+    """Runs a SyncObjectReconciler as a SyncReconciler."""
+
+    def __init__(
+        self, inner: SyncObjectReconciler[Any], kind: Any, *, metadata_only: bool = False
+    ) -> None:
+        self.inner = inner
+        self.kind = kind
+        self.metadata_only = metadata_only
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "client":
+            self.inner.client = value
+
+    def reconcile(self, request: Request) -> Result | None:
+        namespace = request.namespace or None
+        try:
+            if self.metadata_only:
+                obj: Any = self.client.get_metadata(self.kind, request.name, namespace=namespace)
+            else:
+                obj = self.client.get(self.kind, request.name, namespace=namespace)
+        except NotFound:
+            return None
+        return self.inner.reconcile(obj)

@@ -129,6 +129,16 @@ class Store:
             self._index(key, None, old)
         return old
 
+    def index_names(self) -> frozenset[str]:
+        """The names of the indexes (the built-in namespace and owner-uid ones included)."""
+        return frozenset(self._indexers)
+
+    def keys_under(self, name: str, value: str) -> frozenset[str]:
+        """Keys found under `value` in index `name`, unordered (a membership test)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return frozenset(self._indexes[name].get(value, ()))
+
     def by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects found under `value` in index `name`."""
         if name not in self._indexes:

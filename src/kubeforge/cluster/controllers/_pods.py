@@ -146,7 +146,10 @@ def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def replace(target: Obj, new: Mapping[str, Any]) -> None:
-    """Make `target` the object `new` in place, so every list holding it sees the change."""
+    """Make `target` the object `new` in place, so every list holding it sees the change
+    (nothing to do when `new` is `target`: the client's writes already work in place)."""
+    if new is target:
+        return
     target.clear()
     target.update(new)
 

@@ -1,0 +1,128 @@
+"""What a type checker sees in a reconciler: reads typed as the kind asked for, every client
+satisfying the Reader / Writer / StatusWriter protocols, helpers typed for every client, and
+mistakes reported. Checked by running mypy (strict, the project's settings) on a snippet."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SNIPPET = '''
+from typing import Any
+
+import kubeforge
+from kubeforge.models import ConfigMap
+
+
+class ThingSpec(kubeforge.Model):
+    size: int = 1
+
+
+@kubeforge.resource(group="typing.example.com", version="v1")
+class Thing(kubeforge.Resource[ThingSpec, None]):
+    """A thing."""
+
+
+class Reconcile(kubeforge.Reconciler):
+    async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
+        thing = await self.client.get(Thing, request.name, namespace=request.namespace)
+        reveal_type(thing)  # reveal: snippet.Thing
+        everywhere = await self.client.list(Thing, all_namespaces=True)
+        reveal_type(everywhere)  # reveal: kubeforge.client.client.ObjectList[snippet.Thing]
+        raw = await self.client.get("v1/ConfigMap", "x", namespace="default")
+        reveal_type(raw)  # reveal: dict[str, Any]
+        meta = await self.client.get_metadata(Thing, "x")
+        reveal_type(meta)  # reveal: kubeforge.api.meta.PartialObjectMetadata
+        stored = await self.client.update_status(thing)
+        reveal_type(stored)  # reveal: snippet.Thing
+        patched = await self.client.patch(Thing, "x", {"spec": {"size": 2}})
+        reveal_type(patched)  # reveal: snippet.Thing
+        done = await kubeforge.create_or_update(self.client, ConfigMap(), lambda c: None)
+        reveal_type(done[0])  # reveal: kubeforge.models.core_v1.ConfigMap
+        reveal_type(done[1])  # reveal: kubeforge.runtime.upsert.OperationResult
+        result = await kubeforge.with_finalizer(
+            self.client, thing, "example.com/f", apply=self.apply, cleanup=self.apply
+        )
+        reveal_type(result)  # reveal: kubeforge.runtime.reconcile.Result | None
+        size: str = thing.spec.size  # error: assignment
+        return None
+
+    async def apply(self, thing: Thing) -> kubeforge.Result | None:
+        return None
+
+
+class Blocking(kubeforge.SyncReconciler):
+    def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
+        thing = self.client.get(Thing, request.name)
+        reveal_type(thing)  # reveal: snippet.Thing
+        done = kubeforge.create_or_patch(self.client, thing, lambda t: None)
+        reveal_type(done[0])  # reveal: snippet.Thing
+        return None
+
+
+class Objects(kubeforge.ObjectReconciler[Thing]):
+    async def reconcile(self, obj: Thing) -> kubeforge.Result | None:
+        reveal_type(obj.spec)  # reveal: snippet.ThingSpec
+        return None
+
+
+def clients(
+    live: kubeforge.Client, cached: kubeforge.CachedClient, blocking: kubeforge.SyncClient
+) -> None:
+    readers: list[kubeforge.Reader] = [live, cached]
+    writers: list[kubeforge.Writer] = [live, cached]
+    status: list[kubeforge.StatusWriter] = [live, cached]
+    both: list[kubeforge.ObjectClient] = [live, cached]
+    sync: kubeforge.SyncObjectClient = blocking
+    wrong: kubeforge.ObjectClient = blocking  # error: assignment
+
+
+def wiring(manager: kubeforge.Manager, config: dict[str, Any]) -> None:
+    reveal_type(manager.event_recorder("x"))  # reveal: kubeforge.runtime.events.EventRecorder
+    builder = manager.controller().for_(Thing)
+    builder.with_options(max_concurrent_reconciles=2, rate_limiter=kubeforge.MaxOf())
+    builder.with_options(max_concurrent_reconciles="2")  # error: arg-type
+    builder.with_options(workers=2)  # error: call-arg
+    kubeforge.set_controller_reference(config, config)
+    kubeforge.set_controller_reference(3, config)  # error: arg-type
+'''
+
+
+def test_reconcilers_and_clients_are_typed(tmp_path: Path) -> None:
+    source = textwrap.dedent(SNIPPET)
+    path = tmp_path / "snippet.py"
+    path.write_text(source)
+    expected: dict[int, tuple[str, str]] = {}
+    for number, line in enumerate(source.splitlines(), start=1):
+        found = re.search(r"# (reveal|error): (.+)$", line)
+        if found:
+            expected[number] = (found.group(1), found.group(2).strip())
+    # The project's settings (strict, the pydantic plugin), and its cache when warm.
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"), str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    seen: dict[int, tuple[str, str]] = {}
+    unexpected: list[str] = []
+    for line in run.stdout.splitlines():
+        found = re.match(r".*snippet\.py:(\d+): (note|error): (.*)$", line)
+        if not found:
+            continue
+        number, level, text = int(found.group(1)), found.group(2), found.group(3)
+        if level == "note" and text.startswith("Revealed type is "):
+            seen[number] = ("reveal", text.removeprefix("Revealed type is ").strip('"'))
+        elif level == "error":
+            code = re.search(r"\[([a-z-]+)\]$", text)
+            seen[number] = ("error", code.group(1) if code else text)
+            if number not in expected:
+                unexpected.append(line)
+    assert unexpected == [], run.stdout
+    assert seen == expected, run.stdout
