@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import re
 import ssl
 import sys
@@ -113,7 +114,7 @@ async def test_aggregated_roles_collect_the_rules_of_labelled_roles(env: TestEnv
 
 async def test_pods_get_their_service_account_token_and_it_works(env: TestEnv) -> None:
     assert env.cluster is not None
-    created = await env.client.create(POD)
+    created = await env.client.create(copy.deepcopy(POD))
     spec = created["spec"]
     assert spec["serviceAccountName"] == "default"
     [volume] = spec["volumes"]

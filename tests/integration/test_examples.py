@@ -81,7 +81,8 @@ async def test_a_missing_rbac_rule_fails_the_example_tests_naming_the_rule(
     )
     controller = copy / "controllers" / "at.py"
     granted = (
-        '@kubeforge.rbac(groups="", resources="pods", verbs=["get", "list", "watch", "create"])'
+        '@kubeforge.rbac(groups="", resources="pods", '
+        'verbs=["get", "list", "watch", "create", "delete"])'
     )
     source = controller.read_text()
     assert granted in source
