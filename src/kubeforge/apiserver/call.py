@@ -23,6 +23,8 @@ class Call:
     query: Mapping[str, str]
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
+    # The request's Audit-Id, for answers that are streamed (their headers go out early).
+    audit_id: str = ""
 
     @property
     def namespace(self) -> str:
