@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -95,6 +97,18 @@ def deep_schema(levels: int) -> dict[str, Any]:
     return node
 
 
+@pytest.fixture
+def half_the_recursion_limit() -> Iterator[None]:
+    """Every path through the server at the nesting limit must stay well inside Python's
+    recursion limit: these tests run with half of the default (1000) to keep that margin."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(500)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(before)
+
+
 async def create_crd(client: Client, body: dict[str, Any]) -> None:
     reply = await client.post(CRDS, body)
     assert reply.status == 201, reply.body
@@ -164,6 +178,7 @@ async def test_yaml_and_every_kind_of_body_is_held_to_the_limit(client: Client) 
     assert (await client.get(f"{FREE}/f")).json()["spec"] == {"a": 1}
 
 
+@pytest.mark.usefixtures("half_the_recursion_limit")
 async def test_an_object_at_the_limit_goes_through_every_write_path(client: Client) -> None:
     await create_crd(client, FREEFORM_CRD)
     # chain(n) under spec makes an object n + 1 deep; spec's own keys add one more.
@@ -207,10 +222,13 @@ async def test_an_object_at_the_limit_goes_through_every_write_path(client: Clie
     assert listed.status == 200 and len(listed.json()["items"]) == 1
     table = await client.get(f"{FREE}?includeObject=Object", headers={"Accept": TABLE})
     assert table.status == 200, table.body[:300]
+    as_yaml = await client.get(path, headers={"Accept": "application/yaml"})
+    assert as_yaml.status == 200 and as_yaml.body.startswith(b"apiVersion: example.com/v1")
     events = await client.watch_lines(f"{FREE}?watch=true", lambda ev: len(ev) >= 1)
     assert events[0]["object"]["spec"]["c"] == chain(MAX_DEPTH - 2)
 
 
+@pytest.mark.usefixtures("half_the_recursion_limit")
 async def test_a_deep_typed_schema_validates_defaults_and_prunes_at_the_bottom(
     client: Client,
 ) -> None:
@@ -239,6 +257,7 @@ async def test_a_deep_typed_schema_validates_defaults_and_prunes_at_the_bottom(
     assert "Invalid value" in refused.json()["message"]
 
 
+@pytest.mark.usefixtures("half_the_recursion_limit")
 async def test_built_in_free_form_data_at_the_limit(client: Client) -> None:
     # ControllerRevision.data is a RawExtension: any JSON, typed by nothing.
     revision = {
