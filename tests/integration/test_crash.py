@@ -1,4 +1,5 @@
-"""Crash safety of `kubeforge dev --data-dir`: kill -9 under write load, restart, check."""
+"""Crash safety of `kubeforge dev --data-dir`: kill -9 under concurrent write load, restart,
+check that nothing acknowledged is lost and that revisions and watches stay consistent."""
 
 from __future__ import annotations
 
@@ -45,12 +46,17 @@ async def start_dev(port: int, kubeconfig: Path, data_dir: Path) -> asyncio.subp
     return proc
 
 
+WRITERS = 8
+
+
 async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: Path) -> None:
     port = free_port()
     kubeconfig = tmp_path / "kubeconfig"
     data = tmp_path / "data"
     proc = await start_dev(port, kubeconfig, data)
-    acknowledged: dict[str, str] = {}  # name -> resourceVersion the server answered
+    created: dict[str, str] = {}  # name -> resourceVersion the server answered
+    counters: dict[str, tuple[int, str]] = {}  # name -> (last acknowledged value, its RV)
+    answered: list[list[int]] = [[] for _ in range(WRITERS)]  # each writer's RVs, in order
     watched: list[tuple[str, str, str]] = []  # (type, name, resourceVersion)
     last_seen = ""
 
@@ -67,33 +73,49 @@ async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: P
                 )
                 last_seen = event.resource_version
 
-        async def write() -> None:
+        async def write(k: int) -> None:
+            # Each writer creates objects and counts up its own counter: a read-modify-write
+            # that carries the resourceVersion it last got back.
+            name = f"counter-{k}"
+            body: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": name},
+                "data": {"n": "0"},
+            }
+            counter: dict[str, Any] = await api.create(body, namespace=NS)
+            counters[name] = (0, counter["metadata"]["resourceVersion"])
             for i in range(100_000):
-                name = f"load-{i:05}"
-                body = {
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": name},
-                    "data": {"i": str(i)},
-                }
-                created: dict[str, Any] = await api.create(body, namespace=NS)
-                acknowledged[name] = created["metadata"]["resourceVersion"]
+                load = f"load-{k}-{i:05}"
+                done: dict[str, Any] = await api.create(
+                    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": load}},
+                    namespace=NS,
+                )
+                created[load] = done["metadata"]["resourceVersion"]
+                answered[k].append(int(created[load]))
+                value = int(counter["data"]["n"]) + 1
+                counter = await api.update({**counter, "data": {"n": str(value)}})
+                counters[name] = (value, counter["metadata"]["resourceVersion"])
+                answered[k].append(int(counters[name][1]))
 
         watcher = asyncio.create_task(watch())
-        writer = asyncio.create_task(write())
+        writers = [asyncio.create_task(write(k)) for k in range(WRITERS)]
 
         async def under_load() -> bool:
-            return len(acknowledged) >= 300 and len(watched) >= 100
+            return len(created) >= 150 and len(watched) >= 100
 
         await eventually(under_load, timeout=60)
         proc.send_signal(signal.SIGKILL)  # no chance to flush anything
         await proc.wait()
-        for task in (writer, watcher):
+        for task in (*writers, watcher):
             try:
                 await asyncio.wait_for(task, 30)
             except Exception:  # the connection died under them, as expected
                 pass
-    assert acknowledged and watched
+    assert created and watched
+    acknowledged = {**created, **{name: rv for name, (_, rv) in counters.items()}}
+    for revisions in answered:  # one writer's writes were answered in commit order
+        assert revisions == sorted(revisions) and len(set(revisions)) == len(revisions)
 
     proc = await start_dev(port, kubeconfig, data)
     try:
@@ -103,8 +125,15 @@ async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: P
             }
             missing = sorted(set(acknowledged) - set(stored))
             assert missing == [], f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
-            for name, rv in acknowledged.items():
-                assert int(stored[name]["metadata"]["resourceVersion"]) >= int(rv)
+            for name, rv in created.items():  # never written again
+                assert stored[name]["metadata"]["resourceVersion"] == rv
+            for name, (value, rv) in counters.items():
+                # At least what was acknowledged; one more if the last update landed
+                # but its answer did not.
+                have = int(stored[name]["data"]["n"])
+                have_rv = int(stored[name]["metadata"]["resourceVersion"])
+                assert have in (value, value + 1), (name, have, value)
+                assert (have_rv == int(rv)) if have == value else (have_rv > int(rv))
             # Revisions continue upward after the restart.
             fresh = await api.create(
                 {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-restart"}},
@@ -112,35 +141,38 @@ async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: P
             )
             highest = max(int(rv) for rv in acknowledged.values())
             assert int(fresh["metadata"]["resourceVersion"]) > highest
+            revisions = [int(rv) for _, _, rv in watched]
+            assert revisions == sorted(revisions)  # what was seen before came in order
 
-            # Resume the watch from the last revision it saw: every acknowledged write it had
-            # not seen yet must arrive (or the server answers 410 and a re-list covers it).
-            seen = {name for _, name, _ in watched}
-            expected_rest = [*sorted(set(acknowledged) - seen), "after-restart"]
-            resumed: list[str] = []
-            try:
+            # A watch resumed from before every write gets every acknowledged one, in order
+            # (or the server answers 410 and a re-list covers them).
+            expected = {int(rv) for rv in created.values()}
+            expected |= {int(r) for rs in answered for r in rs}
+            resumed: list[tuple[str, int]] = []
+            for since in (last_seen, start_rv):
+                resumed.clear()
+                try:
 
-                async def resume() -> None:
-                    async for event in api.watch(
-                        "v1/ConfigMap", namespace=NS, resource_version=last_seen, timeout_seconds=10
-                    ):
-                        if event.type != "BOOKMARK":
-                            resumed.append(event.object["metadata"]["name"])
-                            if resumed[-1] == "after-restart":
-                                return
+                    async def resume(since: str = since) -> None:
+                        async for event in api.watch(
+                            "v1/ConfigMap", namespace=NS, resource_version=since, timeout_seconds=10
+                        ):
+                            if event.type != "BOOKMARK":
+                                name = event.object["metadata"]["name"]
+                                resumed.append((name, int(event.resource_version)))
+                                if name == "after-restart":
+                                    return
 
-                await asyncio.wait_for(resume(), 15)
-                # A write committed just before the kill but never acknowledged may show up
-                # too; every acknowledged one must, in order.
-                known = [n for n in resumed if n in acknowledged or n == "after-restart"]
-                assert known == expected_rest
-                revisions = [int(rv) for _, _, rv in watched]
-                assert revisions == sorted(revisions)  # what was seen before came in order
-            except Gone:
-                relisted = {
-                    o["metadata"]["name"] for o in await api.list("v1/ConfigMap", namespace=NS)
-                }
-                assert set(expected_rest) <= relisted
+                    await asyncio.wait_for(resume(), 15)
+                    seen = [rv for _, rv in resumed]
+                    assert seen == sorted(seen) and len(set(seen)) == len(seen)
+                    later = {rv for rv in expected if rv > int(since)}
+                    assert later <= set(seen), f"{len(later - set(seen))} events missing"
+                except Gone:
+                    relisted = {
+                        o["metadata"]["name"] for o in await api.list("v1/ConfigMap", namespace=NS)
+                    }
+                    assert set(acknowledged) | {"after-restart"} <= relisted
     finally:
         proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.wait(), 30)

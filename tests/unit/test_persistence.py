@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +76,34 @@ def test_one_data_directory_serves_one_process_at_a_time(tmp_path: Path) -> None
     first.close()
     second = SQLiteBackend(tmp_path)  # free again once the holder has closed it
     second.close()
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_the_database_and_its_directory_are_private(tmp_path: Path) -> None:
+    directory = tmp_path / "state"
+    backend = SQLiteBackend(directory)
+    store = Store(backend=backend)
+    store.create(CM, obj("secretish", password="hunter2"))
+    database = directory / "kubeforge.db"
+    files = [database, directory / "kubeforge.db-wal", directory / "kubeforge.db-shm"]
+    assert all(f.exists() for f in files)  # WAL mode keeps all three while open
+    assert mode(directory) == 0o700
+    assert {f.name: mode(f) for f in files} == {f.name: 0o600 for f in files}
+    backend.close()
+
+
+def test_files_an_earlier_run_left_readable_are_narrowed(tmp_path: Path) -> None:
+    backend = SQLiteBackend(tmp_path)
+    Store(backend=backend).create(CM, obj("a"))
+    backend.close()
+    for name in ("kubeforge.db", "kubeforge.db-wal", "kubeforge.db-shm"):
+        if (tmp_path / name).exists():
+            (tmp_path / name).chmod(0o644)
+    reopened = SQLiteBackend(tmp_path)
+    for name in ("kubeforge.db", "kubeforge.db-wal", "kubeforge.db-shm"):
+        if (tmp_path / name).exists():
+            assert mode(tmp_path / name) == 0o600, name
+    reopened.close()

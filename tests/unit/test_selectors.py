@@ -92,3 +92,21 @@ def test_field_selector_escapes() -> None:
 def test_field_selector_without_operator_is_an_error() -> None:
     with pytest.raises(SelectorError):
         FieldSelector.parse("metadata.name")
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "expected"),
+    [
+        # Anything but a map of labels has no labels (a substring is not a label).
+        ("oo", "oops", False),
+        ("!oo", "oops", True),
+        ("a!=b", ["a"], True),
+        ("a in (b)", {"a": ["b"]}, False),
+        ("a>1", {"a": {"x": 1}}, False),
+        ("a<1", {"a": None}, False),
+    ],
+)
+def test_matching_malformed_labels_never_fails(
+    selector: str, labels: object, expected: bool
+) -> None:
+    assert LabelSelector.parse(selector).matches(labels) is expected  # type: ignore[arg-type]

@@ -82,7 +82,7 @@ class Requirement:
             return False
         try:
             have, want = int(value), int(self.values[0])
-        except ValueError:
+        except (TypeError, ValueError):
             return False
         return have > want if op == ">" else have < want
 
@@ -188,7 +188,9 @@ class LabelSelector:
         return not self.requirements
 
     def matches(self, labels: Mapping[str, str] | None) -> bool:
-        labels = labels or {}
+        """Whether `labels` satisfy every requirement; anything but a mapping has no labels."""
+        if not isinstance(labels, Mapping):
+            labels = {}
         return all(r.matches(labels) for r in self.requirements)
 
     def __str__(self) -> str:

@@ -1391,7 +1391,8 @@ def _prune(value: Any, n: Node | None, path: str, dropped: list[str], root: bool
         embedded = root or n.embedded
         for key in list(value):
             if embedded and key in _META_FIELDS:
-                if key == "metadata" and not root:
+                if key == "metadata":
+                    # ObjectMeta, at the root as in embedded objects, keeps only its fields.
                     _prune_meta(value[key], _join(path, key), dropped)
                 continue
             child = props.get(key) if props is not None else None

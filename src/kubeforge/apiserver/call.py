@@ -29,6 +29,8 @@ class Call:
     warnings: list[str] = field(default_factory=list)
     # Who asked (None for the server's own writes, which nothing checks).
     user: UserInfo | None = None
+    # The request's Audit-Id, for answers that are streamed (their headers go out early).
+    audit_id: str = ""
 
     @property
     def namespace(self) -> str:

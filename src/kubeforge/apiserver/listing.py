@@ -86,8 +86,10 @@ class Selection:
             return field_value(obj, paths[name])
 
         def matches(obj: dict[str, Any]) -> bool:
-            if not labels.empty and not labels.matches(obj["metadata"].get("labels")):
-                return False
+            if not labels.empty:
+                meta = obj.get("metadata")
+                if not labels.matches(meta.get("labels") if isinstance(meta, dict) else None):
+                    return False
             return fields.empty or fields.matches(obj, getter)
 
         return matches

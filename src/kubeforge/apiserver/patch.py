@@ -16,6 +16,7 @@ import orjson
 from kubeforge.api.schemaview import SchemaView
 
 __all__ = [
+    "MAX_JSON_PATCH_COPY_BYTES",
     "MAX_JSON_PATCH_OPERATIONS",
     "PatchDecodeError",
     "PatchError",
@@ -28,6 +29,10 @@ __all__ = [
 ]
 
 MAX_JSON_PATCH_OPERATIONS = 10000
+# What the `copy` operations of one JSON patch may add, in encoded bytes: kube-apiserver
+# caps it at 3 MiB (JSONPatchMaxCopyBytes, k8s.io/apiserver pkg/server/config.go), so a
+# short patch cannot double an object again and again.
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 
 _MISSING: Any = object()
 
@@ -206,7 +211,32 @@ def _value(op: dict[str, Any]) -> Any:
     return op["value"]
 
 
-def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
+class _CopyBudget:
+    """What the copies of one patch have added so far."""
+
+    __slots__ = ("used",)
+
+    def __init__(self) -> None:
+        self.used = 0
+
+
+def _copied(value: Any, budget: _CopyBudget) -> Any:
+    """A copy of `value` for a `copy` operation, charged to the patch's budget."""
+    try:
+        encoded = orjson.dumps(value)
+    except TypeError:
+        # Past what orjson nests (copies can double depth); far past what an object may.
+        raise PatchError("the value to copy nests too deeply") from None
+    budget.used += len(encoded)
+    if budget.used > MAX_JSON_PATCH_COPY_BYTES:
+        raise PatchError(
+            f"the copy operations of this patch add {budget.used} bytes, more than the "
+            f"{MAX_JSON_PATCH_COPY_BYTES} allowed"
+        )
+    return orjson.loads(encoded)
+
+
+def _apply_operation(doc: Any, op: dict[str, Any], budget: _CopyBudget) -> Any:
     kind = op.get("op")
     if kind == "add":
         return _add(doc, _pointer(op, "path"), _value(op))
@@ -225,7 +255,7 @@ def _apply_operation(doc: Any, op: dict[str, Any]) -> Any:
             raise PatchError("cannot move a value into one of its children")
         return _add(doc, target, _remove(doc, source))
     if kind == "copy":
-        value = json_copy(_get(doc, _pointer(op, "from")))
+        value = _copied(_get(doc, _pointer(op, "from")), budget)
         return _add(doc, _pointer(op, "path"), value)
     if kind == "test":
         if not json_equal(_get(doc, _pointer(op, "path")), _value(op)):
@@ -247,8 +277,9 @@ def apply_json_patch(doc: Any, ops: Any) -> Any:
         raise PatchDecodeError("every JSON patch operation must be an object")
     # Copying the operations once means values can be inserted without aliasing the caller's.
     result = json_copy(doc)
+    budget = _CopyBudget()
     for op in json_copy(ops):
-        result = _apply_operation(result, op)
+        result = _apply_operation(result, op, budget)
     return result
 
 

@@ -11,14 +11,18 @@ missing anything, and revisions continue upward.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import sqlite3
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from kubeforge.apiserver.resource import GroupResource
 
 __all__ = ["DataDirInUse", "SQLiteBackend", "StoredEvent"]
+
+log = logging.getLogger("kubeforge.apiserver")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
@@ -54,6 +58,41 @@ def _decode(text: str) -> GroupResource:
     return GroupResource(group, resource)
 
 
+def _private_directory(directory: Path) -> None:
+    """Create the data directory for its owner only (0700). One that already exists keeps
+    its mode, as etcd keeps its data directory's, with a warning when others may enter it."""
+    if not directory.exists():
+        directory.mkdir(mode=0o700, parents=True)
+        directory.chmod(0o700)  # mkdir's mode passes through the umask
+        return
+    mode = stat.S_IMODE(directory.stat().st_mode)
+    if mode & 0o077:
+        log.warning(
+            "data directory %s has mode %o; 0700 keeps the stored objects (Secrets among "
+            "them) from other users",
+            directory,
+            mode,
+        )
+
+
+def _private_files(database: Path) -> None:
+    """The database file for its owner only (0600) before SQLite opens it; SQLite gives its
+    WAL and shared-memory files the database file's mode. Files left by an earlier run are
+    narrowed to 0600 too."""
+    fd = os.open(database, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+    for path in (
+        database,
+        database.with_name(database.name + "-wal"),
+        database.with_name(database.name + "-shm"),
+    ):
+        try:
+            if stat.S_IMODE(path.stat().st_mode) != 0o600:
+                path.chmod(0o600)
+        except FileNotFoundError:
+            pass
+
+
 class DataDirInUse(RuntimeError):
     """Another process holds the data directory: two servers on one state would diverge."""
 
@@ -63,7 +102,7 @@ class SQLiteBackend:
 
     def __init__(self, directory: str | Path, history: int = 10_000) -> None:
         self.path = Path(directory) / "kubeforge.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private_directory(self.path.parent)
         self.history = history
         # An exclusive lock for the life of this backend; the kernel drops it when the
         # process dies, even by kill -9, so a restart never finds a stale lock.
@@ -75,6 +114,7 @@ class SQLiteBackend:
             raise DataDirInUse(
                 f"{self.path.parent} is in use by another kubeforge process"
             ) from None
+        _private_files(self.path)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

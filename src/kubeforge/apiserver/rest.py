@@ -8,14 +8,18 @@ validation, and then one atomic commit to the store.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
-from kubeforge.apiserver import managedfields, patch
+from kubeforge.apiserver import managedfields, nesting, patch, preconditions
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError, status_success
+from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.objectmeta import (
     carry_system_fields,
     fill_system_fields,
@@ -30,6 +34,8 @@ from kubeforge.apiserver.store import Store, StoredObject
 from kubeforge.apiserver.validation import TypeSupport
 
 __all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator"]
+
+log = logging.getLogger("kubeforge.apiserver")
 
 # Called after every commit: (type, event type, new state, previous state).
 Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
@@ -104,7 +110,13 @@ class Rest:
             raise self._not_found(call.rt, call.name)
         return stored
 
-    def _check_type_meta(self, rt: ResourceType, obj: Any, what: str = "") -> dict[str, Any]:
+    def _check_type_meta(
+        self, rt: ResourceType, obj: Any, patched: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The body's kind and apiVersion checked and filled in, and its metadata decoded as
+        ObjectMeta (the first thing every write does to an object). `patched` is the patched
+        object when `obj` is the result of a patch: it fails as kube-apiserver's patch
+        handler reports a result it cannot decode (422), a body as its decoder does (400)."""
         if not isinstance(obj, dict):
             raise StatusError.bad_request(
                 f"the request body must be a JSON object describing a {rt.kind}"
@@ -129,11 +141,20 @@ class Rest:
             )
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.api_version
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = obj["metadata"] = {}
-        elif not isinstance(meta, dict):
-            raise StatusError.bad_request("metadata must be an object")
+        try:
+            # Custom objects' metadata is decoded on its own; built-ins' inside the kind.
+            obj["metadata"] = decode_object_meta(
+                obj.get("metadata"), None if rt.is_crd else rt.kind
+            )
+        except MetadataDecodeError as exc:
+            if patched is not None:
+                raise StatusError.invalid(
+                    "", "", "", [FieldError.invalid("patch", _compact(patched), exc.detail)]
+                ) from None
+            raise StatusError.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                f"{exc.detail}"
+            ) from None
         return obj
 
     def _check_namespace(self, call: Call, obj: dict[str, Any]) -> None:
@@ -225,8 +246,19 @@ class Rest:
     def notify(
         self, rt: ResourceType, kind: str, new: StoredObject, old: StoredObject | None
     ) -> None:
+        """Tell every observer of a committed change. The commit stands whatever an observer
+        does, so one that fails is logged and the others still hear of it."""
         for observer in self.observers:
-            observer(rt, kind, new, old)
+            try:
+                observer(rt, kind, new, old)
+            except Exception:
+                log.exception(
+                    "an observer of %s failed on %s %s at revision %d",
+                    rt.qualified(),
+                    kind,
+                    "/".join(p for p in new.key if p),
+                    new.rv,
+                )
 
     # create -----------------------------------------------------------------------------
 
@@ -234,6 +266,7 @@ class Rest:
         """POST to a collection: 201 with the stored object."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
+        preconditions.check_create(obj["metadata"])
         self._decode(call, obj)
         self._check_namespace(call, obj)
         meta = obj["metadata"]
@@ -309,21 +342,8 @@ class Rest:
         meta["name"] = call.name
         self._check_namespace(call, obj)
         old = self._get_stored(call)
-        wanted_rv = meta.get("resourceVersion")
-        if wanted_rv:
-            if wanted_rv != old.obj["metadata"].get("resourceVersion"):
-                raise StatusError.stale(rt.group, rt.plural, call.name)
-        elif not rt.unconditional_update or rt.is_crd:
-            raise StatusError.invalid(
-                rt.group,
-                rt.kind,
-                call.name,
-                [
-                    FieldError.invalid(
-                        "metadata.resourceVersion", "0x0", "must be specified for an update"
-                    )
-                ],
-            )
+        # Its resourceVersion is held against the stored one with every update's, in
+        # write_update.
         self._decode(call, obj)
         return self.write_update(call, obj, old)
 
@@ -334,8 +354,13 @@ class Rest:
         old: StoredObject,
         track_fields: bool = True,
     ) -> tuple[int, bytes | dict[str, Any]]:
-        """The update pipeline after decoding: strategy, ownership, validation, commit."""
+        """The update pipeline after decoding: strategy, ownership, validation, commit.
+
+        Every update of a stored object comes through here, so here is where the
+        resourceVersion it carries is held against the stored one (preconditions.py).
+        """
         rt = call.rt
+        preconditions.check_update(rt, call.name, obj["metadata"], _stored_version(old))
         old_obj = self.served(rt, old)
         meta = obj["metadata"]
         old_meta = old_obj["metadata"]
@@ -431,20 +456,22 @@ class Rest:
             raise StatusError.too_large(str(exc)) from None
         except patch.PatchError as exc:
             if ctype == JSON_PATCH and exc.code == 422:
-                raise StatusError(422, "Invalid", _PATCH_REJECTED) from None
+                # As upstream answers a JSON patch that fails to apply: a generic message,
+                # the reason in the one cause.
+                cause = {"reason": "UnexpectedServerResponse", "message": str(exc)}
+                raise StatusError(422, "Invalid", _PATCH_REJECTED, {"causes": [cause]}) from None
             if exc.code == 422:
                 raise StatusError.unprocessable(str(exc)) from None
             raise StatusError.bad_request(str(exc)) from None
-        obj = self._check_type_meta(rt, patched)
+        # Shallow pieces can build a deep result (a JSON patch copying into itself).
+        nesting.check_object(rt.group, rt.kind, call.name, patched)
+        obj = self._check_type_meta(rt, patched, patched)
         meta = obj["metadata"]
         if meta.get("name") != call.name:
             raise StatusError.bad_request(
                 f"the name of the object ({meta.get('name')}) does not match the name on the "
                 f"URL ({call.name})"
             )
-        wanted_rv = meta.get("resourceVersion")
-        if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
-            raise StatusError.stale(rt.group, rt.plural, call.name)
         self._decode(call, obj, "json patch " if ctype == JSON_PATCH else "")
         return self.write_update(call, obj, old)
 
@@ -471,6 +498,9 @@ class Rest:
                 "the name of the object in the apply patch must match the name on the URL"
             )
         applied = self._check_type_meta(rt, applied)
+        # The applied resourceVersion is a precondition, whatever part of the object the
+        # apply may change (a status apply merges nothing else).
+        wanted = preconditions.requested_version(applied["metadata"])
         self._check_namespace(call, applied)
         # The intent is pruned but not defaulted: defaults are not the manager's to own.
         call.report_unknown_fields(self.types.prune(rt, applied))
@@ -493,11 +523,16 @@ class Rest:
             raise StatusError(409, "Conflict", str(exc), {"causes": exc.causes}) from None
         except managedfields.ApplyError as exc:
             raise StatusError.bad_request(str(exc)) from None
+        nesting.check_object(rt.group, rt.kind, call.name, result)
         result = self._check_type_meta(rt, result)
+        if wanted is not None:
+            # write_update (or, for a new object, check_create) holds it against the store.
+            result["metadata"]["resourceVersion"] = wanted
         self._decode(call, result)
         if old is None:
             if call.info.subresource:
                 raise self._not_found(rt, call.name)
+            preconditions.check_create(result["metadata"])
             self.namespace_lifecycle(call)
             managed = result["metadata"].get("managedFields")
             self.prepare_create(call, result)
@@ -556,7 +591,7 @@ class Rest:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
         obj = self.served(rt, old)
         meta = obj["metadata"]
-        finalizers = list(meta.get("finalizers") or [])
+        finalizers = _strings(meta.get("finalizers"))
         new_finalizers = _gc_finalizers(finalizers, policy, orphan_opt)
         grace = _grace_period(rt, obj, options)
         # A namespace is also held by spec.finalizers until its contents are gone.
@@ -594,6 +629,24 @@ class Rest:
         if rt.returns_deleted_object:
             return 200, self.served_raw(rt, deleted)
         return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
+
+
+def _stored_version(stored: StoredObject) -> str:
+    return str(stored.obj["metadata"].get("resourceVersion") or "")
+
+
+def _compact(obj: Any) -> str:
+    """An object as the compact JSON an error message quotes."""
+    try:
+        return orjson.dumps(obj).decode()
+    except TypeError:
+        return repr(obj)
+
+
+def _strings(value: Any) -> list[str]:
+    """The strings of a stored list (metadata is decoded before it is stored; this only
+    keeps a delete from misreading anything else)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _name_of(obj: Any) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import yaml
 
+from kubeforge.apiserver import nesting
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
@@ -36,6 +37,7 @@ from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeforge.apiserver.metrics import RequestMetrics
 from kubeforge.apiserver.namespaces import NamespaceController
+from kubeforge.apiserver.objectmeta import new_uid
 from kubeforge.apiserver.openapi import OpenAPIV3
 from kubeforge.apiserver.openapiv2 import OpenAPIV2
 from kubeforge.apiserver.queryparams import parse_bool, query_flag
@@ -62,6 +64,10 @@ log = logging.getLogger("kubeforge.apiserver")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROBES = frozenset({"/healthz", "/livez", "/readyz"})
 _DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+# What a failure of the server itself answers: never the exception, which may show internals.
+_INTERNAL_MESSAGE = (
+    "the server could not handle this request; its log has the details under Audit-Id {audit_id}"
+)
 
 
 @dataclass
@@ -264,36 +270,65 @@ class APIServer:
     # request handling ---------------------------------------------------------------------
 
     def _handle(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
-        """Answer a request at once, or return what streams the answer (watch, logs)."""
+        """Answer a request at once, or return what streams the answer (watch, logs).
+
+        Every answer carries an Audit-Id, as kube-apiserver's do: the client's own, or a
+        fresh one, which is also what the log names when the request fails.
+        """
+        audit_id = _audit_id(request)
         try:
-            return self._dispatch(request)
+            result = self._dispatch(request, audit_id)
         except StatusError as exc:
-            return self._status(exc)
-        except Exception as exc:
-            log.exception("%s %s failed", request.method, request.target)
-            return self._status(StatusError.internal(f"{type(exc).__name__}: {exc}"))
+            result = self._status(exc)
+        except Exception:
+            result = self._internal_error(request, audit_id)
+        if isinstance(result, Response):
+            result.headers.append(("Audit-Id", audit_id))
+            return result
+        return self._streaming(request, audit_id, result)
 
     async def _streaming(
-        self, stream: Awaitable[Response | ResponseStream]
+        self, request: Request, audit_id: str, pending: Awaitable[Response | ResponseStream]
     ) -> Response | ResponseStream:
-        # Streams check their options before they start, so an error is still an answer.
+        # Streams check their options before they start, so an error is still an answer
+        # (a stream's own headers carry the Audit-Id: see WatchStreams.serve and _log).
         try:
-            return await stream
+            result = await pending
         except StatusError as exc:
-            return self._status(exc)
+            result = self._status(exc)
+        except Exception:
+            result = self._internal_error(request, audit_id)
+        if isinstance(result, Response):
+            result.headers.append(("Audit-Id", audit_id))
+        return result
 
     def _status(self, exc: StatusError) -> Response:
         return Response(exc.code, orjson.dumps(exc.status()), headers=list(exc.headers.items()))
 
-    def _error_response(self, code: int, message: str) -> Response:
-        """The answer to a request the HTTP layer refused before routing it."""
-        if code == 413:
-            return self._status(StatusError.too_large(message))
-        if code == 400:
-            return self._status(StatusError.bad_request(message))
-        return self._status(StatusError.internal(message))
+    def _internal_error(self, request: Request, audit_id: str) -> Response:
+        """A failure of the server itself: the log gets the traceback, the client an answer
+        that says where to look and nothing of the server's internals."""
+        log.exception("%s %s failed (Audit-Id %s)", request.method, request.path, audit_id)
+        return self._status(StatusError.internal(_INTERNAL_MESSAGE.format(audit_id=audit_id)))
 
-    def _dispatch(self, request: Request) -> Response | Awaitable[Response | ResponseStream]:
+    def _error_response(self, code: int, message: str) -> Response:
+        """The answer to a request the HTTP layer refused (or failed) before routing it."""
+        audit_id = new_uid()
+        if code == 413:
+            response = self._status(StatusError.too_large(message))
+        elif code == 400:
+            response = self._status(StatusError.bad_request(message))
+        else:
+            log.error("the HTTP layer answered %d (Audit-Id %s): %s", code, audit_id, message)
+            response = self._status(
+                StatusError.internal(_INTERNAL_MESSAGE.format(audit_id=audit_id))
+            )
+        response.headers.append(("Audit-Id", audit_id))
+        return response
+
+    def _dispatch(
+        self, request: Request, audit_id: str
+    ) -> Response | Awaitable[Response | ResponseStream]:
         path = request.path.rstrip("/") or "/"
         user = self.auth.authenticate(request.headers, request.peer_certificate, path)
         query: Mapping[str, str] = request.query
@@ -312,7 +347,7 @@ class APIServer:
             return self._openapi(path, request)
         if info is None:
             return self._group_discovery(path)
-        return self.metrics.serve(request, info, lambda r, i: self._resource(r, i, user))
+        return self.metrics.serve(request, info, lambda r, i: self._resource(r, i, user, audit_id))
 
     def _probe(self, request: Request, path: str) -> Response:
         if "verbose" in request.query:
@@ -393,7 +428,7 @@ class APIServer:
     # resources ----------------------------------------------------------------------------
 
     def _resource(
-        self, request: Request, info: RequestInfo, user: UserInfo
+        self, request: Request, info: RequestInfo, user: UserInfo, audit_id: str
     ) -> Response | Awaitable[Response | ResponseStream]:
         rt = self.registry.get(info.group, info.version, info.resource)
         if rt is None:
@@ -402,7 +437,14 @@ class APIServer:
             raise StatusError.route_not_found()
         if rt.namespaced and info.namespace is None and info.name is not None:
             raise StatusError.route_not_found()
-        call = Call(info, rt, request.query, request.headers.get("User-Agent", ""), user=user)
+        call = Call(
+            info,
+            rt,
+            request.query,
+            request.headers.get("User-Agent", ""),
+            user=user,
+            audit_id=audit_id,
+        )
         if rt.deprecated:
             call.warnings.append(
                 rt.deprecation_warning or f"{rt.api_version} {rt.kind} is deprecated"
@@ -425,7 +467,7 @@ class APIServer:
             if rt.virtual:
                 return self._json(201, self._virtual(call, body), call.warnings)
             if rt is self._pods and self.auth.pods.missing_account(call, body):
-                return self._streaming(self._create_pod_later(call, body))
+                return self._create_pod_later(call, body)
             if self.crds.refuses_instances(rt):
                 raise StatusError(
                     405,
@@ -441,7 +483,7 @@ class APIServer:
         if verb == "patch":
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
-            decoded = decode_body(raw, _patch_decode_type(ctype))
+            decoded = self._decode(request, _patch_decode_type(ctype))
             code, result = self.rest.patch(call, raw, ctype, decoded)
             return self._json(code, result, call.warnings)
         if verb == "delete":
@@ -453,13 +495,20 @@ class APIServer:
         raise StatusError.method_not_allowed()
 
     def _body(self, request: Request) -> Any:
-        return decode_body(request.body, request.headers.get("Content-Type"))
+        return self._decode(request, request.headers.get("Content-Type"))
+
+    def _decode(self, request: Request, content_type: str | None) -> Any:
+        """Every request body, decoded and held to the nesting limit before any handler
+        walks it (nesting.py)."""
+        decoded = decode_body(request.body, content_type)
+        nesting.check_body(request.body, decoded, content_type)
+        return decoded
 
     def _delete_options(self, request: Request) -> dict[str, Any]:
         raw = request.body
         options: dict[str, Any] = {}
         if raw.strip():
-            decoded = decode_body(raw, request.headers.get("Content-Type"))
+            decoded = self._decode(request, request.headers.get("Content-Type"))
             if not isinstance(decoded, dict):
                 raise StatusError.bad_request("the request body must be DeleteOptions")
             options = decoded
@@ -559,7 +608,7 @@ class APIServer:
                 return _partial(stored.obj, version)
 
             raw_ok = False
-        return self._streaming(self.watches.serve(request, call, negotiated, served, raw_ok, table))
+        return self.watches.serve(request, call, negotiated, served, raw_ok, table)
 
     def _delete_collection(self, request: Request, call: Call) -> Response:
         rt = call.rt
@@ -624,7 +673,7 @@ class APIServer:
                 return self._json(code, result, call.warnings)
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
-            decoded = decode_body(raw, _patch_decode_type(ctype))
+            decoded = self._decode(request, _patch_decode_type(ctype))
             code, result = self.rest.patch(call, raw, ctype, decoded)
             return self._json(code, result, call.warnings)
         if name == "scale":
@@ -633,14 +682,14 @@ class APIServer:
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
             if verb == "update":
-                scale = self.subresources.write_scale(call, decode_body(raw, ctype), None)
+                scale = self.subresources.write_scale(call, self._decode(request, ctype), None)
             else:
                 scale = self.subresources.write_scale(
-                    call, decode_body(raw, _patch_decode_type(ctype)), ctype
+                    call, self._decode(request, _patch_decode_type(ctype)), ctype
                 )
             return self._json(200, scale, call.warnings)
         if name == "log":
-            return self._streaming(self._log(request, call))
+            return self._log(request, call)
         if name == "binding":
             return self._json(201, self.subresources.bind(call, self._body(request), call.name))
         if name == "eviction":
@@ -669,7 +718,7 @@ class APIServer:
 
     async def _log(self, request: Request, call: Call) -> ResponseStream:
         log_request = self.subresources.log_request(call)
-        stream = request.stream(200, {"Content-Type": "text/plain"})
+        stream = request.stream(200, {"Content-Type": "text/plain", "Audit-Id": call.audit_id})
         try:
             async for chunk in self.subresources.logs.stream(log_request):
                 await stream.write(chunk)
@@ -689,6 +738,15 @@ _CONNECT_UNSUPPORTED = {
     "portforward": "port forwarding (kubectl port-forward)",
     "proxy": "proxying",
 }
+
+
+def _audit_id(request: Request) -> str:
+    """The client's Audit-ID when it sent a usable one (kube-apiserver echoes it), else a new
+    random (version 4) UUID."""
+    given = request.headers.get("Audit-Id")
+    if given and len(given) <= 256 and given.isprintable():
+        return str(given)
+    return new_uid()
 
 
 def _patch_decode_type(content_type: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
@@ -32,6 +33,8 @@ __all__ = [
     "StoredObject",
     "Watcher",
 ]
+
+log = logging.getLogger("kubeforge.apiserver")
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -181,6 +184,20 @@ class Watcher:
         self._wakeup.set()
 
 
+def _deliver(watcher: Watcher, event: Event) -> None:
+    """Offer one watcher an event. A watcher that fails to take it is ended (its client
+    resumes or re-lists, as after any ended watch); the write and the other watchers go on."""
+    try:
+        watcher.offer(event)
+    except Exception:
+        log.exception(
+            "a watch on %s failed to take the event at revision %d; ending that watch",
+            watcher.collection.gr,
+            event.rv,
+        )
+        watcher.close()
+
+
 def _stored(raw: bytes) -> StoredObject:
     obj = orjson.loads(raw)
     meta = obj["metadata"]
@@ -220,7 +237,7 @@ class Collection:
         while len(self.history) > self.history_size:
             self.floor = self.history.popleft().rv
         for watcher in list(self.watchers):
-            watcher.offer(event)
+            _deliver(watcher, event)
 
     def events_since(self, rv: int) -> list[Event]:
         """Events after `rv`, or Expired when some of them are no longer kept."""
@@ -336,8 +353,9 @@ class Store:
     def _commit(
         self, gr: GroupResource, obj: dict[str, Any], type: EventType, old: StoredObject | None
     ) -> StoredObject:
-        self.revision += 1
-        rv = self.revision
+        # Whatever can fail (encoding, the durable write) happens before anything is visible:
+        # a write either reaches storage, memory and every watcher, or none of them.
+        rv = self.revision + 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         key = (meta.get("namespace", ""), meta["name"])
@@ -347,6 +365,7 @@ class Store:
         if self.backend is not None:
             previous = old.raw if old is not None else None
             self.backend.write(gr, key, None if type == "DELETED" else raw, rv, type, raw, previous)
+        self.revision = rv
         if type == "DELETED":
             del coll.objects[key]
             coll._sorted = None
@@ -390,8 +409,9 @@ class Store:
                     watcher.pending.append((Event("ADDED", stored, None), "ADDED"))
         else:
             for event in coll.events_since(since):
-                watcher.offer(event)
-        coll.watchers.add(watcher)
+                _deliver(watcher, event)
+        if not watcher.closed:
+            coll.watchers.add(watcher)
         return watcher
 
     def compact(self, rv: int | None = None) -> None:

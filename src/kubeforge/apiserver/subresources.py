@@ -12,6 +12,8 @@ from kubeforge.api.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
+from kubeforge.apiserver.preconditions import requested_version
 from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
@@ -133,9 +135,7 @@ class Subresources:
                 ) from None
         if not isinstance(scale, dict):
             raise StatusError.bad_request("the request body must be a Scale object")
-        wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
-        if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
-            raise StatusError.stale(rt.group, rt.plural, call.name)
+        wanted = _requested_version(scale, "Scale")
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise StatusError.invalid(
@@ -149,6 +149,10 @@ class Subresources:
                 ],
             )
         _set_path(obj, rt.scale.spec_replicas, replicas)
+        # As the registry does, the Scale's resourceVersion becomes the parent's, so the
+        # update holds it against the stored object like any other.
+        if wanted is not None:
+            obj["metadata"]["resourceVersion"] = wanted
         _, result = self.rest.write_update(call, obj, old)
         new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
         return self.scale_of(rt, new)
@@ -204,6 +208,7 @@ class Subresources:
         """Assign a pod to a node (what a scheduler does through pods/binding)."""
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body must be a Binding")
+        wanted = _requested_version(body, "Binding")
         target = body.get("target") or {}
         node = target.get("name")
         if not node:
@@ -224,6 +229,9 @@ class Subresources:
                 "", "pods", pod_name, f'pod {pod_name} is already assigned to node "{current}"'
             )
         pod.setdefault("spec", {})["nodeName"] = node
+        if wanted is not None:
+            # The Binding's resourceVersion is a precondition on the pod, as upstream's.
+            pod["metadata"]["resourceVersion"] = wanted
         pod_call = Call(
             _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings
         )
@@ -242,13 +250,28 @@ class Subresources:
         rt = call.rt
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body must be a Namespace")
+        wanted = _requested_version(body, "Namespace")
         old = self.rest.get(call)
         obj = self.rest.served(rt, old)
+        if wanted is not None:
+            obj["metadata"]["resourceVersion"] = wanted  # held against the stored one
         finalizers = (body.get("spec") or {}).get("finalizers") or []
         obj.setdefault("spec", {})["finalizers"] = list(finalizers)
         if not finalizers:
             del obj["spec"]["finalizers"]
         return self.rest.write_update(call, obj, old, track_fields=False)
+
+
+def _requested_version(body: dict[str, Any], kind: str) -> str | None:
+    """The resourceVersion a subresource body asks for, its metadata decoded as the typed
+    server decodes it (a wrong JSON type is a 400)."""
+    try:
+        meta = decode_object_meta(body.get("metadata"), kind)
+    except MetadataDecodeError as exc:
+        raise StatusError.bad_request(
+            f'{kind} in version "v1" cannot be handled as a {kind}: {exc.detail}'
+        ) from None
+    return requested_version(meta)
 
 
 def _success() -> dict[str, Any]:

@@ -91,7 +91,12 @@ class WatchStreams:
         bookmarks = query_flag(query, "allowWatchBookmarks") and table is None
 
         response = request.stream(
-            200, {"Content-Type": "application/json", "Cache-Control": "no-cache"}
+            200,
+            {
+                "Content-Type": "application/json",
+                "Cache-Control": "no-cache",
+                "Audit-Id": call.audit_id,
+            },
         )
 
         namespace = call.info.namespace if rt.namespaced else None

@@ -42,6 +42,7 @@ class Auth:
         anonymous_paths: frozenset[str] | None = None,
     ) -> None:
         self.store = rest.store
+        self.schemas = rest.types.schemas
         self.issuer = issuer
         self.authenticator = Authenticator(admin_token, issuer, rest.store, anonymous_paths)
         self.rbac = RBACAuthorizer(rest.store)
@@ -108,7 +109,7 @@ class Auth:
         return self.reviews.answer(call, body)
 
     def token_request(self, call: Call, body: Any) -> dict[str, Any]:
-        return token_request(call, body, self.store, self.issuer)
+        return token_request(call, body, self.store, self.issuer, self.schemas)
 
 
 def resource_attributes(user: UserInfo, info: RequestInfo, query: Mapping[str, str]) -> Attributes:

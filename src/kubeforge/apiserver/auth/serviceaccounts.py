@@ -15,13 +15,14 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
 from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
+from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store
+from kubeforge.apiserver.tokenrequest import read_token_request, validate_token_request
 
 __all__ = [
     "MOUNT_PATH",
@@ -33,8 +34,6 @@ __all__ = [
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 PROJECTED_SECONDS = 3607
-MIN_SECONDS = 600
-MAX_SECONDS = 1 << 32
 _SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
@@ -47,44 +46,17 @@ def _rfc3339(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _invalid(name: str, field: str, value: Any, message: str) -> StatusError:
-    return StatusError.invalid(
-        "authentication.k8s.io",
-        "TokenRequest",
-        name,
-        [FieldError.invalid(field, value, message)],
-    )
-
-
-def token_request(call: Call, body: Any, store: Store, issuer: TokenIssuer) -> dict[str, Any]:
+def token_request(
+    call: Call, body: Any, store: Store, issuer: TokenIssuer, schemas: BuiltinSchemas
+) -> dict[str, Any]:
     """Answer `POST serviceaccounts/<name>/token`."""
+    request = read_token_request(schemas, body, call.namespace, call.name)
     account = store.get(SERVICE_ACCOUNTS, call.namespace, call.name)
     if account is None:
         raise StatusError.not_found("", "serviceaccounts", call.name)
-    if not isinstance(body, dict):
-        raise StatusError.bad_request("the request body must be a TokenRequest")
-    spec = body.get("spec") or {}
-    if not isinstance(spec, dict):
-        raise StatusError.bad_request("spec must be an object")
-    seconds = spec.get("expirationSeconds")
-    if seconds is None:
-        seconds = 3600
-    if not isinstance(seconds, int) or isinstance(seconds, bool):
-        raise _invalid(call.name, "spec.expirationSeconds", seconds, "must be an integer")
-    if seconds < MIN_SECONDS:
-        raise _invalid(
-            call.name,
-            "spec.expirationSeconds",
-            seconds,
-            "may not specify a duration less than 10 minutes",
-        )
-    if seconds > MAX_SECONDS:
-        raise _invalid(
-            call.name,
-            "spec.expirationSeconds",
-            seconds,
-            "may not specify a duration larger than 2^32 seconds",
-        )
+    validate_token_request(request)
+    spec = request["spec"]
+    seconds = spec["expirationSeconds"]
     audiences = tuple(str(a) for a in spec.get("audiences") or ()) or issuer.audiences
     bound, node, ref = _bound_object(call, spec.get("boundObjectRef"), store)
     meta = account.obj["metadata"]

@@ -1,0 +1,297 @@
+"""A resourceVersion in any write body is a precondition: every verb, every subresource."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
+from tests.support import Client, Reply
+
+CMS = "/api/v1/namespaces/default/configmaps"
+DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+
+STALE = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+
+def deployment(name: str, replicas: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def assert_stale(reply: Reply, resource: str, name: str) -> None:
+    assert reply.status == 409, reply.body
+    status = reply.json()
+    assert status["reason"] == "Conflict"
+    assert status["message"] == f'Operation cannot be fulfilled on {resource} "{name}": {STALE}'
+
+
+async def stale_version(client: Client, path: str) -> str:
+    """The object's resourceVersion, made stale by a write after it was read."""
+    rv = (await client.get(path)).json()["metadata"]["resourceVersion"]
+    touched = await client.patch(path, {"metadata": {"annotations": {"touch": rv}}}, MERGE)
+    assert touched.status == 200, touched.body
+    return str(rv)
+
+
+async def install_widgets(client: Client) -> None:
+    reply = await client.post(CRDS, widget_crd())
+    assert reply.status == 201, reply.body
+
+
+async def test_every_write_to_a_configmap_holds_a_stale_version_to_409(client: Client) -> None:
+    path = f"{CMS}/cm"
+    assert (await client.post(CMS, {"metadata": {"name": "cm"}, "data": {"n": "0"}})).status == 201
+    rv = await stale_version(client, path)
+    meta = {"name": "cm", "resourceVersion": rv}
+    writes = [
+        client.put(path, {"metadata": meta, "data": {"n": "1"}}),
+        client.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, MERGE),
+        client.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, STRATEGIC),
+        client.patch(
+            path,
+            [
+                {"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
+                {"op": "replace", "path": "/data/n", "value": "1"},
+            ],
+            JSON_PATCH,
+        ),
+        # (Without force, an apply of a field another manager owns would conflict first.)
+        client.patch(
+            f"{path}?fieldManager=m",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"m": "1"}},
+            APPLY,
+        ),
+        client.patch(
+            f"{path}?fieldManager=m&force=true",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"n": "1"}},
+            APPLY,
+        ),
+    ]
+    for write in writes:
+        assert_stale(await write, "configmaps", "cm")
+    assert (await client.get(path)).json()["data"] == {"n": "0"}  # nothing got through
+
+
+async def test_subresource_writes_hold_a_stale_version_to_409(client: Client) -> None:
+    await install_widgets(client)
+    path = f"{WIDGETS}/w"
+    created = await client.post(WIDGETS, widget("w", replicas=1))
+    assert created.status == 201, created.body
+    rv = await stale_version(client, path)
+    current = (await client.get(path)).json()
+    stale_body = {**current, "metadata": {**current["metadata"], "resourceVersion": rv}}
+    scale = (await client.get(f"{path}/scale")).json()
+    writes = [
+        client.put(f"{path}/status", {**stale_body, "status": {"phase": "Up"}}),
+        client.patch(
+            f"{path}/status",
+            {"metadata": {"resourceVersion": rv}, "status": {"phase": "Up"}},
+            MERGE,
+        ),
+        client.patch(
+            f"{path}/status?fieldManager=m",
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w", "resourceVersion": rv},
+                "status": {"phase": "Up"},
+            },
+            APPLY,
+        ),
+        client.put(
+            f"{path}/scale",
+            {
+                **scale,
+                "metadata": {**scale["metadata"], "resourceVersion": rv},
+                "spec": {"replicas": 5},
+            },
+        ),
+        client.patch(
+            f"{path}/scale", {"metadata": {"resourceVersion": rv}, "spec": {"replicas": 5}}, MERGE
+        ),
+        client.patch(
+            f"{path}?fieldManager=m",
+            {
+                "apiVersion": "example.com/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w", "resourceVersion": rv},
+                "spec": {"name": "abc"},
+            },
+            APPLY,
+        ),
+        client.put(path, {**stale_body, "spec": {"size": 4}}),
+    ]
+    for write in writes:
+        assert_stale(await write, "widgets.example.com", "w")
+    after = (await client.get(path)).json()
+    assert after["spec"] == current["spec"] and "status" not in after
+
+
+async def test_built_in_scale_moves_its_resource_version_onto_the_parent(client: Client) -> None:
+    assert (await client.post(DEPLOYS, deployment("d"))).status == 201
+    rv = await stale_version(client, f"{DEPLOYS}/d")
+    scale = (await client.get(f"{DEPLOYS}/d/scale")).json()
+    stale = {**scale, "metadata": {**scale["metadata"], "resourceVersion": rv}}
+    assert_stale(
+        await client.put(f"{DEPLOYS}/d/scale", {**stale, "spec": {"replicas": 3}}),
+        "deployments.apps",
+        "d",
+    )
+    fresh = await client.put(f"{DEPLOYS}/d/scale", {**scale, "spec": {"replicas": 3}})
+    assert fresh.status == 200, fresh.body
+    assert (await client.get(f"{DEPLOYS}/d")).json()["spec"]["replicas"] == 3
+
+
+async def test_a_binding_and_a_namespace_finalize_hold_their_version_to_409(
+    client: Client,
+) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    assert (await client.post(pods, pod)).status == 201
+    rv = await stale_version(client, f"{pods}/p")
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "resourceVersion": rv},
+        "target": {"kind": "Node", "name": "n1"},
+    }
+    assert_stale(await client.post(f"{pods}/p/binding", binding), "pods", "p")
+    assert "nodeName" not in (await client.get(f"{pods}/p")).json()["spec"]
+    del binding["metadata"]["resourceVersion"]
+    assert (await client.post(f"{pods}/p/binding", binding)).status == 201
+
+    namespaces = "/api/v1/namespaces"
+    assert (await client.post(namespaces, {"metadata": {"name": "ns"}})).status == 201
+    rv = await stale_version(client, f"{namespaces}/ns")
+    current = (await client.get(f"{namespaces}/ns")).json()
+    stale = {**current, "metadata": {**current["metadata"], "resourceVersion": rv}}
+    assert_stale(
+        await client.put(f"{namespaces}/ns/finalize", {**stale, "spec": {"finalizers": []}}),
+        "namespaces",
+        "ns",
+    )
+    assert (await client.get(f"{namespaces}/ns")).json()["spec"]["finalizers"] == ["kubernetes"]
+
+
+async def test_the_current_version_or_none_lets_a_write_through(client: Client) -> None:
+    path = f"{CMS}/cm"
+    assert (await client.post(CMS, {"metadata": {"name": "cm"}})).status == 201
+    rv = (await client.get(path)).json()["metadata"]["resourceVersion"]
+    applied = await client.patch(
+        f"{path}?fieldManager=m",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cm", "resourceVersion": rv},
+            "data": {"a": "1"},
+        },
+        APPLY,
+    )
+    assert applied.status == 200, applied.body
+    # "0" means no version at all, as upstream reads it; a ConfigMap may be replaced so.
+    unconditional = await client.put(
+        path, {"metadata": {"name": "cm", "resourceVersion": "0"}, "data": {"a": "2"}}
+    )
+    assert unconditional.status == 200, unconditional.body
+    assert unconditional.json()["data"] == {"a": "2"}
+
+
+async def test_custom_objects_need_a_version_on_every_update(client: Client) -> None:
+    await install_widgets(client)
+    assert (await client.post(WIDGETS, widget("w"))).status == 201
+    removed = await client.patch(
+        f"{WIDGETS}/w", [{"op": "remove", "path": "/metadata/resourceVersion"}], JSON_PATCH
+    )
+    assert removed.status == 422, removed.body
+    assert removed.json()["message"] == (
+        'Widget.example.com "w" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+        "must be specified for an update"
+    )
+
+
+@pytest.mark.parametrize("verb", ["create", "apply"])
+async def test_a_version_on_a_new_object_is_refused(client: Client, verb: str) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "new", "resourceVersion": "7"},
+    }
+    if verb == "create":
+        reply = await client.post(CMS, body)
+    else:
+        reply = await client.patch(f"{CMS}/new?fieldManager=m", body, APPLY)
+    assert reply.status == 400, reply.body
+    assert reply.json()["message"] == "resourceVersion should not be set on objects to be created"
+    assert (await client.get(f"{CMS}/new")).status == 404
+
+
+async def read_modify_write(client: Client, path: str, by_apply: bool) -> tuple[int, int]:
+    """Add one to the counter, retrying on conflict; returns (conflicts seen, writes made)."""
+    conflicts = 0
+    while True:
+        current = (await client.get(path)).json()
+        rv = current["metadata"]["resourceVersion"]
+        value = str(int(current["data"]["n"]) + 1)
+        if by_apply:
+            reply = await client.patch(
+                f"{path}?fieldManager=counter&force=true",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "counter", "resourceVersion": rv},
+                    "data": {"n": value},
+                },
+                APPLY,
+            )
+        else:
+            body = {**current, "data": {"n": value}}
+            reply = await client.put(path, body)
+        if reply.status == 409:
+            conflicts += 1
+            continue
+        assert reply.status == 200, reply.body
+        return conflicts, 1
+
+
+@pytest.mark.parametrize("by_apply", [False, True], ids=["update", "apply"])
+async def test_twenty_concurrent_read_modify_writers_lose_no_increment(
+    client: Client, by_apply: bool
+) -> None:
+    path = f"{CMS}/counter"
+    created = await client.post(CMS, {"metadata": {"name": "counter"}, "data": {"n": "0"}})
+    assert created.status == 201
+
+    async def writer() -> tuple[int, int]:
+        conflicts = writes = 0
+        for _ in range(5):
+            c, w = await read_modify_write(client, path, by_apply)
+            conflicts += c
+            writes += w
+        return conflicts, writes
+
+    results = await asyncio.gather(*(writer() for _ in range(20)))
+    writes = sum(w for _, w in results)
+    assert writes == 100
+    assert int((await client.get(path)).json()["data"]["n"]) == writes
+    # The writers did race: without the precondition these conflicts would be lost updates.
+    assert sum(c for c, _ in results) > 0
