@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.user import ADMIN, UserInfo
+
+if TYPE_CHECKING:
+    from kubeforge.apiserver.admission import RequestAdmission
 
 __all__ = ["Call"]
 
@@ -23,6 +28,11 @@ class Call:
     query: Mapping[str, str]
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
+    # The requesting user: the one place the write path and admission read it from.
+    user: UserInfo = ADMIN
+    # Set when admission webhooks or policies may apply to this request; the server's own
+    # writes (bootstrap, garbage collection, namespace cleanup) leave it unset.
+    admission: RequestAdmission | None = None
 
     @property
     def namespace(self) -> str:

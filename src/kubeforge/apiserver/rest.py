@@ -1,15 +1,19 @@
 """The write and read verbs for objects: create, get, update, patch, delete.
 
 Each write runs the same pipeline a real API server runs: decode (drop unknown fields,
-default), system metadata, strategy (status handling, generation), field ownership,
-validation, and then one atomic commit to the store.
+default), mutating admission, system metadata, strategy (status handling, generation),
+field ownership, validation, validating admission, and then one atomic commit to the store.
+
+The writes are coroutines because admission calls webhooks. A write the request's admission
+does not apply to (`call.admission` unset: the server's own writes, and every request when no
+webhook or policy may match) never suspends, and `run_now` finishes it at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
@@ -28,7 +32,9 @@ from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
 from kubeforge.apiserver.validation import TypeSupport
 
-__all__ = ["Mutator", "Observer", "Rest", "Validator"]
+__all__ = ["Mutator", "Observer", "Rest", "Validator", "run_now"]
+
+T = TypeVar("T")
 
 # Called after every commit: (type, event type, new state, previous state).
 Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
@@ -48,6 +54,17 @@ BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 _GC_FINALIZERS = ("orphan", "foregroundDeletion")
 _NAMESPACES = GroupResource("", "namespaces")
 _PATCH_REJECTED = "the server rejected our request due to an error in our request"
+
+
+def run_now(write: Coroutine[Any, Any, T]) -> T:
+    """Finish a write that has no admission to wait for, without an event loop turn."""
+    try:
+        write.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    write.close()
+    raise RuntimeError("a write without admission waited for something")
 
 
 class Rest:
@@ -224,12 +241,16 @@ class Rest:
 
     # create -----------------------------------------------------------------------------
 
-    def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """POST to a collection: 201 with the stored object."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
         self._decode(call, obj)
         self._check_namespace(call, obj)
+        if call.info.verb == "create":
+            self.namespace_lifecycle(call)
+        if call.admission is not None:
+            obj = await call.admission.mutate("CREATE", obj, None)
         meta = obj["metadata"]
         if not meta.get("name") and not meta.get("generateName"):
             raise StatusError.invalid(
@@ -241,10 +262,10 @@ class Rest:
         generated = not meta.get("name")
         if generated:
             meta["name"] = generate_name(str(meta["generateName"]))
-        if call.info.verb == "create":
-            self.namespace_lifecycle(call)
         self.prepare_create(call, obj)
         self._validate(call, obj, None)
+        if call.admission is not None:
+            await call.admission.validate("CREATE", obj, None)
 
         gr = rt.group_resource
         for _ in range(8):
@@ -290,7 +311,7 @@ class Rest:
 
     # update -----------------------------------------------------------------------------
 
-    def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """PUT an object (main resource or /status)."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
@@ -319,9 +340,9 @@ class Rest:
                 ],
             )
         self._decode(call, obj)
-        return self.write_update(call, obj, old)
+        return await self.write_update(call, obj, old)
 
-    def write_update(
+    async def write_update(
         self,
         call: Call,
         obj: dict[str, Any],
@@ -354,6 +375,9 @@ class Rest:
                 ],
             )
         carry_system_fields(meta, old_meta)
+        if call.admission is not None:
+            obj = await call.admission.mutate("UPDATE", obj, old_obj)
+            meta = obj["metadata"]
         strategy = self.types.strategy(rt)
         sub = call.info.subresource
         if sub == "status":
@@ -380,6 +404,8 @@ class Rest:
                 now_rfc3339(),
             )
         self._validate(call, obj, old_obj)
+        if call.admission is not None:
+            await call.admission.validate("UPDATE", obj, old_obj)
 
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if obj == old_obj:
@@ -392,7 +418,7 @@ class Rest:
 
     # patch ------------------------------------------------------------------------------
 
-    def patch(
+    async def patch(
         self, call: Call, body: bytes, content_type: str, decoded: Any
     ) -> tuple[int, bytes | dict[str, Any]]:
         """PATCH an object with a JSON, merge, strategic merge or apply patch."""
@@ -407,7 +433,7 @@ class Rest:
                 "for non-apply patch"
             )
         if ctype == APPLY_PATCH:
-            return self.apply(call, decoded)
+            return await self.apply(call, decoded)
         old = self._get_stored(call)
         current = self.served(rt, old)
         try:
@@ -440,9 +466,9 @@ class Rest:
         if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
             raise StatusError.stale(rt.group, rt.plural, call.name)
         self._decode(call, obj, "json patch " if ctype == JSON_PATCH else "")
-        return self.write_update(call, obj, old)
+        return await self.write_update(call, obj, old)
 
-    def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
         """Server-side apply: create the object or merge the manager's intent into it."""
         rt = call.rt
         manager = call.query.get("fieldManager")
@@ -493,24 +519,30 @@ class Rest:
             if call.info.subresource:
                 raise self._not_found(rt, call.name)
             self.namespace_lifecycle(call)
+            if call.admission is not None:
+                result = await call.admission.mutate("CREATE", result, None)
             managed = result["metadata"].get("managedFields")
             self.prepare_create(call, result)
             if managed is not None:
                 result["metadata"]["managedFields"] = managed
             self._validate(call, result, None)
+            if call.admission is not None:
+                await call.admission.validate("CREATE", result, None)
             if call.dry_run:
                 return 201, result
             stored = self._commit_create(call, result)
             return 201, self.served_raw(rt, stored)
-        return self.write_update(call, result, old, track_fields=False)
+        return await self.write_update(call, result, old, track_fields=False)
 
     # delete -----------------------------------------------------------------------------
 
-    def delete(self, call: Call, options: dict[str, Any]) -> tuple[int, bytes | dict[str, Any]]:
+    async def delete(
+        self, call: Call, options: dict[str, Any]
+    ) -> tuple[int, bytes | dict[str, Any]]:
         """DELETE an object: at once, or mark it deleting while finalizers remain."""
-        return self.delete_stored(call, self._get_stored(call), options)
+        return await self.delete_stored(call, self._get_stored(call), options)
 
-    def delete_stored(
+    async def delete_stored(
         self, call: Call, old: StoredObject, options: dict[str, Any]
     ) -> tuple[int, bytes | dict[str, Any]]:
         rt = call.rt
@@ -548,6 +580,8 @@ class Rest:
             )
         if _is_namespace(rt) and name in self.protected_namespaces:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
+        if call.admission is not None:
+            await call.admission.delete(self.served(rt, old), options)
         obj = self.served(rt, old)
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])

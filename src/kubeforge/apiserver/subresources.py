@@ -111,8 +111,9 @@ class Subresources:
         rt = call.rt
         return self.scale_of(rt, self.rest.served(rt, self.rest.get(call)))
 
-    def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
-        """PUT or PATCH of /scale: change the replicas of the parent object."""
+    async def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
+        """PUT or PATCH of /scale: change the replicas of the parent object. Admission sees
+        the Scale, not the parent object."""
         rt = call.rt
         assert rt.scale is not None
         old = self.rest.get(call)
@@ -135,6 +136,9 @@ class Subresources:
                 ) from None
         if not isinstance(scale, dict):
             raise StatusError.bad_request("the request body must be a Scale object")
+        review = call.admission
+        if review is not None:
+            scale = await review.mutate("UPDATE", scale, current)
         wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
         if wanted_rv and wanted_rv != old.obj["metadata"].get("resourceVersion"):
             raise StatusError.stale(rt.group, rt.plural, call.name)
@@ -151,7 +155,9 @@ class Subresources:
                 ],
             )
         _set_path(obj, rt.scale.spec_replicas, replicas)
-        _, result = self.rest.write_update(call, obj, old)
+        if review is not None:
+            await review.validate("UPDATE", self.scale_of(rt, obj), current)
+        _, result = await self.rest.write_update(replace(call, admission=None), obj, old)
         new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
         return self.scale_of(rt, new)
 
@@ -202,10 +208,13 @@ class Subresources:
             limit_bytes=number("limitBytes"),
         )
 
-    def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
+    async def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
         """Assign a pod to a node (what a scheduler does through pods/binding)."""
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body must be a Binding")
+        review = call.admission
+        if review is not None:
+            body = await review.mutate("CREATE", _typed(body, "v1", "Binding"), None)
         target = body.get("target") or {}
         node = target.get("name")
         if not node:
@@ -225,22 +234,34 @@ class Subresources:
             raise StatusError.conflict(
                 "", "pods", pod_name, f'pod {pod_name} is already assigned to node "{current}"'
             )
+        if review is not None:
+            await review.validate("CREATE", body, None)
         pod.setdefault("spec", {})["nodeName"] = node
         pod_call = Call(
-            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings
+            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings, call.user
         )
-        self.rest.write_update(pod_call, pod, stored)
+        await self.rest.write_update(pod_call, pod, stored)
         return _success()
 
-    def evict(self, call: Call, body: Any) -> dict[str, Any]:
-        """Evict a pod: delete it with the eviction's delete options."""
+    async def evict(self, call: Call, body: Any) -> dict[str, Any]:
+        """Evict a pod: delete it with the eviction's delete options (admission sees the
+        Eviction; the deletion itself is not admitted again, as upstream)."""
+        review = call.admission
+        if review is not None and isinstance(body, dict):
+            body = await review.mutate("CREATE", _typed(body, "policy/v1", "Eviction"), None)
+            await review.validate("CREATE", body, None)
         options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
-        self.rest.delete(call, options)
+        await self.rest.delete(replace(call, admission=None), options)
         return _success()
 
-    def token(self, call: Call, body: Any) -> dict[str, Any]:
+    async def token(self, call: Call, body: Any) -> dict[str, Any]:
         """Issue a TokenRequest for a service account."""
         self.rest.get(call)  # 404 when the account does not exist
+        review = call.admission
+        if review is not None and isinstance(body, dict):
+            request = _typed(body, "authentication.k8s.io/v1", "TokenRequest")
+            body = await review.mutate("CREATE", request, None)
+            await review.validate("CREATE", body, None)
         spec = (body or {}).get("spec") or {} if isinstance(body, dict) else {}
         seconds = int(spec.get("expirationSeconds") or 3600)
         expires = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)
@@ -259,7 +280,7 @@ class Subresources:
             },
         }
 
-    def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """PUT namespaces/<n>/finalize: replace spec.finalizers (the namespace controller's
         last step); the namespace goes once nothing holds it."""
         rt = call.rt
@@ -271,7 +292,7 @@ class Subresources:
         obj.setdefault("spec", {})["finalizers"] = list(finalizers)
         if not finalizers:
             del obj["spec"]["finalizers"]
-        return self.rest.write_update(call, obj, old, track_fields=False)
+        return await self.rest.write_update(call, obj, old, track_fields=False)
 
     # reviews ----------------------------------------------------------------------------
 
@@ -307,6 +328,11 @@ class Subresources:
 
 def _user_info(user: str) -> dict[str, Any]:
     return {"username": user, "groups": ["system:masters", "system:authenticated"]}
+
+
+def _typed(body: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """A request body as its typed decoder leaves it: with its apiVersion and kind."""
+    return {**body, "apiVersion": api_version, "kind": kind}
 
 
 def _success() -> dict[str, Any]:
