@@ -954,3 +954,57 @@ async def test_review_versions_v1beta1_is_spoken_when_asked(
     )
     assert (await client.post(CONFIGMAPS, configmap("beta"))).status == 201
     assert hooks.reviews["/beta"][0]["apiVersion"] == "admission.k8s.io/v1beta1"
+
+
+async def test_server_side_apply_is_admitted_as_create_then_update(
+    client: Client, hooks: WebhookServer
+) -> None:
+    await install(
+        client,
+        validating(
+            "apply",
+            webhook(
+                "apply.example.com", hooks, "/apply", [rule(["configmaps"], ["CREATE", "UPDATE"])]
+            ),
+        ),
+    )
+    path = f"{CONFIGMAPS}/applied?fieldManager=tool"
+    for value in ("1", "2"):
+        reply = await client.patch(
+            path, configmap("applied", data={"k": value}), "application/apply-patch+yaml"
+        )
+        assert reply.status in (200, 201), reply.body
+    create, update = hooks.requests("/apply")
+    assert (create["operation"], create["options"]["kind"]) == ("CREATE", "CreateOptions")
+    assert (update["operation"], update["options"]["kind"]) == ("UPDATE", "UpdateOptions")
+    assert update["options"]["fieldManager"] == "tool"
+    assert update["oldObject"]["data"] == {"k": "1"}
+
+
+async def test_a_write_landing_while_a_webhook_runs_makes_the_admitted_one_a_conflict(
+    client: Client, hooks: WebhookServer
+) -> None:
+    async def meddle(request: dict[str, Any]) -> dict[str, Any]:
+        if request["object"]["data"]["v"] == "slow":
+            reply = await client.patch(
+                f"{CONFIGMAPS}/race", {"data": {"v": "fast"}}, "application/merge-patch+json"
+            )
+            assert reply.status == 200, reply.body
+        return {"allowed": True}
+
+    hooks.route("/meddle", meddle)
+    assert (await client.post(CONFIGMAPS, configmap("race", data={"v": "0"}))).status == 201
+    await install(
+        client,
+        validating(
+            "meddle",
+            webhook("meddle.example.com", hooks, "/meddle", [rule(["configmaps"], ["UPDATE"])]),
+        ),
+    )
+    reply = await client.patch(
+        f"{CONFIGMAPS}/race", {"data": {"v": "slow"}}, "application/merge-patch+json"
+    )
+    assert reply.status == 409
+    assert reply.json()["reason"] == "Conflict"
+    stored = (await client.get(f"{CONFIGMAPS}/race")).json()
+    assert stored["data"] == {"v": "fast"}

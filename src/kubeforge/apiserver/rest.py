@@ -117,6 +117,12 @@ class Rest:
             raise self._not_found(call.rt, call.name)
         return stored
 
+    def still_current(self, call: Call, name: str, old: StoredObject | None) -> None:
+        """After waiting for admission, the object must still be the one the write started
+        from; a write that went in meanwhile makes this one a conflict."""
+        if self.store.get(call.rt.group_resource, call.namespace, name) is not old:
+            raise StatusError.stale(call.rt.group, call.rt.plural, name)
+
     def _check_type_meta(self, rt: ResourceType, obj: Any, what: str = "") -> dict[str, Any]:
         if not isinstance(obj, dict):
             raise StatusError.bad_request(
@@ -406,6 +412,7 @@ class Rest:
         self._validate(call, obj, old_obj)
         if call.admission is not None:
             await call.admission.validate("UPDATE", obj, old_obj)
+            self.still_current(call, call.name, old)
 
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if obj == old_obj:
@@ -528,6 +535,7 @@ class Rest:
             self._validate(call, result, None)
             if call.admission is not None:
                 await call.admission.validate("CREATE", result, None)
+                self.still_current(call, call.name, None)
             if call.dry_run:
                 return 201, result
             stored = self._commit_create(call, result)
@@ -582,6 +590,7 @@ class Rest:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
         if call.admission is not None:
             await call.admission.delete(self.served(rt, old), options)
+            self.still_current(call, name, old)
         obj = self.served(rt, old)
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or [])

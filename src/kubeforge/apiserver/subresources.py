@@ -157,6 +157,7 @@ class Subresources:
         _set_path(obj, rt.scale.spec_replicas, replicas)
         if review is not None:
             await review.validate("UPDATE", self.scale_of(rt, obj), current)
+            self.rest.still_current(call, call.name, old)
         _, result = await self.rest.write_update(replace(call, admission=None), obj, old)
         new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
         return self.scale_of(rt, new)
@@ -236,6 +237,8 @@ class Subresources:
             )
         if review is not None:
             await review.validate("CREATE", body, None)
+            if self.rest.store.get(pods.group_resource, call.namespace, pod_name) is not stored:
+                raise StatusError.stale("", "pods", pod_name)
         pod.setdefault("spec", {})["nodeName"] = node
         pod_call = Call(
             _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings, call.user

@@ -338,6 +338,11 @@ async def dispatch_validating(
             return exc
         return None
 
+    if len(calls) == 1:
+        error = await one(*calls[0])
+        if error is not None:
+            raise error
+        return
     first: StatusError | None = None
     for done in asyncio.as_completed([one(hook, match) for hook, match in calls]):
         error = await done
