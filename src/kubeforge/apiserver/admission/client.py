@@ -17,10 +17,11 @@ import errno
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import aiohttp
+if TYPE_CHECKING:
+    import aiohttp
 
 __all__ = [
     "CallFailed",
@@ -117,6 +118,9 @@ class WebhookClient:
         return context
 
     def _session_now(self) -> aiohttp.ClientSession:
+        # Imported on the first call: a server without webhooks never loads the client.
+        import aiohttp
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=30),
@@ -132,6 +136,8 @@ class WebhookClient:
     async def post(self, config: ClientConfig, body: bytes, timeout: int) -> Reply:
         """POST `body` with kube-apiserver's `?timeout=` parameter; the reply whatever its
         status, or CallFailed for a call that did not complete."""
+        import aiohttp
+
         context = self._context(config)
         suffix = f"?timeout={timeout}s"
         server_hostname: str | None = None
@@ -196,6 +202,8 @@ _NOT_VALID_NOW = {9, 10}
 
 def _describe(exc: aiohttp.ClientError, host: str, port: int) -> str:
     """A client error as Go's net/http and crypto/tls word it."""
+    import aiohttp
+
     address = f"{_host(host)}:{port}"
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
         cert_error = exc.certificate_error
