@@ -1008,3 +1008,43 @@ async def test_a_write_landing_while_a_webhook_runs_makes_the_admitted_one_a_con
     assert reply.json()["reason"] == "Conflict"
     stored = (await client.get(f"{CONFIGMAPS}/race")).json()
     assert stored["data"] == {"v": "fast"}
+
+
+async def test_the_cel_authorizer_asks_the_servers_authorizer_for_the_requesting_user(
+    server: APIServer, client: Client, hooks: WebhookServer
+) -> None:
+    asked: list[tuple[str, dict[str, str]]] = []
+
+    def authorize(user: Any, attributes: Any) -> tuple[bool, str]:
+        asked.append((user.username, dict(attributes)))
+        return attributes.get("namespace") != "default", "only elsewhere"
+
+    server.admission.authorize = authorize
+    condition = {
+        "name": "may-delete",
+        "expression": "authorizer.group('').resource('secrets').namespace(request.namespace)"
+        ".check('delete').allowed()",
+    }
+    await install(
+        client,
+        validating(
+            "authz",
+            webhook(
+                "authz.example.com",
+                hooks,
+                "/authz",
+                [rule(["configmaps"])],
+                matchConditions=[condition],
+            ),
+        ),
+    )
+    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+    assert (await client.post("/api/v1/namespaces", other)).status == 201
+    assert (await client.post(CONFIGMAPS, configmap("here"))).status == 201
+    reply = await client.post("/api/v1/namespaces/other/configmaps", configmap("there", "other"))
+    assert reply.status == 201
+    assert [r["namespace"] for r in hooks.requests("/authz")] == ["other"]
+    assert asked[0] == (
+        "kubeforge-admin",
+        {"apiGroup": "", "resource": "secrets", "namespace": "default", "verb": "delete"},
+    )

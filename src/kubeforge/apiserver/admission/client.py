@@ -158,7 +158,8 @@ class WebhookClient:
             server_hostname = dns_name
             headers["Host"] = dns_name if port == 443 else f"{dns_name}:{port}"
         else:
-            assert config.url is not None
+            if config.url is None:
+                raise CallFailed("could not get REST client: neither url nor service is set")
             shown = connect = config.url + suffix
             parts = urlsplit(config.url)
             host, target_port = parts.hostname or "", parts.port or 443

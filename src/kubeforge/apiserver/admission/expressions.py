@@ -53,7 +53,9 @@ def _builder(field: str) -> Callable[[Any, Any], dict[str, Any]]:
     def build(target: Any, value: Any) -> dict[str, Any]:
         if not isinstance(target, dict) or _KIND not in target:
             raise ValueError("no such overload")
-        return {**target, field: str(value)}
+        built = {k: v for k, v in target.items() if k != "requestResource"}
+        built[field] = str(value)
+        return built
 
     return build
 
@@ -145,7 +147,11 @@ class Context:
         def check(target: Any, verb: Any) -> dict[str, Any]:
             if not isinstance(target, dict) or _KIND not in target:
                 raise ValueError("no such overload")
-            asked = {k: v for k, v in target.items() if k not in (_KIND, "user", "groups")}
+            asked = {
+                k: v
+                for k, v in target.items()
+                if k not in (_KIND, "user", "groups", "requestResource")
+            }
             asked["verb"] = str(verb)
             who = user
             if "user" in target:
