@@ -113,6 +113,7 @@ async def serve_kubeforge(info_path: Path, events: int) -> None:
     from kubeforge.apiserver import APIServer, tune_gc
     from kubeforge.apiserver.call import Call
     from kubeforge.apiserver.requestinfo import RequestInfo
+    from kubeforge.apiserver.rest import run_now
 
     server = APIServer()
     await server.start()
@@ -133,7 +134,7 @@ async def serve_kubeforge(info_path: Path, events: int) -> None:
                     "metadata": {"name": f"f-{i}"},
                     "data": {"key": "z" * 200},
                 }
-                server.rest.create(Call(info, rt, {}), body)
+                run_now(server.rest.create(Call(info, rt, {}), body))
                 if i % 50 == 49:
                     await asyncio.sleep(0)  # let the watch streams flush
 

@@ -34,6 +34,7 @@ async def serve(info: Path, count: int) -> None:
     from kubeforge.apiserver import APIServer, tune_gc
     from kubeforge.apiserver.call import Call
     from kubeforge.apiserver.requestinfo import RequestInfo
+    from kubeforge.apiserver.rest import run_now
 
     server = APIServer(history_size=200_000)
     rt = server.registry.get("", "v1", "configmaps")
@@ -41,7 +42,7 @@ async def serve(info: Path, count: int) -> None:
     request = RequestInfo("", "v1", "default", "configmaps", None, None, "create")
     for i in range(count):
         body = {"metadata": {"name": f"cm-{i:06}", "labels": {"app": "bench"}}, "data": {"k": PAD}}
-        server.rest.create(Call(request, rt, {}), body)
+        run_now(server.rest.create(Call(request, rt, {}), body))
     await server.start()
     tune_gc()
     server.write_kubeconfig(info.with_suffix(".kubeconfig"))

@@ -159,12 +159,6 @@ EXTRA_RESOURCES = {
     f"{API}.storage.v1.CSINode": Served("csinodes", False),
     f"{API}.storage.v1.CSIStorageCapacity": Served("csistoragecapacities", True),
     f"{API}.storage.v1.VolumeAttachment": Served("volumeattachments", False, status=True),
-    f"{API}.admissionregistration.v1.ValidatingAdmissionPolicy": Served(
-        "validatingadmissionpolicies", False, categories=("api-extensions",), status=True
-    ),
-    f"{API}.admissionregistration.v1.ValidatingAdmissionPolicyBinding": Served(
-        "validatingadmissionpolicybindings", False, categories=("api-extensions",)
-    ),
 }
 
 # Kinds that are objects with a GroupVersionKind but no resource of their own.

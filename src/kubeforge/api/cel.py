@@ -38,7 +38,7 @@ import ipaddress
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from types import ModuleType
@@ -51,12 +51,15 @@ from kubeforge.api.quantity import parse_quantity
 __all__ = [
     "FUNCTIONS",
     "REASONS",
+    "Expression",
     "Rule",
+    "compile_expression",
     "compile_go_regex",
     "compile_rule",
     "normalize_field_path",
     "rule_of",
     "run_rules",
+    "runtime_error_text",
 ]
 
 # The engine logs every exception a Python function raises; for rules those are ordinary
@@ -601,13 +604,26 @@ class _Program:
     functions: tuple[str, ...]
 
 
-_program_cache: dict[str, _Program | str] = {}
+_program_cache: dict[tuple[str, frozenset[str], frozenset[str]], _Program | str] = {}
 _cache_lock = threading.Lock()
 
 
-def _compile(source: str) -> _Program | str:
-    """The compiled program, or the compile error text (`ERROR: <input>:...`)."""
-    cached = _program_cache.get(source)
+_RULE_VARIABLES = frozenset({"self", "oldSelf"})
+_NO_FUNCTIONS: frozenset[str] = frozenset()
+
+
+def _compile(
+    source: str,
+    variables: frozenset[str] = _RULE_VARIABLES,
+    extra_functions: frozenset[str] = _NO_FUNCTIONS,
+) -> _Program | str:
+    """The compiled program, or the compile error text (`ERROR: <input>:...`).
+
+    `variables` are the names the expression may read and `extra_functions` the functions its
+    environment adds to the libraries (both default to those of schema rules).
+    """
+    key = (source, variables, extra_functions)
+    cached = _program_cache.get(key)
     if cached is not None:
         return cached
     result: _Program | str
@@ -617,24 +633,27 @@ def _compile(source: str) -> _Program | str:
         result = _parse_error(exc)
     else:
         refs = program.references()
-        bound = {"self", "oldSelf"} | _NAMESPACES | _TYPE_NAMES
+        bound = set(variables) | _NAMESPACES | _TYPE_NAMES
         for m in _MACRO_VARS_RE.finditer(source):
             bound.update(g for g in m.groups() if g)
         unknown_vars = [v for v in refs["variables"] if v not in bound]
         unknown_funcs = [
-            f for f in refs["functions"] if _IDENT_RE.match(f) and f not in _known_functions()
+            f
+            for f in refs["functions"]
+            if _IDENT_RE.match(f) and f not in _known_functions() and f not in extra_functions
         ]
         if unknown_vars:
             result = _undeclared(source, unknown_vars[0], call=False)
         elif unknown_funcs:
             result = _undeclared(source, unknown_funcs[0], call=True)
         else:
-            used = tuple(sorted(_library_names(refs["variables"], refs["functions"])))
-            result = _Program(program, "oldSelf" in refs["variables"], used)
+            used = _library_names(refs["variables"], refs["functions"])
+            used.update(f for f in refs["functions"] if f in extra_functions)
+            result = _Program(program, "oldSelf" in refs["variables"], tuple(sorted(used)))
     with _cache_lock:
         if len(_program_cache) > 8192:
             _program_cache.clear()
-        _program_cache[source] = result
+        _program_cache[key] = result
     return result
 
 
@@ -651,6 +670,44 @@ def compile_rule(rule: str) -> str | None:
     """Why `rule` does not compile (`compilation failed: ERROR: ...`), or None when it does."""
     result = _compile(rule)
     return f"compilation failed: {result}" if isinstance(result, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Expression:
+    """A compiled expression of an environment other than schema rules (admission
+    conditions and policies): evaluate it with its variables bound."""
+
+    source: str
+    program: Any
+    functions: Mapping[str, Callable[..., Any]]
+
+    def evaluate(
+        self,
+        activation: Mapping[str, Any],
+        bound: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> Any:
+        """The value of the expression; raises what the engine raises on an evaluation error
+        (`runtime_error_text` words it). `bound` replaces library functions for this
+        evaluation (functions that need the request they run for)."""
+        functions = dict(self.functions)
+        if bound:
+            functions.update((n, f) for n, f in bound.items() if n in functions)
+        return self.program.execute(_engine().Context(dict(activation), functions))
+
+
+def compile_expression(
+    source: str,
+    variables: Collection[str],
+    extra_functions: Mapping[str, Callable[..., Any]] | None = None,
+) -> Expression | str:
+    """Compile `source` reading `variables` (plus the libraries and `extra_functions`): the
+    expression, or why it does not compile (`compilation failed: ERROR: ...`)."""
+    extra = extra_functions or {}
+    compiled = _compile(source, frozenset(variables), frozenset(extra))
+    if isinstance(compiled, str):
+        return f"compilation failed: {compiled}"
+    functions = {n: extra[n] if n in extra else FUNCTIONS[n] for n in compiled.functions}
+    return Expression(source, compiled.program, functions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -745,24 +802,28 @@ _NO_OVERLOAD = ("No such overload", "Unsupported operation", "no such overload")
 
 
 def _runtime_message(exc: Exception, rule: Rule) -> str:
-    text = str(exc)
-    if isinstance(exc, KeyError):
-        key = exc.args[0] if exc.args else ""
-        return f"no such key: {key} evaluating rule: {rule.shown}"
-    if isinstance(exc, ZeroDivisionError):
-        text = "division by zero"
-    elif isinstance(exc, OverflowError):
-        text = "integer overflow"
-    elif text.startswith(_NO_OVERLOAD) or "no such overload" in text:
+    text = runtime_error_text(exc)
+    if text == "no such overload":
         return (
             "'no such overload': call arguments did not match a supported operator, function "
             f"or macro signature for rule: {rule.shown}"
         )
-    else:
-        m = _PY_FAILURE_RE.search(text)
-        if m:
-            text = m.group(1)
     return f"{text} evaluating rule: {rule.shown}"
+
+
+def runtime_error_text(exc: Exception) -> str:
+    """An evaluation error in cel-go's words (`no such key: x`, `division by zero`, ...)."""
+    text = str(exc)
+    if isinstance(exc, KeyError):
+        return f"no such key: {exc.args[0] if exc.args else ''}"
+    if isinstance(exc, ZeroDivisionError):
+        return "division by zero"
+    if isinstance(exc, OverflowError):
+        return "integer overflow"
+    if text.startswith(_NO_OVERLOAD) or "no such overload" in text:
+        return "no such overload"
+    m = _PY_FAILURE_RE.search(text)
+    return m.group(1) if m else text
 
 
 def _join(path: str, child: str) -> str:

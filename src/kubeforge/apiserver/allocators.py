@@ -21,7 +21,7 @@ from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
-from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import StoredObject
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "NODE_PORT_RANGE", "ServiceAllocators"]
@@ -387,7 +387,7 @@ class ServiceAllocators:
             current = rest.store.get(rt.group_resource, ns, name)
             if current is None:
                 info = RequestInfo(group, version, ns, plural, name, None, "create")
-                rest.create(Call(info, rt, query), body)
+                run_now(rest.create(Call(info, rt, query), body))
                 return
             obj = rest.served(rt, current)
             stale = [p for p in paths if _get(obj, p) != _get(body, p)]
@@ -396,7 +396,7 @@ class ServiceAllocators:
             for path in stale:
                 _set(obj, path, _get(body, path))
             info = RequestInfo(group, version, ns, plural, name, None, "update")
-            rest.write_update(Call(info, rt, query), obj, current)
+            run_now(rest.write_update(Call(info, rt, query), obj, current))
         except StatusError as exc:
             log.warning("could not write %s %s/%s: %s", rt.plural, ns, name, exc.message)
 

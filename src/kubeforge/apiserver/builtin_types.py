@@ -414,6 +414,25 @@ def builtin_types() -> list[ResourceType]:
             categories=("api-extensions",),
             generation=True,
         ),
+        _t(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            namespaced=False,
+            categories=("api-extensions",),
+            subresources=(STATUS,),
+            generation=True,
+        ),
+        _t(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            namespaced=False,
+            categories=("api-extensions",),
+            generation=True,
+        ),
         # Reviews: answered at once, never stored.
         _t(
             "authentication.k8s.io",

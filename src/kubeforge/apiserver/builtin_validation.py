@@ -18,7 +18,6 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
@@ -44,6 +43,7 @@ from kubeforge.api.names import (
     validate_label_selector,
     validate_labels,
 )
+from kubeforge.apiserver.admission import configuration as admission_configuration
 
 __all__ = [
     "VALIDATORS",
@@ -2385,243 +2385,13 @@ def validate_crd_update(obj: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
-# -- admission webhooks ----------------------------------------------------------------------
+def _on_update(create: CreateValidator) -> UpdateValidator:
+    """The update check of kinds validated the same way on update as on create."""
 
-_OPERATIONS = ("*", "CONNECT", "CREATE", "DELETE", "UPDATE")
-_SCOPES = ("*", "Cluster", "Namespaced")
-_URL_FORM = "; desired format: https://host[/path]"
+    def validate(obj: Obj, old: Obj) -> Errors:
+        return create(obj)
 
-
-def _validate_fully_qualified(name: str, path: str) -> Errors:
-    if not name:
-        return [FieldError.required(path, "")]
-    problems = is_dns1123_subdomain(name)
-    if problems:
-        return [FieldError.invalid(path, name, ",".join(problems))]
-    if len(name.split(".")) < 3:
-        return [
-            FieldError.invalid(
-                path, name, "should be a domain with at least three segments separated by dots"
-            )
-        ]
-    return []
-
-
-def _validate_wildcard_list(values: list[Any], path: str, what: str) -> Errors:
-    errs: Errors = []
-    if not values:
-        errs.append(FieldError.required(path, ""))
-    if len(values) > 1 and "*" in values:
-        errs.append(
-            FieldError.invalid(
-                path, go_string_slice(values), f"if '*' is present, must not specify other {what}"
-            )
-        )
-    return errs
-
-
-def _validate_webhook_rule(rule: Obj, path: str) -> Errors:
-    operations = _l(rule.get("operations"))
-    errs: Errors = []
-    if not operations:
-        errs.append(FieldError.required(f"{path}.operations", ""))
-    if len(operations) > 1 and "*" in operations:
-        errs.append(
-            FieldError.invalid(
-                f"{path}.operations",
-                go_string_slice(operations),
-                "if '*' is present, must not specify other operations",
-            )
-        )
-    for i, operation in enumerate(operations):
-        if operation not in _OPERATIONS:
-            errs.append(FieldError.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
-    errs += _validate_wildcard_list(_l(rule.get("apiGroups")), f"{path}.apiGroups", "API groups")
-    versions = _l(rule.get("apiVersions"))
-    errs += _validate_wildcard_list(versions, f"{path}.apiVersions", "API versions")
-    for i, version in enumerate(versions):
-        if not version:
-            errs.append(FieldError.required(f"{path}.apiVersions[{i}]", ""))
-    if not _l(rule.get("resources")):
-        errs.append(FieldError.required(f"{path}.resources", ""))
-    scope = rule.get("scope")
-    if scope is not None and scope not in _SCOPES:
-        errs.append(FieldError.not_supported(f"{path}.scope", scope, _SCOPES))
-    return errs
-
-
-def _validate_webhook_url(url: str, path: str) -> Errors:
-    try:
-        parts = urlsplit(url)
-    except ValueError as exc:
-        return [FieldError.required(path, f"url must be a valid URL: {exc}{_URL_FORM}")]
-    errs: Errors = []
-    if parts.scheme != "https":
-        errs.append(
-            FieldError.invalid(
-                path, parts.scheme, "'https' is the only allowed URL scheme" + _URL_FORM
-            )
-        )
-    host = parts.netloc.rpartition("@")[2]
-    if not host:
-        errs.append(FieldError.invalid(path, host, "host must be specified" + _URL_FORM))
-    if "@" in parts.netloc:
-        errs.append(
-            FieldError.invalid(
-                path,
-                parts.netloc.rpartition("@")[0],
-                "user information is not permitted in the URL",
-            )
-        )
-    if parts.fragment:
-        errs.append(
-            FieldError.invalid(path, parts.fragment, "fragments are not permitted in the URL")
-        )
-    if parts.query:
-        errs.append(
-            FieldError.invalid(path, parts.query, "query parameters are not permitted in the URL")
-        )
-    return errs
-
-
-def _validate_webhook_service(service: Obj, path: str) -> Errors:
-    errs: Errors = []
-    if not service.get("name"):
-        errs.append(FieldError.required(f"{path}.name", "service name is required"))
-    if not service.get("namespace"):
-        errs.append(FieldError.required(f"{path}.namespace", "service namespace is required"))
-    port = _int(service.get("port"))
-    if port is not None and not 1 <= port <= 65535:
-        errs.append(FieldError.invalid(f"{path}.port", port, "port is not valid: " + _PORT_RANGE))
-    url_path = service.get("path")
-    if not isinstance(url_path, str) or url_path in ("", "/"):
-        return errs
-    if url_path == "//":
-        return [*errs, FieldError.invalid(f"{path}.path", url_path, "segment[0] may not be empty")]
-    if not url_path.startswith("/"):
-        errs.append(FieldError.invalid(f"{path}.path", url_path, "must start with a '/'"))
-    steps = url_path[1:]
-    if steps.endswith("/"):
-        steps = steps[:-1]
-    for i, step in enumerate(steps.split("/")):
-        if not step:
-            errs.append(
-                FieldError.invalid(f"{path}.path", url_path, f"segment[{i}] may not be empty")
-            )
-            continue
-        for problem in is_dns1123_subdomain(step):
-            errs.append(FieldError.invalid(f"{path}.path", url_path, f"segment[{i}]: {problem}"))
-    return errs
-
-
-def _validate_review_versions(versions: list[Any], path: str) -> Errors:
-    if not versions:
-        return [FieldError.required(path, "must specify one of v1, v1beta1")]
-    errs: Errors = []
-    seen: set[str] = set()
-    for i, version in enumerate(versions):
-        version = _s(version)
-        if version in seen:
-            errs.append(FieldError.invalid(f"{path}[{i}]", version, "duplicate version"))
-            continue
-        seen.add(version)
-        errs += _each(is_dns1035_label(version), f"{path}[{i}]", version)
-    if not seen & {"v1", "v1beta1"}:
-        errs.append(
-            FieldError.invalid(
-                path, go_string_slice(versions), "must include at least one of v1, v1beta1"
-            )
-        )
-    return errs
-
-
-def _validate_webhooks(obj: Obj, *, mutating: bool) -> Errors:
-    errs: Errors = []
-    names: set[str] = set()
-    for i, hook in enumerate(_l(obj.get("webhooks"))):
-        hook = _d(hook)
-        at = f"webhooks[{i}]"
-        name = _s(hook.get("name"))
-        errs += _validate_fully_qualified(name, f"{at}.name")
-        for j, rule in enumerate(_l(hook.get("rules"))):
-            errs += _validate_webhook_rule(_d(rule), f"{at}.rules[{j}]")
-        for key, allowed in (
-            ("failurePolicy", ("Fail", "Ignore")),
-            ("matchPolicy", ("Equivalent", "Exact")),
-        ):
-            value = hook.get(key)
-            if value is not None and value not in allowed:
-                errs.append(FieldError.not_supported(f"{at}.{key}", value, allowed))
-        side_effects = hook.get("sideEffects")
-        if side_effects is None:
-            errs.append(
-                FieldError.required(f"{at}.sideEffects", "must specify one of None, NoneOnDryRun")
-            )
-        elif side_effects not in ("None", "NoneOnDryRun"):
-            errs.append(
-                FieldError.not_supported(
-                    f"{at}.sideEffects", side_effects, ("None", "NoneOnDryRun")
-                )
-            )
-        timeout = _int(hook.get("timeoutSeconds"))
-        if timeout is not None and not 1 <= timeout <= 30:
-            errs.append(
-                FieldError.invalid(
-                    f"{at}.timeoutSeconds",
-                    timeout,
-                    "the timeout value must be between 1 and 30 seconds",
-                )
-            )
-        for key in ("namespaceSelector", "objectSelector"):
-            errs += validate_label_selector(hook.get(key), f"{at}.{key}")
-        if mutating:
-            policy = hook.get("reinvocationPolicy")
-            if policy is not None and policy not in ("IfNeeded", "Never"):
-                errs.append(
-                    FieldError.not_supported(
-                        f"{at}.reinvocationPolicy", policy, ("IfNeeded", "Never")
-                    )
-                )
-        config = _d(hook.get("clientConfig"))
-        url, service = config.get("url"), config.get("service")
-        if (url is None) == (service is None):
-            errs.append(
-                FieldError.required(
-                    f"{at}.clientConfig", "exactly one of url or service is required"
-                )
-            )
-        elif isinstance(url, str):
-            errs += _validate_webhook_url(url, f"{at}.clientConfig.url")
-        elif isinstance(service, dict):
-            errs += _validate_webhook_service(service, f"{at}.clientConfig.service")
-        errs += _validate_review_versions(
-            _l(hook.get("admissionReviewVersions")), f"{at}.admissionReviewVersions"
-        )
-        if name:
-            if name in names:
-                errs.append(FieldError.duplicate(f"{at}.name", name))
-            names.add(name)
-    return errs
-
-
-def validate_mutating_webhooks(obj: Obj) -> list[FieldError]:
-    """A MutatingWebhookConfiguration."""
-    return _validate_webhooks(obj, mutating=True)
-
-
-def validate_mutating_webhooks_update(obj: Obj, old: Obj) -> list[FieldError]:
-    """An update of a MutatingWebhookConfiguration."""
-    return validate_mutating_webhooks(obj)
-
-
-def validate_validating_webhooks(obj: Obj) -> list[FieldError]:
-    """A ValidatingWebhookConfiguration."""
-    return _validate_webhooks(obj, mutating=False)
-
-
-def validate_validating_webhooks_update(obj: Obj, old: Obj) -> list[FieldError]:
-    """An update of a ValidatingWebhookConfiguration."""
-    return validate_validating_webhooks(obj)
+    return validate
 
 
 VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
@@ -2651,11 +2421,19 @@ VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
     ),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (validate_crd, validate_crd_update),
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (
-        validate_mutating_webhooks,
-        validate_mutating_webhooks_update,
+        admission_configuration.validate_mutating_webhooks,
+        _on_update(admission_configuration.validate_mutating_webhooks),
     ),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (
-        validate_validating_webhooks,
-        validate_validating_webhooks_update,
+        admission_configuration.validate_validating_webhooks,
+        _on_update(admission_configuration.validate_validating_webhooks),
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): (
+        admission_configuration.validate_admission_policy,
+        _on_update(admission_configuration.validate_admission_policy),
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
+        admission_configuration.validate_admission_policy_binding,
+        _on_update(admission_configuration.validate_admission_policy_binding),
     ),
 }

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.user import ADMIN, UserInfo
 
 if TYPE_CHECKING:
-    from kubeforge.apiserver.auth.user import UserInfo
+    from kubeforge.apiserver.admission import RequestAdmission
 
 __all__ = ["Call"]
 
@@ -27,8 +28,11 @@ class Call:
     query: Mapping[str, str]
     user_agent: str = ""
     warnings: list[str] = field(default_factory=list)
-    # Who asked (None for the server's own writes, which nothing checks).
-    user: UserInfo | None = None
+    # The requesting user: the one place the write path and admission read it from.
+    user: UserInfo = ADMIN
+    # Set when admission webhooks or policies may apply to this request; the server's own
+    # writes (bootstrap, garbage collection, namespace cleanup) leave it unset.
+    admission: RequestAdmission | None = None
     # The request's Audit-Id, for answers that are streamed (their headers go out early).
     audit_id: str = ""
 

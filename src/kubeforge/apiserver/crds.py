@@ -17,7 +17,7 @@ from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType, ScalePaths, Subresource
-from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import StoredObject
 
 __all__ = ["CRDController", "resource_types_for"]
@@ -292,7 +292,7 @@ class CRDController:
             info = RequestInfo(rt.group, rt.version, ns or None, rt.plural, name, None, "delete")
             current = self.rest.store.get(rt.group_resource, ns, name)
             if current is not None:
-                self.rest.delete_stored(Call(info, rt, {}), current, {})
+                run_now(self.rest.delete_stored(Call(info, rt, {}), current, {}))
 
     def _maybe_finish(self, crd_name: str) -> None:
         crd_rt = self.crd_type()

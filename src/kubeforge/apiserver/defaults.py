@@ -16,6 +16,8 @@ from typing import Any
 __all__ = [
     "DEFAULTERS",
     "apply_defaults",
+    "default_admission_policy",
+    "default_admission_policy_binding",
     "default_container",
     "default_crd",
     "default_cronjob",
@@ -715,6 +717,32 @@ def default_webhook_configuration(obj: Obj, *, mutating: bool) -> None:
         _default_service_reference(_opt(hook, "clientConfig"))
 
 
+def _default_match_resources(resources: Obj | None) -> None:
+    if resources is None:
+        return
+    _set(resources, "matchPolicy", "Equivalent")
+    for key in ("namespaceSelector", "objectSelector"):
+        if resources.get(key) is None:
+            resources[key] = {}
+    for key in ("resourceRules", "excludeResourceRules"):
+        for rule in _items(resources, key):
+            _set(rule, "scope", "*")
+
+
+def default_admission_policy(obj: Obj) -> None:
+    """ValidatingAdmissionPolicy: failurePolicy Fail, matchConstraints as MatchResources."""
+    spec = _opt(obj, "spec")
+    if spec is None:
+        return
+    _set(spec, "failurePolicy", "Fail")
+    _default_match_resources(_opt(spec, "matchConstraints"))
+
+
+def default_admission_policy_binding(obj: Obj) -> None:
+    """ValidatingAdmissionPolicyBinding: matchResources as MatchResources."""
+    _default_match_resources(_opt(_opt(obj, "spec"), "matchResources"))
+
+
 def _default_mutating(obj: Obj) -> None:
     default_webhook_configuration(obj, mutating=True)
 
@@ -751,6 +779,10 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): default_crd,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _default_mutating,
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _default_validating,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): default_admission_policy,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
+        default_admission_policy_binding
+    ),
 }
 
 

@@ -28,7 +28,7 @@ from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
-from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import StoredObject
 
 __all__ = ["GarbageCollector", "OwnerRef", "StorageTypes", "WorkQueue", "controller_call"]
@@ -450,7 +450,7 @@ class GarbageCollector:
         rt = self._type_of(uid)
         ns, name = stored.key
         options = {"propagationPolicy": policy, "preconditions": {"uid": uid}}
-        self.rest.delete_stored(controller_call(rt, ns, name, "delete"), stored, options)
+        run_now(self.rest.delete_stored(controller_call(rt, ns, name, "delete"), stored, options))
 
     def _remove_owner_refs(self, uid: str, owners: set[str]) -> None:
         stored = self._current(uid)
@@ -468,7 +468,7 @@ class GarbageCollector:
         else:
             del meta["ownerReferences"]
         ns, name = stored.key
-        self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+        run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
 
     def _waiting(self, uid: str) -> bool:
         """Whether an object is being deleted in the foreground."""
@@ -488,7 +488,7 @@ class GarbageCollector:
                 changed = True
         if changed:
             ns, name = stored.key
-            self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+            run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
 
     def _remove_finalizer(self, stored: StoredObject, finalizer: str) -> None:
         uid = str(stored.obj["metadata"]["uid"])
@@ -501,7 +501,7 @@ class GarbageCollector:
         else:
             meta.pop("finalizers", None)
         ns, name = stored.key
-        self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+        run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
 
     def _warn_invalid(self, stored: StoredObject, ref: OwnerRef) -> None:
         """Record a Warning event for a reference to an owner the dependent cannot have
@@ -543,6 +543,6 @@ class GarbageCollector:
             "count": 1,
         }
         try:
-            self.rest.create(controller_call(events, event_ns, "", "create"), body)
+            run_now(self.rest.create(controller_call(events, event_ns, "", "create"), body))
         except StatusError as exc:
             log.debug("could not record an event for %s: %s", name, exc.message)

@@ -19,7 +19,7 @@ from kubeforge.apiserver.gc import CONTROLLER_AGENT, StorageTypes, WorkQueue, co
 from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
-from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import StoredObject
 from kubeforge.apiserver.subresources import Subresources
 
@@ -189,7 +189,7 @@ class NamespaceController:
                     continue
                 call = controller_call(rt, name, obj.key[1], "delete")
                 try:
-                    self.rest.delete_stored(call, obj, {"propagationPolicy": "Background"})
+                    run_now(self.rest.delete_stored(call, obj, {"propagationPolicy": "Background"}))
                 except StatusError as exc:
                     failures.append(f"{gr}: {exc.message}")
             objects, _ = store.current(gr, name)
@@ -204,7 +204,9 @@ class NamespaceController:
         rest_finalizers = [f for f in spec_finalizers if f != FINALIZER]
         info = RequestInfo("", ns_type.version, None, "namespaces", name, "finalize", "update")
         call = Call(info, ns_type, {}, CONTROLLER_AGENT)
-        self.subresources.finalize_namespace(call, {"spec": {"finalizers": rest_finalizers}})
+        run_now(
+            self.subresources.finalize_namespace(call, {"spec": {"finalizers": rest_finalizers}})
+        )
 
     def _write_conditions(
         self, rt: ResourceType, name: str, conditions: list[dict[str, Any]]
@@ -228,5 +230,5 @@ class NamespaceController:
         obj = self.rest.served(rt, stored)
         obj.setdefault("status", {})["conditions"] = conditions
         info = RequestInfo("", rt.version, None, "namespaces", name, "status", "update")
-        self.rest.write_update(Call(info, rt, {}, CONTROLLER_AGENT), obj, stored)
+        run_now(self.rest.write_update(Call(info, rt, {}, CONTROLLER_AGENT), obj, stored))
         return self.rest.store.get(_NAMESPACES, "", name)

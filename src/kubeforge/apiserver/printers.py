@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeforge.api.durations import age, human_duration, parse_time
+from kubeforge.api.selectors import SelectorError, selector_from_dict
 
 __all__ = [
     "Column",
@@ -1038,6 +1039,31 @@ def _webhook_configuration_cells(obj: Obj, now: datetime) -> Cells:
     return [_name(obj), len(_l(obj.get("webhooks"))), _age(obj, now)]
 
 
+def _admission_policy_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    param = spec.get("paramKind")
+    kind = "<unset>"
+    if isinstance(param, dict):
+        kind = f"{param.get('apiVersion', '')}/{param.get('kind', '')}"
+    return [_name(obj), len(_l(spec.get("validations"))), kind, _age(obj, now)]
+
+
+def _admission_policy_binding_cells(obj: Obj, now: datetime) -> Cells:
+    spec = _d(obj.get("spec"))
+    ref = spec.get("paramRef")
+    param = "<unset>"
+    if isinstance(ref, dict):
+        if ref.get("name"):
+            # The param's scope is not known here: a name without namespace shows `*/`.
+            param = f"{ref.get('namespace') or '*'}/{ref['name']}"
+        elif isinstance(ref.get("selector"), dict):
+            try:
+                param = str(selector_from_dict(ref["selector"]))
+            except (SelectorError, KeyError, TypeError):
+                param = "<invalid>"
+    return [_name(obj), spec.get("policyName", ""), param, _age(obj, now)]
+
+
 # ---------------------------------------------------------------------------------------------
 # The column sets and the registry
 
@@ -1367,6 +1393,24 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
     ),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): Printer(
         _WEBHOOK_COLUMNS, _webhook_configuration_cells
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): Printer(
+        (
+            NAME,
+            Column("Validations", "integer", "Number of validation rules the policy defines."),
+            Column("ParamKind", "string", "The kind of resource that parameterizes the policy."),
+            AGE,
+        ),
+        _admission_policy_cells,
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): Printer(
+        (
+            NAME,
+            Column("PolicyName", "string", "The policy the binding binds."),
+            Column("ParamRef", "string", "The param resource the binding uses."),
+            AGE,
+        ),
+        _admission_policy_binding_cells,
     ),
 }
 

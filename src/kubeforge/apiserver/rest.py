@@ -1,16 +1,20 @@
 """The write and read verbs for objects: create, get, update, patch, delete.
 
 Each write runs the same pipeline a real API server runs: decode (drop unknown fields,
-default), system metadata, strategy (status handling, generation), field ownership,
-validation, and then one atomic commit to the store.
+default), mutating admission, system metadata, strategy (status handling, generation),
+field ownership, validation, validating admission, and then one atomic commit to the store.
+
+The writes are coroutines because admission calls webhooks. A write the request's admission
+does not apply to (`call.admission` unset: the server's own writes, and every request when no
+webhook or policy may match) never suspends, and `run_now` finishes it at once.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import orjson
 
@@ -33,9 +37,10 @@ from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
 from kubeforge.apiserver.validation import TypeSupport
 
-__all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator"]
+__all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator", "run_now"]
 
 log = logging.getLogger("kubeforge.apiserver")
+T = TypeVar("T")
 
 # Called after every commit: (type, event type, new state, previous state).
 Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
@@ -57,6 +62,17 @@ BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 _GC_FINALIZERS = ("orphan", "foregroundDeletion")
 _NAMESPACES = GroupResource("", "namespaces")
 _PATCH_REJECTED = "the server rejected our request due to an error in our request"
+
+
+def run_now(write: Coroutine[Any, Any, T]) -> T:
+    """Finish a write that has no admission to wait for, without an event loop turn."""
+    try:
+        write.send(None)
+    except StopIteration as done:
+        result: T = done.value
+        return result
+    write.close()
+    raise RuntimeError("a write without admission waited for something")
 
 
 class Rest:
@@ -109,6 +125,12 @@ class Rest:
         if stored is None:
             raise self._not_found(call.rt, call.name)
         return stored
+
+    def still_current(self, call: Call, name: str, old: StoredObject | None) -> None:
+        """After waiting for admission, the object must still be the one the write started
+        from; a write that went in meanwhile makes this one a conflict."""
+        if self.store.get(call.rt.group_resource, call.namespace, name) is not old:
+            raise StatusError.stale(call.rt.group, call.rt.plural, name)
 
     def _check_type_meta(
         self, rt: ResourceType, obj: Any, patched: dict[str, Any] | None = None
@@ -262,13 +284,17 @@ class Rest:
 
     # create -----------------------------------------------------------------------------
 
-    def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """POST to a collection: 201 with the stored object."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
         preconditions.check_create(obj["metadata"])
         self._decode(call, obj)
         self._check_namespace(call, obj)
+        if call.info.verb == "create":
+            self.namespace_lifecycle(call)
+        if call.admission is not None:
+            obj = await call.admission.mutate("CREATE", obj, None)
         meta = obj["metadata"]
         if not meta.get("name") and not meta.get("generateName"):
             raise StatusError.invalid(
@@ -280,10 +306,10 @@ class Rest:
         generated = not meta.get("name")
         if generated:
             meta["name"] = generate_name(str(meta["generateName"]))
-        if call.info.verb == "create":
-            self.namespace_lifecycle(call)
         self.prepare_create(call, obj)
         self._validate(call, obj, None)
+        if call.admission is not None:
+            await call.admission.validate("CREATE", obj, None)
 
         gr = rt.group_resource
         for _ in range(8):
@@ -329,7 +355,7 @@ class Rest:
 
     # update -----------------------------------------------------------------------------
 
-    def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """PUT an object (main resource or /status)."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
@@ -345,9 +371,9 @@ class Rest:
         # Its resourceVersion is held against the stored one with every update's, in
         # write_update.
         self._decode(call, obj)
-        return self.write_update(call, obj, old)
+        return await self.write_update(call, obj, old)
 
-    def write_update(
+    async def write_update(
         self,
         call: Call,
         obj: dict[str, Any],
@@ -385,6 +411,9 @@ class Rest:
                 ],
             )
         carry_system_fields(meta, old_meta)
+        if call.admission is not None:
+            obj = await call.admission.mutate("UPDATE", obj, old_obj)
+            meta = obj["metadata"]
         strategy = self.types.strategy(rt)
         sub = call.info.subresource
         if sub == "status":
@@ -411,6 +440,9 @@ class Rest:
                 now_rfc3339(),
             )
         self._validate(call, obj, old_obj)
+        if call.admission is not None:
+            await call.admission.validate("UPDATE", obj, old_obj)
+            self.still_current(call, call.name, old)
 
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if obj == old_obj:
@@ -423,7 +455,7 @@ class Rest:
 
     # patch ------------------------------------------------------------------------------
 
-    def patch(
+    async def patch(
         self, call: Call, body: bytes, content_type: str, decoded: Any
     ) -> tuple[int, bytes | dict[str, Any]]:
         """PATCH an object with a JSON, merge, strategic merge or apply patch."""
@@ -438,7 +470,7 @@ class Rest:
                 "for non-apply patch"
             )
         if ctype == APPLY_PATCH:
-            return self.apply(call, decoded)
+            return await self.apply(call, decoded)
         old = self._get_stored(call)
         current = self.served(rt, old)
         try:
@@ -473,9 +505,9 @@ class Rest:
                 f"URL ({call.name})"
             )
         self._decode(call, obj, "json patch " if ctype == JSON_PATCH else "")
-        return self.write_update(call, obj, old)
+        return await self.write_update(call, obj, old)
 
-    def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
         """Server-side apply: create the object or merge the manager's intent into it."""
         rt = call.rt
         manager = call.query.get("fieldManager")
@@ -534,24 +566,31 @@ class Rest:
                 raise self._not_found(rt, call.name)
             preconditions.check_create(result["metadata"])
             self.namespace_lifecycle(call)
+            if call.admission is not None:
+                result = await call.admission.mutate("CREATE", result, None)
             managed = result["metadata"].get("managedFields")
             self.prepare_create(call, result)
             if managed is not None:
                 result["metadata"]["managedFields"] = managed
             self._validate(call, result, None)
+            if call.admission is not None:
+                await call.admission.validate("CREATE", result, None)
+                self.still_current(call, call.name, None)
             if call.dry_run:
                 return 201, result
             stored = self._commit_create(call, result)
             return 201, self.served_raw(rt, stored)
-        return self.write_update(call, result, old, track_fields=False)
+        return await self.write_update(call, result, old, track_fields=False)
 
     # delete -----------------------------------------------------------------------------
 
-    def delete(self, call: Call, options: dict[str, Any]) -> tuple[int, bytes | dict[str, Any]]:
+    async def delete(
+        self, call: Call, options: dict[str, Any]
+    ) -> tuple[int, bytes | dict[str, Any]]:
         """DELETE an object: at once, or mark it deleting while finalizers remain."""
-        return self.delete_stored(call, self._get_stored(call), options)
+        return await self.delete_stored(call, self._get_stored(call), options)
 
-    def delete_stored(
+    async def delete_stored(
         self, call: Call, old: StoredObject, options: dict[str, Any]
     ) -> tuple[int, bytes | dict[str, Any]]:
         rt = call.rt
@@ -589,6 +628,9 @@ class Rest:
             )
         if _is_namespace(rt) and name in self.protected_namespaces:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
+        if call.admission is not None:
+            await call.admission.delete(self.served(rt, old), options)
+            self.still_current(call, name, old)
         obj = self.served(rt, old)
         meta = obj["metadata"]
         finalizers = _strings(meta.get("finalizers"))

@@ -10,17 +10,19 @@ from __future__ import annotations
 import gc
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import yaml
 
 from kubeforge.apiserver import nesting
+from kubeforge.apiserver.admission import Admission
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
@@ -44,7 +46,7 @@ from kubeforge.apiserver.queryparams import parse_bool, query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
 from kubeforge.apiserver.resource import ResourceType
-from kubeforge.apiserver.rest import Rest
+from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import Backend, Store, StoredObject
 from kubeforge.apiserver.subresources import LogSource, NoLogs, Subresources
 from kubeforge.apiserver.tables import to_table
@@ -68,6 +70,8 @@ _DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscove
 _INTERNAL_MESSAGE = (
     "the server could not handle this request; its log has the details under Audit-Id {audit_id}"
 )
+
+Written = tuple[int, bytes | dict[str, Any]]
 
 
 @dataclass
@@ -121,6 +125,7 @@ class APIServer:
         self.schemas = BuiltinSchemas.for_version(cfg.kubernetes_version)
         self.types = TypeSupport(self.schemas)
         self.rest = Rest(self.store, self.registry, self.types)
+        self.admission = Admission(self.rest)
         self.watches = WatchStreams(self.store, cfg.bookmark_interval)
         self.crds = CRDController(self.rest)
         self.subresources = Subresources(self.rest, logs or NoLogs())
@@ -197,6 +202,7 @@ class APIServer:
         if self._http is not None:
             await self._http.stop()
             self._http = None
+        await self.admission.close()
 
     async def __aenter__(self) -> APIServer:
         await self.start()
@@ -251,7 +257,7 @@ class APIServer:
                 info = RequestInfo("", "v1", None, "namespaces", None, None, "create")
                 call = Call(info, ns_type, {"fieldManager": "kube-apiserver"})
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-                self.rest.create(call, body)
+                run_now(self.rest.create(call, body))
         self.allocators.ensure_kubernetes_service(self.config.host, self.port)
         self._bootstrap_rbac()
 
@@ -265,7 +271,7 @@ class APIServer:
             if self.store.get(rt.group_resource, "", obj["metadata"]["name"]) is not None:
                 continue
             info = RequestInfo(rt.group, "v1", None, plural, None, None, "create")
-            self.rest.create(Call(info, rt, {"fieldManager": "kube-apiserver"}), obj)
+            run_now(self.rest.create(Call(info, rt, {"fieldManager": "kube-apiserver"}), obj))
 
     # request handling ---------------------------------------------------------------------
 
@@ -302,8 +308,9 @@ class APIServer:
             result.headers.append(("Audit-Id", audit_id))
         return result
 
-    def _status(self, exc: StatusError) -> Response:
-        return Response(exc.code, orjson.dumps(exc.status()), headers=list(exc.headers.items()))
+    def _status(self, exc: StatusError, warnings: list[str] | None = None) -> Response:
+        headers = list(exc.headers.items()) + _warning_headers(warnings)
+        return Response(exc.code, orjson.dumps(exc.status()), headers=headers)
 
     def _internal_error(self, request: Request, audit_id: str) -> Response:
         """A failure of the server itself: the log gets the traceback, the client an answer
@@ -419,11 +426,26 @@ class APIServer:
         if fmt == "yaml":
             data = yaml.safe_dump(orjson.loads(data), sort_keys=False).encode()
             ctype = "application/yaml"
-        headers = []
-        for text in warnings or ():
-            escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-            headers.append(("Warning", f'299 - "{escaped}"'))
-        return Response(code, data, ctype, headers)
+        return Response(code, data, ctype, _warning_headers(warnings))
+
+    # writes -------------------------------------------------------------------------------
+
+    def _finish(
+        self, call: Call, write: Coroutine[Any, Any, Written]
+    ) -> Response | Awaitable[Response]:
+        """Answer a write: at once when no admission applies to it, else once admitted."""
+        if call.admission is None:
+            code, result = run_now(write)
+            return self._json(code, result, call.warnings)
+        return self._admitted(call, write)
+
+    async def _admitted(self, call: Call, write: Coroutine[Any, Any, Written]) -> Response:
+        try:
+            code, result = await write
+        except StatusError as exc:
+            # Warnings (a webhook's, say) reach the client with a refusal too.
+            return self._status(exc, call.warnings)
+        return self._json(code, result, call.warnings)
 
     # resources ----------------------------------------------------------------------------
 
@@ -465,31 +487,34 @@ class APIServer:
         if verb == "create":
             body = self._body(request)
             if rt.virtual:
-                return self._json(201, self._virtual(call, body), call.warnings)
+                call.admission = self.admission.begin(call, ("CREATE",))
+                return self._finish(call, _written(201, self._virtual(call, body)))
             if rt is self._pods and self.auth.pods.missing_account(call, body):
-                return self._create_pod_later(call, body)
+                call.admission = self.admission.begin(call, ("CREATE",))
+                return self._admitted(call, self._create_pod_later(call, body))
             if self.crds.refuses_instances(rt):
                 raise StatusError(
                     405,
                     "MethodNotAllowed",
                     "create not allowed while custom resource definition is terminating",
                 )
-            code, result = self.rest.create(call, body)
-            return self._json(code, result, call.warnings)
+            call.admission = self.admission.begin(call, ("CREATE",))
+            return self._finish(call, self.rest.create(call, body))
         if verb == "update":
             body = self._body(request)
-            code, result = self.rest.update(call, body)
-            return self._json(code, result, call.warnings)
+            call.admission = self.admission.begin(call, ("UPDATE",))
+            return self._finish(call, self.rest.update(call, body))
         if verb == "patch":
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
             decoded = self._decode(request, _patch_decode_type(ctype))
-            code, result = self.rest.patch(call, raw, ctype, decoded)
-            return self._json(code, result, call.warnings)
+            # A server-side apply may create the object.
+            call.admission = self.admission.begin(call, ("CREATE", "UPDATE"))
+            return self._finish(call, self.rest.patch(call, raw, ctype, decoded))
         if verb == "delete":
             options = self._delete_options(request)
-            code, result = self.rest.delete(call, options)
-            return self._json(code, result, call.warnings)
+            call.admission = self.admission.begin(call, ("DELETE",))
+            return self._finish(call, self.rest.delete(call, options))
         if verb == "deletecollection":
             return self._delete_collection(request, call)
         raise StatusError.method_not_allowed()
@@ -610,7 +635,11 @@ class APIServer:
             raw_ok = False
         return self.watches.serve(request, call, negotiated, served, raw_ok, table)
 
-    def _delete_collection(self, request: Request, call: Call) -> Response:
+    def _delete_collection(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        call.admission = self.admission.begin(call, ("DELETE",))
+        return self._finish(call, self._delete_items(request, call))
+
+    async def _delete_items(self, request: Request, call: Call) -> Written:
         rt = call.rt
         options = self._delete_options(request)
         selection = Selection.parse(rt, call.query)
@@ -621,11 +650,14 @@ class APIServer:
         for stored in result.items:
             ns, name = stored.key
             info = RequestInfo(rt.group, rt.version, ns or None, rt.plural, name, None, "delete")
-            item_call = Call(info, rt, call.query, call.user_agent, call.warnings)
+            item_call = Call(info, rt, call.query, call.user_agent, call.warnings, call.user)
+            if call.admission is not None:
+                # Each deletion is admitted, without a name, as upstream's collection delete.
+                item_call.admission = self.admission.begin(item_call, ("DELETE",), name="")
             current = self.store.get(rt.group_resource, ns, name)
             if current is None:
                 continue
-            _, out = self.rest.delete_stored(item_call, current, options)
+            _, out = await self.rest.delete_stored(item_call, current, options)
             deleted.append(self.rest.served(rt, current) if not isinstance(out, dict) else out)
         items = [d for d in deleted if d.get("kind") != "Status"]
         body = {
@@ -634,7 +666,7 @@ class APIServer:
             "metadata": {"resourceVersion": str(self.store.revision)},
             "items": items,
         }
-        return self._json(200, body, call.warnings)
+        return 200, body
 
     def _negotiate(self, request: Request, allow: set[str]) -> Negotiated:
         return negotiate(parse_accept(request.headers.get("Accept")), frozenset(allow))
@@ -648,10 +680,15 @@ class APIServer:
             )
         return value
 
-    def _virtual(self, call: Call, body: Any) -> dict[str, Any]:
+    async def _virtual(self, call: Call, body: Any) -> dict[str, Any]:
         if call.rt.kind == "Binding":
             name = (body.get("metadata") or {}).get("name", "") if isinstance(body, dict) else ""
-            return self.subresources.bind(call, body, name)
+            return await self.subresources.bind(call, body, name)
+        review = call.admission
+        if review is not None and isinstance(body, dict):
+            typed = {**body, "apiVersion": call.rt.api_version, "kind": call.rt.kind}
+            body = await review.mutate("CREATE", typed, None)
+            await review.validate("CREATE", body, None)
         return self.auth.review(call, body)
 
     def _subresource(
@@ -669,52 +706,72 @@ class APIServer:
             if verb == "get":
                 return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
             if verb == "update":
-                code, result = self.rest.update(call, self._body(request))
-                return self._json(code, result, call.warnings)
+                body = self._body(request)
+                call.admission = self.admission.begin(call, ("UPDATE",))
+                return self._finish(call, self.rest.update(call, body))
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
             decoded = self._decode(request, _patch_decode_type(ctype))
-            code, result = self.rest.patch(call, raw, ctype, decoded)
-            return self._json(code, result, call.warnings)
+            call.admission = self.admission.begin(call, ("UPDATE",))
+            return self._finish(call, self.rest.patch(call, raw, ctype, decoded))
         if name == "scale":
             if verb == "get":
                 return self._json(200, self.subresources.get_scale(call))
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
             if verb == "update":
-                scale = self.subresources.write_scale(call, self._decode(request, ctype), None)
+                body, patch_type = self._decode(request, ctype), None
             else:
-                scale = self.subresources.write_scale(
-                    call, self._decode(request, _patch_decode_type(ctype)), ctype
-                )
-            return self._json(200, scale, call.warnings)
+                body, patch_type = self._decode(request, _patch_decode_type(ctype)), ctype
+            call.admission = self.admission.begin(call, ("UPDATE",))
+            scale = self.subresources.write_scale(call, body, patch_type)
+            return self._finish(call, _written(200, scale))
         if name == "log":
             return self._log(request, call)
         if name == "binding":
-            return self._json(201, self.subresources.bind(call, self._body(request), call.name))
+            body = self._body(request)
+            call.admission = self.admission.begin(call, ("CREATE",))
+            return self._finish(call, _written(201, self.subresources.bind(call, body, call.name)))
         if name == "eviction":
-            return self._json(201, self.subresources.evict(call, self._body(request)))
+            body = self._body(request)
+            call.admission = self.admission.begin(call, ("CREATE",))
+            return self._finish(call, _written(201, self.subresources.evict(call, body)))
         if name == "token":
-            return self._json(201, self.auth.token_request(call, self._body(request)))
+            body = self._body(request)
+            call.admission = self.admission.begin(call, ("CREATE",))
+            return self._finish(call, _written(201, self.auth.token_request(call, body)))
         if name == "finalize":
-            code, result = self.subresources.finalize_namespace(call, self._body(request))
-            return self._json(code, result, call.warnings)
+            body = self._body(request)
+            call.admission = self.admission.begin(call, ("UPDATE",))
+            return self._finish(call, self.subresources.finalize_namespace(call, body))
         if name in ("ephemeralcontainers", "resize") and verb == "get":
             return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
         if name in _CONNECT_UNSUPPORTED:
-            self.rest.get(call)  # a missing object is still a 404
-            raise StatusError.bad_request(
-                f'{rt.plural} "{call.name}": {_CONNECT_UNSUPPORTED[name]} is not supported: this '
-                "API server has no kubelet or container runtime behind it to connect to"
-            )
+            return self._connect(request, call)
         raise StatusError.method_not_allowed()
 
-    async def _create_pod_later(self, call: Call, body: Any) -> Response:
+    def _connect(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """exec, attach, port-forward and proxy: admitted as CONNECT, as kube-apiserver does
+        before it connects anything; this server then refuses them (it streams none)."""
+        self.rest.get(call)  # a missing object is still a 404
+        if "dryRun" in call.query:
+            raise StatusError.bad_request("dryRun is not supported")
+        call.admission = self.admission.begin(call, ("CONNECT",))
+        if call.admission is None:
+            raise _connect_unsupported(call)
+        return self._finish(call, self._connect_admitted(request, call))
+
+    async def _connect_admitted(self, request: Request, call: Call) -> Written:
+        assert call.admission is not None
+        await call.admission.connect(_connect_options(call, request))
+        raise _connect_unsupported(call)
+        raise StatusError.method_not_allowed()
+
+    async def _create_pod_later(self, call: Call, body: Any) -> Written:
         # ServiceAccount admission waits a little for a new namespace's `default` account,
         # which the service account controller creates soon after the namespace.
         await self.auth.pods.wait_for_default(call.namespace)
-        code, result = self.rest.create(call, body)
-        return self._json(code, result, call.warnings)
+        return await self.rest.create(call, body)
 
     async def _log(self, request: Request, call: Call) -> ResponseStream:
         log_request = self.subresources.log_request(call)
@@ -747,6 +804,53 @@ def _audit_id(request: Request) -> str:
     if given and len(given) <= 256 and given.isprintable():
         return str(given)
     return new_uid()
+
+
+def _connect_unsupported(call: Call) -> StatusError:
+    what = _CONNECT_UNSUPPORTED[call.info.subresource or ""]
+    return StatusError.bad_request(
+        f'{call.rt.plural} "{call.name}": {what} is not supported: this API server has no '
+        "kubelet or container runtime behind it to connect to"
+    )
+
+
+def _warning_headers(warnings: list[str] | None) -> list[tuple[str, str]]:
+    """`Warning: 299 - "text"` headers, quoted as Kubernetes quotes them."""
+    headers = []
+    for text in warnings or ():
+        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+        headers.append(("Warning", f'299 - "{escaped}"'))
+    return headers
+
+
+async def _written(code: int, pending: Awaitable[dict[str, Any]]) -> Written:
+    return code, await pending
+
+
+def _connect_options(call: Call, request: Request) -> dict[str, Any]:
+    """The options object of a CONNECT request, as its typed query decoding leaves it."""
+    sub = call.info.subresource or ""
+    described = call.rt.subresource(sub)
+    kind = described.kind if described is not None else ""
+    query = parse_qs(urlsplit(request.target).query)
+    options: dict[str, Any] = {"kind": kind, "apiVersion": "v1"}
+    if sub in ("exec", "attach"):
+        for flag in ("stdin", "stdout", "stderr", "tty"):
+            if query.get(flag, [""])[0] in ("true", "1"):
+                options[flag] = True
+        if query.get("container"):
+            options["container"] = query["container"][0]
+        if sub == "exec" and query.get("command"):
+            options["command"] = query["command"]
+    elif sub == "portforward":
+        ports = [int(p) for p in query.get("ports", []) if p.isdigit()]
+        if ports:
+            options["ports"] = ports
+    else:
+        path = query.get("path", [""])[0]
+        if path:
+            options["path"] = path
+    return options
 
 
 def _patch_decode_type(content_type: str) -> str:

@@ -111,8 +111,9 @@ class Subresources:
         rt = call.rt
         return self.scale_of(rt, self.rest.served(rt, self.rest.get(call)))
 
-    def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
-        """PUT or PATCH of /scale: change the replicas of the parent object."""
+    async def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
+        """PUT or PATCH of /scale: change the replicas of the parent object. Admission sees
+        the Scale, not the parent object."""
         rt = call.rt
         assert rt.scale is not None
         old = self.rest.get(call)
@@ -135,6 +136,9 @@ class Subresources:
                 ) from None
         if not isinstance(scale, dict):
             raise StatusError.bad_request("the request body must be a Scale object")
+        review = call.admission
+        if review is not None:
+            scale = await review.mutate("UPDATE", scale, current)
         wanted = _requested_version(scale, "Scale")
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
@@ -153,7 +157,10 @@ class Subresources:
         # update holds it against the stored object like any other.
         if wanted is not None:
             obj["metadata"]["resourceVersion"] = wanted
-        _, result = self.rest.write_update(call, obj, old)
+        if review is not None:
+            await review.validate("UPDATE", self.scale_of(rt, obj), current)
+            self.rest.still_current(call, call.name, old)
+        _, result = await self.rest.write_update(replace(call, admission=None), obj, old)
         new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
         return self.scale_of(rt, new)
 
@@ -204,10 +211,13 @@ class Subresources:
             limit_bytes=number("limitBytes"),
         )
 
-    def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
+    async def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
         """Assign a pod to a node (what a scheduler does through pods/binding)."""
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body must be a Binding")
+        review = call.admission
+        if review is not None:
+            body = await review.mutate("CREATE", _typed(body, "v1", "Binding"), None)
         wanted = _requested_version(body, "Binding")
         target = body.get("target") or {}
         node = target.get("name")
@@ -228,23 +238,32 @@ class Subresources:
             raise StatusError.conflict(
                 "", "pods", pod_name, f'pod {pod_name} is already assigned to node "{current}"'
             )
+        if review is not None:
+            await review.validate("CREATE", body, None)
+            if self.rest.store.get(pods.group_resource, call.namespace, pod_name) is not stored:
+                raise StatusError.stale("", "pods", pod_name)
         pod.setdefault("spec", {})["nodeName"] = node
         if wanted is not None:
             # The Binding's resourceVersion is a precondition on the pod, as upstream's.
             pod["metadata"]["resourceVersion"] = wanted
         pod_call = Call(
-            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings
+            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings, call.user
         )
-        self.rest.write_update(pod_call, pod, stored)
+        await self.rest.write_update(pod_call, pod, stored)
         return _success()
 
-    def evict(self, call: Call, body: Any) -> dict[str, Any]:
-        """Evict a pod: delete it with the eviction's delete options."""
+    async def evict(self, call: Call, body: Any) -> dict[str, Any]:
+        """Evict a pod: delete it with the eviction's delete options (admission sees the
+        Eviction; the deletion itself is not admitted again, as upstream)."""
+        review = call.admission
+        if review is not None and isinstance(body, dict):
+            body = await review.mutate("CREATE", _typed(body, "policy/v1", "Eviction"), None)
+            await review.validate("CREATE", body, None)
         options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
-        self.rest.delete(call, options)
+        await self.rest.delete(replace(call, admission=None), options)
         return _success()
 
-    def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def finalize_namespace(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
         """PUT namespaces/<n>/finalize: replace spec.finalizers (the namespace controller's
         last step); the namespace goes once nothing holds it."""
         rt = call.rt
@@ -259,7 +278,7 @@ class Subresources:
         obj.setdefault("spec", {})["finalizers"] = list(finalizers)
         if not finalizers:
             del obj["spec"]["finalizers"]
-        return self.rest.write_update(call, obj, old, track_fields=False)
+        return await self.rest.write_update(call, obj, old, track_fields=False)
 
 
 def _requested_version(body: dict[str, Any], kind: str) -> str | None:
@@ -272,6 +291,11 @@ def _requested_version(body: dict[str, Any], kind: str) -> str | None:
             f'{kind} in version "v1" cannot be handled as a {kind}: {exc.detail}'
         ) from None
     return requested_version(meta)
+
+
+def _typed(body: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
+    """A request body as its typed decoder leaves it: with its apiVersion and kind."""
+    return {**body, "apiVersion": api_version, "kind": kind}
 
 
 def _success() -> dict[str, Any]:

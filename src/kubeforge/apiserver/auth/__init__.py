@@ -20,13 +20,13 @@ from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
 from kubeforge.apiserver.auth.reviews import Reviews
 from kubeforge.apiserver.auth.serviceaccounts import PodAdmission, token_request
 from kubeforge.apiserver.auth.tokens import TokenIssuer
-from kubeforge.apiserver.auth.user import ADMIN, ANONYMOUS, UserInfo
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.rest import Rest
 from kubeforge.apiserver.store import StoredObject
+from kubeforge.apiserver.user import ADMIN, ANONYMOUS, UserInfo
 
 __all__ = ["ADMIN", "ANONYMOUS", "Attributes", "Auth", "TokenIssuer", "UserInfo"]
 
@@ -108,7 +108,13 @@ class Auth:
     def review(self, call: Call, body: Any) -> dict[str, Any]:
         return self.reviews.answer(call, body)
 
-    def token_request(self, call: Call, body: Any) -> dict[str, Any]:
+    async def token_request(self, call: Call, body: Any) -> dict[str, Any]:
+        """Issue a TokenRequest; admission sees it (as a CREATE) before a token is signed."""
+        review = call.admission
+        if review is not None and isinstance(body, dict):
+            request = {**body, "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest"}
+            body = await review.mutate("CREATE", request, None)
+            await review.validate("CREATE", body, None)
         return token_request(call, body, self.store, self.issuer, self.schemas)
 
 

@@ -20,7 +20,9 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from kubeforge.apiserver.auth.tokens import TokenClaims, TokenError, TokenIssuer
-from kubeforge.apiserver.auth.user import (
+from kubeforge.apiserver.resource import GroupResource
+from kubeforge.apiserver.store import Store
+from kubeforge.apiserver.user import (
     ADMIN,
     ANONYMOUS,
     AUTHENTICATED,
@@ -28,8 +30,6 @@ from kubeforge.apiserver.auth.user import (
     service_account_groups,
     service_account_user,
 )
-from kubeforge.apiserver.resource import GroupResource
-from kubeforge.apiserver.store import Store
 
 __all__ = ["AuthResult", "Authenticator", "certificate_user"]
 

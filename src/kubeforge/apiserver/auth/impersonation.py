@@ -15,7 +15,8 @@ from urllib.parse import unquote
 
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.forbidden import forbidden
-from kubeforge.apiserver.auth.user import (
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.user import (
     ANONYMOUS_NAME,
     AUTHENTICATED,
     UNAUTHENTICATED,
@@ -23,7 +24,6 @@ from kubeforge.apiserver.auth.user import (
     service_account_groups,
     split_service_account,
 )
-from kubeforge.apiserver.errors import StatusError
 
 __all__ = ["impersonated", "wants_impersonation"]
 

@@ -15,9 +15,9 @@ from typing import Any
 
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.rules import Rule, parse_rules
-from kubeforge.apiserver.auth.user import UserInfo, split_service_account
 from kubeforge.apiserver.resource import GroupResource
 from kubeforge.apiserver.store import Store, StoredObject
+from kubeforge.apiserver.user import UserInfo, split_service_account
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer"]
 

@@ -14,9 +14,9 @@ from kubeforge.api.fielderror import FieldError
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.authenticator import Authenticator
 from kubeforge.apiserver.auth.rbac import RBACAuthorizer
-from kubeforge.apiserver.auth.user import UserInfo
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.user import UserInfo
 
 __all__ = ["Reviews"]
 

@@ -1,0 +1,382 @@
+"""The server's admission chain: mutating webhooks, then validating policies and webhooks.
+
+`Admission` keeps the configurations compiled, recompiling them at every committed change
+of a Mutating-/ValidatingWebhookConfiguration or ValidatingAdmissionPolicy(Binding), so a
+change takes effect with the next request. For each request it decides from the route alone
+whether anything may apply (a cached answer per resource, subresource and operation), so a
+server with no webhooks or policies, or none for this resource, does no admission work at
+all. `RequestAdmission` runs the chain for one request at the points the write path names.
+
+Objects of the admission configuration kinds are never sent to webhooks or policies, so a
+broken webhook cannot lock out its own repair (rules.IsExemptAdmissionConfigurationResource).
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kubeforge.api.selectors import LabelSelector
+from kubeforge.api.versions import version_priority
+from kubeforge.apiserver.admission.attributes import GVK, Attributes, operation_options
+from kubeforge.apiserver.admission.client import ServiceResolver, WebhookClient
+from kubeforge.apiserver.admission.expressions import Authorize, allow_all
+from kubeforge.apiserver.admission.matching import subresource_kind
+from kubeforge.apiserver.admission.policy import Binding, Policy, dispatch_policies
+from kubeforge.apiserver.admission.webhooks import (
+    Webhook,
+    dispatch_mutating,
+    dispatch_validating,
+    internal_error,
+    parse_webhooks,
+)
+from kubeforge.apiserver.builtin_schemas import DecodeError
+from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.patch import json_copy
+from kubeforge.apiserver.resource import GroupResource, ResourceType
+from kubeforge.apiserver.store import StoredObject
+
+if TYPE_CHECKING:
+    from kubeforge.apiserver.call import Call
+    from kubeforge.apiserver.rest import Rest
+
+__all__ = ["Admission", "RequestAdmission"]
+
+log = logging.getLogger("kubeforge.apiserver.admission")
+
+GROUP = "admissionregistration.k8s.io"
+_MUTATING = GroupResource(GROUP, "mutatingwebhookconfigurations")
+_VALIDATING = GroupResource(GROUP, "validatingwebhookconfigurations")
+_POLICIES = GroupResource(GROUP, "validatingadmissionpolicies")
+_BINDINGS = GroupResource(GROUP, "validatingadmissionpolicybindings")
+_EXEMPT_KINDS = frozenset(
+    {
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "MutatingAdmissionPolicy",
+        "MutatingAdmissionPolicyBinding",
+    }
+)
+_NAMESPACES = GroupResource("", "namespaces")
+_SERVICES = GroupResource("", "services")
+
+
+class Admission:
+    """Admission webhooks and policies for one server."""
+
+    def __init__(
+        self,
+        rest: Rest,
+        resolve_service: ServiceResolver | None = None,
+        authorize: Authorize = allow_all,
+    ) -> None:
+        self.rest = rest
+        self.store = rest.store
+        self.registry = rest.registry
+        self.client = WebhookClient(resolve_service or self.resolve_service)
+        # Answers the CEL `authorizer` of matchConditions and policies.
+        self.authorize = authorize
+        self.mutating: tuple[Webhook, ...] = ()
+        self.validating: tuple[Webhook, ...] = ()
+        self.policies: tuple[tuple[Policy, tuple[Binding, ...]], ...] = ()
+        # Whether any webhook or bound policy exists: the one check every request pays.
+        self.active = False
+        self._candidates: dict[tuple[int, str, tuple[str, ...]], bool] = {}
+        self._registry_generation = -1
+        rest.observers.append(self._observe)
+        self.reload()
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    # configurations ---------------------------------------------------------------------
+
+    def _observe(
+        self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
+    ) -> None:
+        if rt.group == GROUP:
+            self.reload()
+
+    def reload(self) -> None:
+        """Compile the configurations as they are stored now."""
+        mutating: list[Webhook] = []
+        for stored in self.store.current(_MUTATING)[0]:  # key order is name order
+            mutating += parse_webhooks(stored.obj, mutating=True)
+        validating: list[Webhook] = []
+        for stored in self.store.current(_VALIDATING)[0]:
+            validating += parse_webhooks(stored.obj, mutating=False)
+        bindings: dict[str, list[Binding]] = {}
+        for stored in self.store.current(_BINDINGS)[0]:
+            binding = Binding.parse(stored.obj)
+            bindings.setdefault(binding.policy, []).append(binding)
+        policies = []
+        for stored in self.store.current(_POLICIES)[0]:
+            policy = Policy.parse(stored.obj)
+            if policy.name in bindings:  # a policy does nothing until something binds it
+                policies.append((policy, tuple(bindings[policy.name])))
+        self.mutating = tuple(mutating)
+        self.validating = tuple(validating)
+        self.policies = tuple(policies)
+        self.active = bool(mutating or validating or policies)
+        self._candidates.clear()
+
+    # which requests admission applies to --------------------------------------------------
+
+    def begin(
+        self, call: Call, operations: tuple[str, ...], name: str | None = None
+    ) -> RequestAdmission | None:
+        """The admission of `call` when a webhook or policy may apply to it (judged from its
+        resource, subresource and possible operations), else None. `name` overrides the
+        request's name as admission reports it (a collection's deletes have none)."""
+        if not self.active:
+            return None
+        rt = call.rt
+        subresource = call.info.subresource or ""
+        if self.registry.generation != self._registry_generation:
+            self._candidates.clear()
+            self._registry_generation = self.registry.generation
+        key = (id(rt), subresource, operations)
+        applies = self._candidates.get(key)
+        if applies is None:
+            applies = self._may_apply(rt, subresource, operations)
+            self._candidates[key] = applies
+        return RequestAdmission(self, call, name) if applies else None
+
+    def _may_apply(self, rt: ResourceType, subresource: str, operations: tuple[str, ...]) -> bool:
+        kind = subresource_kind(rt, subresource)
+        if kind[0] == GROUP and kind[2] in _EXEMPT_KINDS:
+            return False
+        for operation in operations:
+            for hook in (*self.mutating, *self.validating):
+                if hook.matcher.may_match(operation, rt, subresource, self.equivalents):
+                    return True
+            for policy, _ in self.policies:
+                if policy.constraints is None or policy.constraints.may_match(
+                    operation, rt, subresource, self.equivalents
+                ):
+                    return True
+        return False
+
+    # what webhooks and policies need from the server --------------------------------------
+
+    def equivalents(self, rt: ResourceType, subresource: str) -> list[ResourceType]:
+        """The other served versions of the same resource (sharing its storage)."""
+        others = [
+            other
+            for other in self.registry.versions_of(rt.group_resource)
+            if other is not rt and (not subresource or other.subresource(subresource))
+        ]
+        return sorted(others, key=lambda other: (other.group, version_priority(other.version)))
+
+    def namespace_labels(self, name: str) -> dict[str, str] | None:
+        stored = self.store.get(_NAMESPACES, "", name)
+        if stored is None:
+            return None
+        labels = stored.obj["metadata"].get("labels")
+        return labels if isinstance(labels, dict) else {}
+
+    def namespace_object(self, name: str) -> dict[str, Any] | None:
+        """The namespace as policies see it (condition.go CreateNamespaceObject)."""
+        stored = self.store.get(_NAMESPACES, "", name)
+        if stored is None:
+            return None
+        obj = stored.thaw()
+        meta = obj.get("metadata") or {}
+        kept = [
+            "name",
+            "generateName",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "generation",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "labels",
+            "annotations",
+            "finalizers",
+        ]
+        return {
+            "metadata": {k: meta[k] for k in kept if k in meta},
+            "spec": obj.get("spec") or {},
+            "status": obj.get("status") or {},
+        }
+
+    def convert(
+        self, obj: dict[str, Any], source: ResourceType, target: ResourceType
+    ) -> dict[str, Any]:
+        rest = self.rest
+        return rest.to_served(target, rest.to_storage(source, json_copy(obj)))
+
+    def redecode(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """A patched object decoded again: unknown fields dropped, defaults applied; what a
+        typed decoder cannot read is the webhook's fault (500, as upstream)."""
+        types = self.rest.types
+        if rt.schema is None and rt.definition is not None:
+            try:
+                types.schemas.validate(rt.definition, obj)
+            except DecodeError as exc:
+                raise internal_error(exc.detail) from None
+        types.decode(rt, obj)
+
+    def param_type(self, api_version: str, kind: str) -> ResourceType | None:
+        group, _, version = api_version.rpartition("/")
+        return self.registry.by_kind(group, version, kind)
+
+    def find_params(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str | None,
+        selector: LabelSelector | None,
+    ) -> list[dict[str, Any]]:
+        gr = rt.group_resource
+        if name is not None:
+            stored = self.store.get(gr, namespace or "", name)
+            return [] if stored is None else [self.rest.served(rt, stored)]
+        found = []
+        for stored in self.store.current(gr, namespace)[0]:
+            labels = stored.obj["metadata"].get("labels") or {}
+            if selector is None or selector.matches(labels):
+                found.append(self.rest.served(rt, stored))
+        return found
+
+    def resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
+        """Where a webhook's service reference leads: this machine, at the port the Service
+        sends that port to. Workloads of this server's cluster (a webhook server run by
+        `kubeforge run`, a pod run as a local process) listen on this machine, so a cluster
+        IP is mapped to loopback. ExternalName services lead to their external name."""
+        stored = self.store.get(_SERVICES, namespace, name)
+        if stored is None:
+            raise LookupError(f'service "{name}" not found')
+        spec = stored.obj.get("spec") or {}
+        if spec.get("type") == "ExternalName":
+            return str(spec.get("externalName") or ""), port
+        if spec.get("clusterIP") == "None":
+            raise LookupError('cannot route to service with ClusterIP "None"')
+        for entry in spec.get("ports") or ():
+            if entry.get("port") == port:
+                target = entry.get("targetPort")
+                return "127.0.0.1", target if isinstance(target, int) else port
+        raise LookupError(f'no service port {port} found for service "{name}"')
+
+
+def _printable(text: str) -> str:
+    """A warning fit for a header: control characters become spaces."""
+    return "".join(" " if unicodedata.category(c)[0] == "C" else c for c in text)
+
+
+class RequestAdmission:
+    """Admission for one request: the write path calls `mutate` after decoding and
+    defaulting, `validate` after validation, and `delete` before a deletion."""
+
+    __slots__ = ("admission", "call", "name")
+
+    def __init__(self, admission: Admission, call: Call, name: str | None = None) -> None:
+        self.admission = admission
+        self.call = call
+        self.name = name
+
+    def warn(self, text: str) -> None:
+        text = _printable(text)
+        if text and text not in self.call.warnings:
+            self.call.warnings.append(text)
+
+    def attributes(
+        self,
+        operation: str,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        kind: GVK | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> Attributes:
+        call = self.call
+        rt = call.rt
+        if self.name is None:
+            # A create names what it creates in its body; a generated name is not known yet.
+            if call.name:
+                self.name = call.name
+            else:
+                meta = (obj or {}).get("metadata")
+                self.name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+        namespace = call.namespace
+        if rt.group == "" and rt.plural == "namespaces" and not namespace:
+            namespace = self.name
+        if options is None and operation in ("CREATE", "UPDATE"):
+            options = operation_options(operation, call.query)
+        return Attributes(
+            operation=operation,
+            rt=rt,
+            subresource=call.info.subresource or "",
+            kind=kind or subresource_kind(rt, call.info.subresource or ""),
+            name=self.name,
+            namespace=namespace,
+            object=obj,
+            old_object=old,
+            options=options,
+            dry_run=call.dry_run if operation != "CONNECT" else False,
+            user=call.user,
+        )
+
+    async def mutate(
+        self,
+        operation: str,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        kind: GVK | None = None,
+    ) -> dict[str, Any]:
+        """Run the mutating webhooks; the object as they left it."""
+        admission = self.admission
+        attrs = self.attributes(operation, obj, old, kind)
+        if admission.mutating:
+            await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
+        result = attrs.object
+        assert result is not None
+        if result is not obj and self.call.rt.namespaced and kind is None:
+            meta = result.get("metadata")
+            namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+            if namespace and namespace != self.call.namespace:
+                raise StatusError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+        return result
+
+    async def validate(
+        self,
+        operation: str,
+        obj: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        kind: GVK | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Run the validating policies, then the validating webhooks."""
+        admission = self.admission
+        attrs = self.attributes(operation, obj, old, kind, options)
+        if admission.policies:
+            dispatch_policies(admission, admission.policies, attrs, self.warn)
+        if admission.validating:
+            await dispatch_validating(admission, admission.validating, attrs, self.warn)
+
+    async def delete(self, old: dict[str, Any], options: Mapping[str, Any]) -> None:
+        """A deletion: mutating webhooks (which may not patch) and validation, with the
+        object as it is and the DeleteOptions."""
+        opts = operation_options("DELETE", self.call.query, options)
+        admission = self.admission
+        attrs = self.attributes("DELETE", None, old, None, opts)
+        if admission.mutating:
+            await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
+        await self.validate("DELETE", None, old, None, opts)
+
+    async def connect(self, options: dict[str, Any]) -> None:
+        """A CONNECT (exec, attach, port-forward, proxy): the connect options are the
+        object, as kube-apiserver's connect handler admits them."""
+        admission = self.admission
+        attrs = self.attributes("CONNECT", options, None)
+        if admission.mutating:
+            await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
+        await self.validate("CONNECT", attrs.object, None)

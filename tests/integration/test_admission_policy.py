@@ -1,0 +1,303 @@
+"""ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding in the embedded API server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from tests.integration.admission_support import BINDINGS, POLICIES, configmap, deployment
+from tests.support import Client, Kubectl
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+def policy(name: str, validations: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["apps"],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["deployments"],
+                    }
+                ]
+            },
+            "validations": validations,
+            **spec,
+        },
+    }
+    return body
+
+
+def binding(name: str, policy_name: str, actions: list[str], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": policy_name, "validationActions": actions, **spec},
+    }
+
+
+async def install(client: Client, *objects: dict[str, Any]) -> None:
+    for obj in objects:
+        path = POLICIES if obj["kind"] == "ValidatingAdmissionPolicy" else BINDINGS
+        reply = await client.post(path, obj)
+        assert reply.status == 201, reply.body
+
+
+async def test_deny_as_kubectl_prints_it_and_warn(client: Client, kubectl: Kubectl) -> None:
+    await install(
+        client,
+        policy("max-replicas", [{"expression": "object.spec.replicas <= 5"}]),
+        binding("max-replicas-binding", "max-replicas", ["Deny"]),
+    )
+    manifest = orjson.dumps(deployment("big", replicas=6)).decode()
+    result = await kubectl.run("create", "-f", "-", stdin=manifest, check=False)
+    assert result.code == 1
+    # The message Kubernetes documents for this policy.
+    assert result.err.strip() == (
+        "The deployments \"big\" is invalid: : ValidatingAdmissionPolicy 'max-replicas' with "
+        "binding 'max-replicas-binding' denied request: failed expression: "
+        "object.spec.replicas <= 5"
+    )
+    reply = await client.post(DEPLOYMENTS, deployment("big", replicas=6))
+    status = reply.json()
+    assert reply.status == 422
+    assert status["reason"] == "Invalid"
+    assert status["message"] == (
+        "deployments.apps \"big\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with "
+        "binding 'max-replicas-binding' denied request: failed expression: "
+        "object.spec.replicas <= 5"
+    )
+    assert status["details"]["causes"] == [
+        {
+            "message": "ValidatingAdmissionPolicy 'max-replicas' with binding "
+            "'max-replicas-binding' denied request: failed expression: object.spec.replicas <= 5"
+        }
+    ]
+    assert (await client.post(DEPLOYMENTS, deployment("small", replicas=2))).status == 201
+
+    await install(
+        client,
+        policy(
+            "even",
+            [
+                {
+                    "expression": "object.spec.replicas % 2 == 0",
+                    "messageExpression": "'replicas should be even, not ' + "
+                    "string(object.spec.replicas)",
+                }
+            ],
+        ),
+        binding("even-warning", "even", ["Warn", "Audit"]),
+    )
+    result = await kubectl.run("create", "deployment", "odd", "--image=nginx", "--replicas=3")
+    assert (
+        "Warning: Validation failed for ValidatingAdmissionPolicy 'even' with binding "
+        "'even-warning': replicas should be even, not 3"
+    ) in result.err
+    assert (await client.get(f"{DEPLOYMENTS}/odd")).status == 200
+
+
+async def test_reason_message_variables_and_match_conditions(client: Client) -> None:
+    await install(
+        client,
+        policy(
+            "labelled",
+            [
+                {
+                    "expression": "variables.team != ''",
+                    "message": "  a team label is required  ",
+                    "reason": "Forbidden",
+                }
+            ],
+            variables=[
+                {
+                    "name": "team",
+                    "expression": "has(object.metadata.labels) && 'team' in "
+                    "object.metadata.labels ? object.metadata.labels['team'] : ''",
+                }
+            ],
+            matchConditions=[
+                {"name": "not-system", "expression": "!object.metadata.name.startsWith('sys-')"}
+            ],
+        ),
+        binding("labelled", "labelled", ["Deny"]),
+    )
+    reply = await client.post(DEPLOYMENTS, deployment("plain"))
+    assert reply.status == 403
+    assert reply.json()["reason"] == "Forbidden"
+    assert reply.json()["message"].endswith("denied request: a team label is required")
+    assert (await client.post(DEPLOYMENTS, deployment("sys-skipped"))).status == 201
+    labelled = deployment("labelled")
+    labelled["metadata"]["labels"] = {"team": "blue"}
+    assert (await client.post(DEPLOYMENTS, labelled)).status == 201
+
+
+async def test_params_by_name_and_selector_and_parameter_not_found(client: Client) -> None:
+    limit = {"expression": "object.spec.replicas <= int(params.data.max)"}
+    await install(
+        client,
+        policy(
+            "limits",
+            [{**limit, "messageExpression": "'at most ' + params.data.max + ' replicas'"}],
+            paramKind={"apiVersion": "v1", "kind": "ConfigMap"},
+        ),
+        binding(
+            "limits-by-name",
+            "limits",
+            ["Deny"],
+            paramRef={"name": "limits", "parameterNotFoundAction": "Deny"},
+        ),
+    )
+    reply = await client.post(DEPLOYMENTS, deployment("early"))
+    assert reply.status == 422
+    assert reply.json()["message"].endswith(
+        "ValidatingAdmissionPolicy 'limits' with binding 'limits-by-name' denied request: "
+        "failed to configure binding: no params found for policy binding with `Deny` "
+        "parameterNotFoundAction"
+    )
+    assert (await client.post(CONFIGMAPS, configmap("limits", data={"max": "3"}))).status == 201
+    assert (await client.post(DEPLOYMENTS, deployment("three", replicas=3))).status == 201
+    reply = await client.post(DEPLOYMENTS, deployment("four", replicas=4))
+    assert reply.status == 422
+    assert reply.json()["message"].endswith("denied request: at most 3 replicas")
+
+    # A selector evaluates the policy once per param; with none found, Allow admits.
+    assert (await client.delete(f"{BINDINGS}/limits-by-name")).status == 200
+    await install(
+        client,
+        binding(
+            "limits-by-label",
+            "limits",
+            ["Deny"],
+            paramRef={
+                "selector": {"matchLabels": {"kind": "limit"}},
+                "parameterNotFoundAction": "Allow",
+            },
+        ),
+    )
+    assert (await client.post(DEPLOYMENTS, deployment("any", replicas=9))).status == 201
+    for name, value in (("low", "2"), ("high", "8")):
+        cm = configmap(name, data={"max": value})
+        cm["metadata"]["labels"] = {"kind": "limit"}
+        assert (await client.post(CONFIGMAPS, cm)).status == 201
+    reply = await client.post(DEPLOYMENTS, deployment("five", replicas=5))
+    assert reply.status == 422
+    assert reply.json()["message"].endswith("denied request: at most 2 replicas")
+    assert (await client.post(DEPLOYMENTS, deployment("two", replicas=2))).status == 201
+
+
+async def test_failure_policy_for_evaluation_and_configuration_errors(client: Client) -> None:
+    broken = [{"expression": "object.spec.missing == 1"}]
+    unknown_params = policy(
+        "unknown-params",
+        [{"expression": "true"}],
+        paramKind={"apiVersion": "example.com/v1", "kind": "Missing"},
+    )
+    # A policy's own configuration error refuses whatever the policy matches.
+    unknown_params["spec"]["matchConstraints"]["objectSelector"] = {"matchLabels": {"p": "params"}}
+    await install(
+        client,
+        policy("strict", broken),
+        binding(
+            "strict",
+            "strict",
+            ["Deny"],
+            matchResources={"objectSelector": {"matchLabels": {"p": "strict"}}},
+        ),
+        policy("lenient", broken, failurePolicy="Ignore"),
+        binding("lenient", "lenient", ["Deny"]),
+        unknown_params,
+        binding("unknown-params", "unknown-params", ["Deny"]),
+    )
+    assert (await client.post(DEPLOYMENTS, deployment("fine"))).status == 201
+    strict = deployment("strict")
+    strict["metadata"]["labels"] = {"p": "strict"}
+    reply = await client.post(DEPLOYMENTS, strict)
+    assert reply.status == 422
+    assert reply.json()["message"].endswith(
+        "ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: expression "
+        "'object.spec.missing == 1' resulted in error: no such key: missing"
+    )
+    params = deployment("params")
+    params["metadata"]["labels"] = {"p": "params"}
+    reply = await client.post(DEPLOYMENTS, params)
+    assert reply.status == 422
+    assert reply.json()["message"].endswith(
+        "ValidatingAdmissionPolicy 'unknown-params' denied request: failed to configure policy: "
+        "failed to find resource referenced by paramKind: 'example.com/v1, Kind=Missing'"
+    )
+
+
+async def test_namespace_object_and_unbound_policies(client: Client) -> None:
+    await install(
+        client,
+        policy(
+            "namespace-says",
+            [{"expression": "namespaceObject.metadata.name == 'default'"}],
+        ),
+    )
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+    assert (await client.post("/api/v1/namespaces", namespace)).status == 201
+    other = "/apis/apps/v1/namespaces/other/deployments"
+    # A policy without a binding does nothing; a binding to no policy neither.
+    assert (await client.post(other, deployment("unbound", namespace="other"))).status == 201
+    await install(client, binding("nobody", "no-such-policy", ["Deny"]))
+    assert (await client.post(other, deployment("still", namespace="other"))).status == 201
+    await install(client, binding("namespace-says", "namespace-says", ["Deny"]))
+    assert (await client.post(other, deployment("refused", namespace="other"))).status == 422
+    assert (await client.post(DEPLOYMENTS, deployment("allowed"))).status == 201
+
+
+async def test_policies_and_bindings_are_validated(client: Client) -> None:
+    cases = [
+        (
+            policy("bad", [{"expression": "object.spec.replicas <"}]),
+            'spec.validations[0].expression: Invalid value: "object.spec.replicas <": '
+            "compilation failed: ERROR:",
+        ),
+        (
+            policy("bad", [{"expression": "params.x == 1"}]),
+            "undeclared reference to 'params'",
+        ),
+        (
+            policy("bad", [{"expression": "true", "reason": "Teapot"}]),
+            'spec.validations[0].reason: Unsupported value: "Teapot": supported values: '
+            '"Forbidden", "Invalid", "RequestEntityTooLarge"',
+        ),
+        (
+            policy("bad", []),
+            "spec.validations: Required value: validations or auditAnnotations must contain at "
+            "least one item",
+        ),
+        (
+            binding("bad", "p", ["Deny", "Warn"]),
+            "spec.validationActions: Invalid value: ",
+        ),
+        (
+            binding("bad", "p", []),
+            "spec.validationActions: Required value: at least one validation action is required",
+        ),
+        (
+            binding("bad", "p", ["Deny"], paramRef={"name": "x"}),
+            "spec.paramRef.parameterNotFoundAction: Required value",
+        ),
+    ]
+    for obj, message in cases:
+        path = POLICIES if obj["kind"] == "ValidatingAdmissionPolicy" else BINDINGS
+        reply = await client.post(path, obj)
+        assert reply.status == 422, (obj, reply.body)
+        assert message in reply.json()["message"], reply.json()["message"]
+    created = (await client.post(POLICIES, policy("good", [{"expression": "true"}]))).json()
+    assert created["spec"]["failurePolicy"] == "Fail"
+    assert created["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
+    assert created["spec"]["matchConstraints"]["namespaceSelector"] == {}
+    assert created["spec"]["matchConstraints"]["resourceRules"][0]["scope"] == "*"
