@@ -125,7 +125,6 @@ class APIServer:
         self.schemas = BuiltinSchemas.for_version(cfg.kubernetes_version)
         self.types = TypeSupport(self.schemas)
         self.rest = Rest(self.store, self.registry, self.types)
-        self.admission = Admission(self.rest)
         self.watches = WatchStreams(self.store, cfg.bookmark_interval)
         self.crds = CRDController(self.rest)
         self.subresources = Subresources(self.rest, logs or NoLogs())
@@ -141,6 +140,7 @@ class APIServer:
         issuer = TokenIssuer(load_or_generate_key(cfg.credentials_dir), cfg.service_account_issuer)
         anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
         self.auth = Auth(self.rest, self.token, issuer, anonymous)
+        self.admission = Admission(self.rest, authorize=self.auth.check)
         if cfg.service_account_admission:
             self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None

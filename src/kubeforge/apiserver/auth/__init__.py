@@ -84,6 +84,23 @@ class Auth:
         text = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
         return False, f"RBAC: {text}"
 
+    def check(self, user: UserInfo, asked: Mapping[str, str]) -> tuple[bool, str]:
+        """A decision for the CEL `authorizer` of admission expressions: `asked` names the
+        verb and either a path or the apiGroup, resource, subresource, namespace and name."""
+        path = asked.get("path", "")
+        attrs = Attributes(
+            user,
+            asked.get("verb", ""),
+            not path,
+            group=asked.get("apiGroup", ""),
+            resource=asked.get("resource", ""),
+            subresource=asked.get("subresource", ""),
+            namespace=asked.get("namespace", ""),
+            name=asked.get("name", ""),
+            path=path,
+        )
+        return self.decide(attrs)
+
     def authorize(
         self,
         user: UserInfo,
