@@ -28,7 +28,13 @@ from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.gc import GarbageCollector
-from kubeforge.apiserver.httpserver import HTTPServer, Request, Response, ResponseStream
+from kubeforge.apiserver.httpserver import (
+    ConnectionLimits,
+    HTTPServer,
+    Request,
+    Response,
+    ResponseStream,
+)
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.namespaces import NamespaceController
@@ -44,7 +50,7 @@ from kubeforge.apiserver.tls import ServingCertificates, generate_certificates, 
 from kubeforge.apiserver.validation import TypeSupport
 from kubeforge.apiserver.watch import WatchStreams
 
-__all__ = ["APIServer", "ServerConfig", "serve", "tune_gc"]
+__all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 
 log = logging.getLogger("kubeforge.apiserver")
 
@@ -66,6 +72,8 @@ class ServerConfig:
     history_size: int = 10_000
     bookmark_interval: float = 60.0
     max_request_bytes: int = 3 * 1024 * 1024
+    # Timeouts for reading requests and idle connections, header size, connection cap.
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     backend: Backend | None = None
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
     # Owner-reference garbage collection and namespace deletion, which a real cluster's
@@ -142,7 +150,10 @@ class APIServer:
                     self.certificates = generate_certificates(hosts)
             ssl_context = self.certificates.server_context()
         self._http = HTTPServer(
-            self._handle, max_body_bytes=cfg.max_request_bytes, error=self._error_response
+            self._handle,
+            max_body_bytes=cfg.max_request_bytes,
+            error=self._error_response,
+            limits=cfg.connections,
         )
         self.port = self.config.port = await self._http.start(cfg.host, cfg.port, ssl_context)
         # The `kubernetes` Service's endpoints point at the port actually bound.
@@ -239,6 +250,10 @@ class APIServer:
             return self._status(StatusError.too_large(message))
         if code == 400:
             return self._status(StatusError.bad_request(message))
+        if code == 408:
+            return self._status(StatusError.request_timeout(message))
+        if code == 429:
+            return self._status(StatusError.too_many_requests(message))
         return self._status(StatusError.internal(message))
 
     def _authorized(self, request: Request) -> bool:

@@ -9,6 +9,16 @@ from typing import Annotated
 
 import typer
 
+from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.cli.connections import (
+    DEFAULTS,
+    BodyTimeout,
+    HeaderTimeout,
+    IdleTimeout,
+    MaxConnections,
+    MaxHeaderBytes,
+    connection_limits,
+)
 from kubeforge.cli.project import fail
 from kubeforge.cluster.options import ClusterOptions
 
@@ -34,24 +44,37 @@ def dev(
         ),
     ] = False,
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
+    body_timeout: BodyTimeout = DEFAULTS.body_timeout,
+    idle_timeout: IdleTimeout = DEFAULTS.idle_timeout,
+    max_connections: MaxConnections = DEFAULTS.max_connections,
+    max_header_bytes: MaxHeaderBytes = DEFAULTS.max_header_bytes,
 ) -> None:
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
     from kubeforge.apiserver.persistence import DataDirInUse
 
     options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
+    limits = connection_limits(
+        header_timeout, body_timeout, idle_timeout, max_connections, max_header_bytes
+    )
     try:
-        asyncio.run(_run(options, port, kubeconfig, data_dir, bind))
+        asyncio.run(_run(options, port, kubeconfig, data_dir, bind, limits))
     except DataDirInUse as exc:
         raise fail(f"{exc}; stop it first, or choose another --data-dir") from None
 
 
 async def _run(
-    options: ClusterOptions, port: int, kubeconfig: Path, data_dir: Path | None, bind: str
+    options: ClusterOptions,
+    port: int,
+    kubeconfig: Path,
+    data_dir: Path | None,
+    bind: str,
+    limits: ConnectionLimits,
 ) -> None:
     from kubeforge.apiserver.server import tune_gc
     from kubeforge.cluster.devcluster import CONTEXT, DevCluster
 
-    cluster = DevCluster(options, host=bind, port=port, data_dir=data_dir)
+    cluster = DevCluster(options, host=bind, port=port, data_dir=data_dir, connections=limits)
     await cluster.start()
     tune_gc()
     path = cluster.write_kubeconfig(kubeconfig)

@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kubeforge.apiserver.httpserver import ConnectionLimits
 from kubeforge.apiserver.persistence import SQLiteBackend
 from kubeforge.apiserver.server import APIServer, ServerConfig
 from kubeforge.client.auth import StaticToken
@@ -65,6 +66,7 @@ class DevCluster:
         port: int = 0,
         data_dir: str | Path | None = None,
         kubernetes_version: str = "1.33.0",
+        connections: ConnectionLimits | None = None,
     ) -> None:
         self.options = options or ClusterOptions()
         self.logs = PodLogs()
@@ -77,6 +79,7 @@ class DevCluster:
             garbage_collection=True,
             service_cidr=self.options.service_cidr,
             credentials_dir=Path(data_dir) / "credentials" if data_dir is not None else None,
+            connections=connections or ConnectionLimits(),
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None
