@@ -504,11 +504,7 @@ class _Connection(asyncio.Protocol):
         self.values = {}
         self.body = []
         self.body_size = 0
-        self.chunked = False
-        self.chunks = 0
-        self.refused = None
-        self.sent_continue = False
-        self.head_bytes = self.blank = self.framing = 0
+        self.head_bytes = self.blank = 0
         self.deadline = self.now + self.limits.header_timeout
         if self.timer is None:
             self._arm()
@@ -562,6 +558,7 @@ class _Connection(asyncio.Protocol):
             if coding.lower() != "chunked":
                 raise _BadRequest("unsupported Transfer-Encoding")
             self.chunked = True
+            self.chunks = self.framing = 0
         elif "content-length" in values:
             length = int(values["content-length"])  # the parser has checked it
         self.method = parser.get_method().decode("ascii")
@@ -573,7 +570,9 @@ class _Connection(asyncio.Protocol):
                 raise _BadRequest("a body with an Upgrade or CONNECT request")
             self.keep_alive = False
         # RFC 9110 10.1.1: an HTTP/1.0 client cannot ask to wait for 100 Continue.
-        self.expect_continue = not http10 and values.get("expect", "").lower() == "100-continue"
+        self.expect_continue = (
+            "expect" in values and not http10 and values["expect"].lower() == "100-continue"
+        )
         self.phase = _BODY
         self.deadline = self.now + limits.body_timeout
         if length > self.server.max_body_bytes:
@@ -606,7 +605,9 @@ class _Connection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         self.phase = _IDLE
         self.completed += 1
+        self.chunked = self.sent_continue = False
         if self.refused is not None:
+            self.refused = None
             return
         body = self.body
         self.queue.append(
