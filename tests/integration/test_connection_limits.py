@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
-from tests.support import Kubectl, eventually
+from tests.support import Kubectl, connect, eventually
 
 
 class Raw:
@@ -111,6 +111,37 @@ async def test_a_slow_request_gets_a_408_status() -> None:
             assert await conn.closed()
         finally:
             await conn.close()
+
+
+async def test_a_quiet_watch_outlives_the_timeouts() -> None:
+    # A watch with nothing to say for several idle and body timeouts stays open and still
+    # delivers the next event.
+    limits = ConnectionLimits(header_timeout=0.2, body_timeout=0.2, idle_timeout=0.2)
+    async with APIServer(connections=limits) as server, connect(server) as client:
+        path = "/api/v1/namespaces/default/configmaps"
+        listed = await client.get(path)
+        version = listed.json()["metadata"]["resourceVersion"]
+        watching = asyncio.ensure_future(
+            client.watch_lines(
+                f"{path}?watch=true&resourceVersion={version}", lambda seen: len(seen) >= 1
+            )
+        )
+
+        async def established() -> bool:
+            return len(server.watches.active) == 1
+
+        await eventually(established, timeout=5)
+        for _ in range(3):  # three timeouts go by, each seen closing an idle connection
+            idle = await Raw.open(server)
+            assert await idle.closed()
+            await idle.close()
+        assert not watching.done()
+        created = await client.post(path, {"metadata": {"name": "after-quiet"}})
+        assert created.status == 201
+        seen = await asyncio.wait_for(watching, 5)
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
+            ("ADDED", "after-quiet")
+        ]
 
 
 async def test_kubectl_waits_for_a_free_connection(tmp_path: Path) -> None:
