@@ -298,7 +298,7 @@ class HTTPServer:
                 self.limits.max_connections,
             )
         loop = asyncio.get_running_loop()
-        # A TLS handshake counts against the head timeout, as in Go's server.
+        # A TLS handshake gets as long as a head, as in Go's server.
         handshake = self.limits.header_timeout if ssl_context is not None else None
         self._server = await loop.create_server(
             lambda: _Connection(self),
