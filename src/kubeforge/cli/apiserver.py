@@ -17,7 +17,6 @@ from kubeforge.cli.connections import (
     IdleTimeout,
     MaxConnections,
     MaxHeaderBytes,
-    connection_limits,
 )
 
 __all__ = ["apiserver"]
@@ -40,8 +39,12 @@ def apiserver(
     max_header_bytes: MaxHeaderBytes = DEFAULTS.max_header_bytes,
 ) -> None:
     """Run a Kubernetes API server (HTTPS, bearer token) until interrupted."""
-    limits = connection_limits(
-        header_timeout, body_timeout, idle_timeout, max_connections, max_header_bytes
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+        max_header_bytes=max_header_bytes,
     )
     asyncio.run(_run(bind, port, kubernetes_version, kubeconfig, context, limits))
 

@@ -9,15 +9,15 @@ import typer
 from kubeforge.apiserver.httpserver import ConnectionLimits
 
 __all__ = [
+    "DEFAULTS",
     "BodyTimeout",
     "HeaderTimeout",
     "IdleTimeout",
     "MaxConnections",
     "MaxHeaderBytes",
-    "connection_limits",
 ]
 
-DEFAULTS = ConnectionLimits()
+DEFAULTS = ConnectionLimits()  # kube-apiserver's values (see ConnectionLimits)
 
 HeaderTimeout = Annotated[
     float,
@@ -37,19 +37,3 @@ MaxConnections = Annotated[
 MaxHeaderBytes = Annotated[
     int, typer.Option(min=1024, help="Largest request line and headers, in bytes.")
 ]
-
-
-def connection_limits(
-    header_timeout: float,
-    body_timeout: float,
-    idle_timeout: float,
-    max_connections: int,
-    max_header_bytes: int,
-) -> ConnectionLimits:
-    return ConnectionLimits(
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        idle_timeout=idle_timeout,
-        max_connections=max_connections,
-        max_header_bytes=max_header_bytes,
-    )

@@ -17,7 +17,6 @@ from kubeforge.cli.connections import (
     IdleTimeout,
     MaxConnections,
     MaxHeaderBytes,
-    connection_limits,
 )
 from kubeforge.cli.project import fail
 from kubeforge.cluster.options import ClusterOptions
@@ -54,8 +53,12 @@ def dev(
     from kubeforge.apiserver.persistence import DataDirInUse
 
     options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
-    limits = connection_limits(
-        header_timeout, body_timeout, idle_timeout, max_connections, max_header_bytes
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+        max_header_bytes=max_header_bytes,
     )
     try:
         asyncio.run(_run(options, port, kubeconfig, data_dir, bind, limits))
