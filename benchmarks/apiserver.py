@@ -8,6 +8,10 @@ other core) over HTTPS with keep-alive. For reference it also measures the same 
 served by the API server's own HTTP layer (apiserver/httpserver.py). Watch fan-out is
 measured with 10 watch streams while the server commits writes as fast as it can in-process,
 so the number is the fan-out capacity rather than the HTTP write rate.
+
+Next to each rate it prints the server process's CPU time per request (user and system, from
+/proc): on a machine with other load the rates swing with the CPU the server gets, while the
+CPU each request costs, and so the ratio of those, stays put.
 """
 
 from __future__ import annotations
@@ -142,21 +146,38 @@ async def serve_kubeforge(info_path: Path, events: int) -> None:
 # Load ------------------------------------------------------------------------------------
 
 
-def wrk(url: str, token: str, script: str, seconds: int, connections: int) -> float:
-    """Requests per second that wrk reached (non-2xx answers are counted as failures)."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Rate:
+    """What wrk reached: requests per second, and the server's CPU µs per request."""
+
+    def __init__(self, per_second: float, cpu_us: float) -> None:
+        self.per_second = per_second
+        self.cpu_us = cpu_us
+
+
+def wrk(url: str, token: str, script: str, seconds: int, connections: int, pid: int) -> Rate:
+    """Load the server at `url` (process `pid`) with wrk; non-2xx answers are failures."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as f:
         f.write(script)
         f.write(f'\nwrk.headers["Authorization"] = "Bearer {token}"\n')
         f.write('wrk.headers["Content-Type"] = "application/json"\n')
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", f.name, url]
+    cpu_before = cpu_seconds(pid)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    cpu = cpu_seconds(pid) - cpu_before
     os.unlink(f.name)
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if bad and int(bad.group(1)) > 0:
         raise RuntimeError(f"{bad.group(1)} failed requests:\n{out}")
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    assert match, out
-    return float(match.group(1))
+    done = re.search(r"(\d+) requests in", out)
+    assert match and done, out
+    return Rate(float(match.group(1)), cpu / int(done.group(1)) * 1e6)
 
 
 def start(kind: str, tmp: Path, events: int) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
@@ -217,10 +238,10 @@ async def seed(info: dict[str, Any], count: int) -> None:
                 assert r.status == 201, await r.text()
 
 
-def trivial_rate(kind: str, tmp: Path, args: argparse.Namespace) -> float:
+def trivial_rate(kind: str, tmp: Path, args: argparse.Namespace) -> Rate:
     proc, info = start(kind, tmp, args.events)
     try:
-        return wrk(info["url"], "", TRIVIAL_LUA, args.seconds, args.connections)
+        return wrk(info["url"], "", TRIVIAL_LUA, args.seconds, args.connections, proc.pid)
     finally:
         proc.kill()
         proc.wait()
@@ -249,29 +270,34 @@ def main() -> None:
         sys.exit("wrk is needed: apt-get install wrk (make bench installs it)")
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
-        rows: list[tuple[str, float, str]] = []
         ceiling = trivial_rate("trivial", tmp, args)
-        rows.append(("trivial aiohttp handler (ceiling)", ceiling, "requests/s"))
         own = trivial_rate("trivial-own", tmp, args)
-        rows.append(("trivial handler, kubeforge's HTTP layer", own, f"{own / ceiling:.2f}x"))
-
         proc, info = start("kubeforge", tmp, args.events)
+        url, token = info["url"], info["token"]
         try:
-            creates = wrk(info["url"], info["token"], CREATE_LUA, args.seconds, args.connections)
+            creates = wrk(url, token, CREATE_LUA, args.seconds, args.connections, proc.pid)
             asyncio.run(seed(info, 64))  # the objects the update load replaces
-            updates = wrk(info["url"], info["token"], UPDATE_LUA, args.seconds, args.connections)
+            updates = wrk(url, token, UPDATE_LUA, args.seconds, args.connections, proc.pid)
             delivered = asyncio.run(fanout(info, proc, args.events))
         finally:
             proc.kill()
             proc.wait()
-        rows.append(("kubeforge creates (POST ConfigMap)", creates, f"{creates / ceiling:.2f}x"))
-        rows.append(("kubeforge updates (PUT ConfigMap)", updates, f"{updates / ceiling:.2f}x"))
-        rows.append(("watch events delivered, 10 watchers", delivered, "events/s"))
 
-    width = max(len(r[0]) for r in rows)
-    print(f"{'measure':<{width}}  {'per second':>12}  vs ceiling / unit")
-    for name, value, note in rows:
-        print(f"{name:<{width}}  {value:>12,.0f}  {note}")
+    rows = [
+        ("trivial aiohttp handler (ceiling)", ceiling),
+        ("trivial handler, kubeforge's HTTP layer", own),
+        ("kubeforge creates (POST ConfigMap)", creates),
+        ("kubeforge updates (PUT ConfigMap)", updates),
+    ]
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure':<{width}}  {'per second':>10}  {'vs ceiling':>10}  {'CPU µs':>7}  by CPU")
+    for name, rate in rows:
+        print(
+            f"{name:<{width}}  {rate.per_second:>10,.0f}  "
+            f"{rate.per_second / ceiling.per_second:>9.2f}x  {rate.cpu_us:>7.1f}  "
+            f"{ceiling.cpu_us / rate.cpu_us:>5.2f}x"
+        )
+    print(f"{'watch events delivered, 10 watchers':<{width}}  {delivered:>10,.0f}  events/s")
 
 
 if __name__ == "__main__":

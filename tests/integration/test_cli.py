@@ -35,6 +35,8 @@ async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> No
         str(port),
         "--kubeconfig",
         str(kubeconfig),
+        "--header-timeout",
+        "0.5",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )
@@ -61,6 +63,11 @@ async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> No
         url = f"https://127.0.0.1:{port}/api/v1/namespaces"
         async with aiohttp.ClientSession(connector=connector) as session, session.get(url) as r:
             assert r.status == 401
+
+        # --header-timeout: a client that connects and says nothing is let go (default 32 s).
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=ctx)
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
     finally:
         proc.send_signal(signal.SIGTERM)
         out, _ = await asyncio.wait_for(proc.communicate(), 30)

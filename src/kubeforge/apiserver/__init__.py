@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kubeforge.apiserver.httpserver import ConnectionLimits
     from kubeforge.apiserver.server import APIServer, ServerConfig, serve, tune_gc
 
-__all__ = ["APIServer", "ServerConfig", "serve", "tune_gc"]
+__all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 
 
 def __getattr__(name: str) -> Any:

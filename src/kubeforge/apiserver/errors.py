@@ -154,6 +154,15 @@ class StatusError(Exception):
         return cls(413, "RequestEntityTooLarge", message)
 
     @classmethod
+    def too_many_requests(cls, message: str, retry_after: int = 1) -> StatusError:
+        return cls(429, "TooManyRequests", message, {"retryAfterSeconds": retry_after})
+
+    @classmethod
+    def request_timeout(cls, message: str) -> StatusError:
+        # The client, not the server, was too slow: 408, with the reason of timeouts.
+        return cls(408, "Timeout", message)
+
+    @classmethod
     def route_not_found(cls) -> StatusError:
         return cls(404, "NotFound", "the server could not find the requested resource")
 

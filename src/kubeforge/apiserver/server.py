@@ -33,7 +33,13 @@ from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.gc import GarbageCollector
-from kubeforge.apiserver.httpserver import HTTPServer, Request, Response, ResponseStream
+from kubeforge.apiserver.httpserver import (
+    ConnectionLimits,
+    HTTPServer,
+    Request,
+    Response,
+    ResponseStream,
+)
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
 from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -59,7 +65,7 @@ from kubeforge.apiserver.tls import (
 from kubeforge.apiserver.validation import TypeSupport
 from kubeforge.apiserver.watch import WatchStreams
 
-__all__ = ["APIServer", "ServerConfig", "serve", "tune_gc"]
+__all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 
 log = logging.getLogger("kubeforge.apiserver")
 
@@ -86,6 +92,8 @@ class ServerConfig:
     history_size: int = 10_000
     bookmark_interval: float = 60.0
     max_request_bytes: int = 3 * 1024 * 1024
+    # Timeouts for reading requests and idle connections, header size, connection cap.
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     backend: Backend | None = None
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
     # Owner-reference garbage collection and namespace deletion, which a real cluster's
@@ -181,7 +189,10 @@ class APIServer:
                     self.certificates = generate_certificates(hosts)
             ssl_context = self.certificates.server_context()
         self._http = HTTPServer(
-            self._handle, max_body_bytes=cfg.max_request_bytes, error=self._error_response
+            self._handle,
+            max_body_bytes=cfg.max_request_bytes,
+            error=self._error_response,
+            limits=cfg.connections,
         )
         self.port = self.config.port = await self._http.start(cfg.host, cfg.port, ssl_context)
         # The `kubernetes` Service's endpoints point at the port actually bound.
@@ -325,6 +336,10 @@ class APIServer:
             response = self._status(StatusError.too_large(message))
         elif code == 400:
             response = self._status(StatusError.bad_request(message))
+        elif code == 408:
+            response = self._status(StatusError.request_timeout(message))
+        elif code == 429:
+            response = self._status(StatusError.too_many_requests(message))
         else:
             log.error("the HTTP layer answered %d (Audit-Id %s): %s", code, audit_id, message)
             response = self._status(

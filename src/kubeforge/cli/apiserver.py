@@ -9,6 +9,16 @@ from typing import Annotated
 
 import typer
 
+from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.cli.connections import (
+    DEFAULTS,
+    BodyTimeout,
+    HeaderTimeout,
+    IdleTimeout,
+    MaxConnections,
+    MaxHeaderBytes,
+)
+
 __all__ = ["apiserver"]
 
 
@@ -22,18 +32,37 @@ def apiserver(
         str, typer.Option("--kubernetes-version", help="Version reported by /version.")
     ] = "1.33.0",
     context: Annotated[str, typer.Option(help="Context name in the kubeconfig.")] = "kubeforge",
+    header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
+    body_timeout: BodyTimeout = DEFAULTS.body_timeout,
+    idle_timeout: IdleTimeout = DEFAULTS.idle_timeout,
+    max_connections: MaxConnections = DEFAULTS.max_connections,
+    max_header_bytes: MaxHeaderBytes = DEFAULTS.max_header_bytes,
 ) -> None:
     """Run a Kubernetes API server (HTTPS, bearer token) until interrupted."""
-    asyncio.run(_run(bind, port, kubernetes_version, kubeconfig, context))
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+        max_header_bytes=max_header_bytes,
+    )
+    asyncio.run(_run(bind, port, kubernetes_version, kubeconfig, context, limits))
 
 
 async def _run(
-    bind: str, port: int, kubernetes_version: str, kubeconfig: Path, context: str
+    bind: str,
+    port: int,
+    kubernetes_version: str,
+    kubeconfig: Path,
+    context: str,
+    limits: ConnectionLimits,
 ) -> None:
     # Imported here: `kubeforge --help` and the other commands need none of the server.
     from kubeforge.apiserver import APIServer, ServerConfig, tune_gc
 
-    config = ServerConfig(host=bind, port=port, kubernetes_version=kubernetes_version)
+    config = ServerConfig(
+        host=bind, port=port, kubernetes_version=kubernetes_version, connections=limits
+    )
     server = APIServer(config)
     await server.start()
     tune_gc()

@@ -11,6 +11,15 @@ from typing import Annotated
 import typer
 import yaml
 
+from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.cli.connections import (
+    DEFAULTS,
+    BodyTimeout,
+    HeaderTimeout,
+    IdleTimeout,
+    MaxConnections,
+    MaxHeaderBytes,
+)
 from kubeforge.cli.project import fail
 from kubeforge.cluster.options import ClusterOptions
 
@@ -51,6 +60,11 @@ def dev(
         ),
     ] = False,
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
+    body_timeout: BodyTimeout = DEFAULTS.body_timeout,
+    idle_timeout: IdleTimeout = DEFAULTS.idle_timeout,
+    max_connections: MaxConnections = DEFAULTS.max_connections,
+    max_header_bytes: MaxHeaderBytes = DEFAULTS.max_header_bytes,
 ) -> None:
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
     if ctx.invoked_subcommand is not None:
@@ -58,8 +72,15 @@ def dev(
     from kubeforge.apiserver.persistence import DataDirInUse
 
     options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
+    limits = ConnectionLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        idle_timeout=idle_timeout,
+        max_connections=max_connections,
+        max_header_bytes=max_header_bytes,
+    )
     try:
-        asyncio.run(_run(options, port, kubeconfig, data_dir, bind))
+        asyncio.run(_run(options, port, kubeconfig, data_dir, bind, limits))
     except DataDirInUse as exc:
         raise fail(f"{exc}; stop it first, or choose another --data-dir") from None
 
@@ -111,7 +132,12 @@ def kubeconfig(
 
 
 async def _run(
-    options: ClusterOptions, port: int, kubeconfig: Path, data_dir: Path | None, bind: str
+    options: ClusterOptions,
+    port: int,
+    kubeconfig: Path,
+    data_dir: Path | None,
+    bind: str,
+    limits: ConnectionLimits,
 ) -> None:
     from kubeforge.apiserver.server import tune_gc
     from kubeforge.cluster.devcluster import CONTEXT, DevCluster
@@ -122,6 +148,7 @@ async def _run(
         port=port,
         data_dir=data_dir,
         credentials_dir=_credentials_dir(kubeconfig, data_dir),
+        connections=limits,
     )
     await cluster.start()
     tune_gc()

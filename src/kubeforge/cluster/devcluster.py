@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kubeforge.apiserver.httpserver import ConnectionLimits
 from kubeforge.apiserver.persistence import SQLiteBackend
 from kubeforge.apiserver.server import APIServer, ServerConfig
 from kubeforge.client.auth import StaticToken
@@ -69,6 +70,7 @@ class DevCluster:
         data_dir: str | Path | None = None,
         kubernetes_version: str = "1.33.0",
         credentials_dir: str | Path | None = None,
+        connections: ConnectionLimits | None = None,
     ) -> None:
         self.options = options or ClusterOptions()
         self.logs = PodLogs()
@@ -91,6 +93,7 @@ class DevCluster:
             # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
             # the probes and /version, nothing else.
             anonymous_paths=None,
+            connections=connections or ConnectionLimits(),
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None

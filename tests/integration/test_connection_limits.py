@@ -1,0 +1,175 @@
+"""The API server under too many or too slow clients: Status answers, probes still served."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from pathlib import Path
+
+import orjson
+
+from kubeforge.apiserver import APIServer, ConnectionLimits
+from tests.support import Kubectl, connect, eventually
+
+
+class Raw:
+    """One TLS connection speaking HTTP/1.1 by hand."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, server: APIServer) -> Raw:
+        context = ssl.create_default_context(cadata=server.ca_pem.decode())
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", server.port, ssl=context), 5
+        )
+        return cls(reader, writer)
+
+    async def ask(self, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        self.writer.write(raw)
+        return await self.answer()
+
+    async def answer(self) -> tuple[int, dict[str, str], bytes]:
+        head = await asyncio.wait_for(self.reader.readuntil(b"\r\n\r\n"), 5)
+        status_line, *lines = head.decode("latin-1").split("\r\n")[:-2]
+        headers = {}
+        for line in lines:
+            name, _, value = line.partition(":")
+            headers[name.lower()] = value.strip()
+        body = await self.reader.readexactly(int(headers["content-length"]))
+        return int(status_line.split()[1]), headers, body
+
+    async def closed(self) -> bool:
+        return await asyncio.wait_for(self.reader.read(), 5) == b""
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except OSError:
+            pass
+
+
+READYZ = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+async def test_over_the_cap_clients_get_429_and_probes_keep_answering() -> None:
+    limits = ConnectionLimits(max_connections=3, header_timeout=1.0)
+    async with APIServer(connections=limits) as server:
+        held = [await Raw.open(server) for _ in range(3)]
+        try:
+            for conn in held:
+                assert (await conn.ask(READYZ))[0] == 200
+            extra = await Raw.open(server)
+            status, headers, body = await extra.ask(READYZ)
+            assert status == 429
+            assert headers["retry-after"] == "1"
+            assert headers["connection"] == "close"
+            assert orjson.loads(body) == {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Failure",
+                "message": "Too many requests, please try again later.",
+                "reason": "TooManyRequests",
+                "details": {"retryAfterSeconds": 1},
+                "code": 429,
+            }
+            assert await extra.closed()
+            for conn in held:
+                assert (await conn.ask(READYZ))[0] == 200  # those in keep being served
+            await held.pop().close()
+
+            async def served_again() -> bool:
+                conn = await Raw.open(server)
+                held.append(conn)
+                return (await conn.ask(READYZ))[0] == 200
+
+            await eventually(served_again, timeout=5)
+        finally:
+            for conn in held:
+                await conn.close()
+
+
+async def test_a_slow_request_gets_a_408_status() -> None:
+    limits = ConnectionLimits(header_timeout=0.3, body_timeout=0.3)
+    async with APIServer(connections=limits) as server:
+        conn = await Raw.open(server)
+        try:
+            conn.writer.write(
+                b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Length: 100\r\nContent-Type: application/json\r\n\r\n{"
+            )
+            status, headers, body = await conn.answer()
+            assert status == 408
+            assert headers["connection"] == "close"
+            answer = orjson.loads(body)
+            assert (answer["kind"], answer["reason"], answer["code"]) == ("Status", "Timeout", 408)
+            assert answer["message"] == "timed out reading the request body"
+            assert await conn.closed()
+        finally:
+            await conn.close()
+
+
+async def test_a_quiet_watch_outlives_the_timeouts() -> None:
+    # A watch with nothing to say for several idle and body timeouts stays open and still
+    # delivers the next event.
+    limits = ConnectionLimits(header_timeout=0.2, body_timeout=0.2, idle_timeout=0.2)
+    async with APIServer(connections=limits) as server, connect(server) as client:
+        path = "/api/v1/namespaces/default/configmaps"
+        listed = await client.get(path)
+        version = listed.json()["metadata"]["resourceVersion"]
+        watching = asyncio.ensure_future(
+            client.watch_lines(
+                f"{path}?watch=true&resourceVersion={version}", lambda seen: len(seen) >= 1
+            )
+        )
+
+        async def established() -> bool:
+            return len(server.watches.active) == 1
+
+        await eventually(established, timeout=5)
+        for _ in range(3):  # three timeouts go by, each seen closing an idle connection
+            idle = await Raw.open(server)
+            assert await idle.closed()
+            await idle.close()
+        assert not watching.done()
+        created = await client.post(path, {"metadata": {"name": "after-quiet"}})
+        assert created.status == 201
+        seen = await asyncio.wait_for(watching, 5)
+        assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
+            ("ADDED", "after-quiet")
+        ]
+
+
+async def test_kubectl_waits_for_a_free_connection(tmp_path: Path) -> None:
+    # client-go retries a 429 after its Retry-After: kubectl gets through once a
+    # connection is free, instead of failing.
+    limits = ConnectionLimits(max_connections=2)
+    async with APIServer(connections=limits) as server:
+        cache = tmp_path / "cache"
+        cache.mkdir()
+        # A plain kubectl binary: the one first on PATH may be a wrapper of its own that
+        # asks the server for its version before starting the kubectl it picks.
+        kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), cache, "1.33")
+        held = [await Raw.open(server) for _ in range(2)]
+        for conn in held:
+            assert (await conn.ask(READYZ))[0] == 200
+        run = asyncio.ensure_future(kubectl.run("get", "namespace", "default", "-o", "name"))
+        try:
+            await eventually(lambda: _refused(server), timeout=20)
+            assert not run.done()
+            for conn in held:
+                await conn.close()
+            result = await asyncio.wait_for(run, 30)
+            assert result.out.strip() == "namespace/default"
+        finally:
+            run.cancel()
+
+
+async def _refused(server: APIServer) -> bool:
+    """Whether the server has turned a connection away."""
+    assert server._http is not None
+    return server._http.refused_connections > 0
