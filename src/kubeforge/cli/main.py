@@ -7,6 +7,7 @@ import typer
 from kubeforge.cli.apiserver import apiserver
 from kubeforge.cli.create import app as create_app
 from kubeforge.cli.demo import demo
+from kubeforge.cli.deploy import build_installer, deploy, undeploy
 from kubeforge.cli.dev import app as dev_app
 from kubeforge.cli.init import init
 from kubeforge.cli.install import install, uninstall
@@ -28,6 +29,9 @@ app.command("manifests")(manifests)
 app.command("install")(install)
 app.command("uninstall")(uninstall)
 app.command("run")(run)
+app.command("deploy")(deploy)
+app.command("undeploy")(undeploy)
+app.command("build-installer")(build_installer)
 
 
 if __name__ == "__main__":  # pragma: no cover
