@@ -9,6 +9,8 @@ from kubeforge.models import ConfigMap
 from api.v1alpha1 import Watcher
 from controllers.watcher import WatcherReconciler
 
+# +kubeforge:scaffold:imports
+
 
 def setup(manager: kubeforge.Manager) -> None:
     """Reconcile Watchers, and come back to one whenever its ConfigMap changes or goes away."""
@@ -18,3 +20,14 @@ def setup(manager: kubeforge.Manager) -> None:
         .owns(ConfigMap)
         .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
     )
+    # +kubeforge:scaffold:builder
+
+
+def main() -> None:
+    """Run the manager (the container's entrypoint, `manager`): kubebuilder's flags and the
+    cluster from the kubeconfig or, in a pod, the in-cluster configuration."""
+    kubeforge.manager_main(setup, name="watcher")
+
+
+if __name__ == "__main__":
+    main()
