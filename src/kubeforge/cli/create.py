@@ -13,6 +13,7 @@ import keyword
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -80,6 +81,17 @@ class _Context:
             return False
         self.files.update(path, changed)
         return True
+
+    def edit_or_create(
+        self, relative: str, create: Callable[[], str], change: Any, what: str
+    ) -> bool:
+        """`edit`, or, when the file is missing, write `create()` with the change made."""
+        if self.path(relative).exists():
+            return self.edit(relative, change, what)
+        changed = change(create())
+        if changed is None:  # the template lacks the marker: a bug, not the user's edit
+            raise RuntimeError(f"{relative}: cannot {what}")
+        return self.scaffold(relative, changed)
 
     def scaffold(self, relative: str, content: str) -> bool:
         written = self.files.scaffold(self.path(relative), content)
@@ -241,25 +253,21 @@ def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
         options.append("storage=False")
     resource_values = {**values, "resource_options": "".join(", " + o for o in options)}
     version_dir = f"api/{names.version}"
-    if not ctx.path(f"{version_dir}/__init__.py").exists():
-        ctx.scaffold(f"{version_dir}/__init__.py", render("api/version_init.py", values))
     ctx.scaffold(f"{version_dir}/{names.module}.py", render("api/types.py", resource_values))
     exported = [names.kind, f"{names.kind}Spec", f"{names.kind}Status"]
     statement = f"from api.{names.version}.{names.module} import {', '.join(exported)}"
-    ctx.edit(
+    ctx.edit_or_create(
         f"{version_dir}/__init__.py",
+        lambda: render("api/version_init.py", values),
         lambda text: _export(import_at_marker(text, IMPORTS, statement), exported),
         f"add `{statement}` and export the names",
     )
 
     sample = f"config/samples/{names.sample_file}"
     ctx.scaffold(sample, render("api/sample.yaml", values))
-    if not ctx.path("config/samples/kustomization.yaml").exists():
-        ctx.scaffold(
-            "config/samples/kustomization.yaml", render("api/samples_kustomization.yaml", values)
-        )
-    ctx.edit(
+    ctx.edit_or_create(
         "config/samples/kustomization.yaml",
+        lambda: render("api/samples_kustomization.yaml", values),
         lambda text: insert_at_marker(text, SAMPLES, f"- {names.sample_file}"),
         f"list {names.sample_file} in its resources",
     )

@@ -196,11 +196,17 @@ def manifests(
     directory: Annotated[
         Path, typer.Option("--dir", help="The project root (holds api/, controllers/, main.py).")
     ] = Path("."),
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="List only the files written or removed, then the summary."
+        ),
+    ] = False,
 ) -> None:
     """Generate CRDs (config/crd), RBAC roles (config/rbac) and webhook configurations
     (config/webhook) from the project's code."""
     project = open_project(directory)
-    files = _Files(project.root)
+    files = _Files(project.root, brief=quiet)
     try:
         generate(project, files)
     except ProjectError as exc:
