@@ -8,6 +8,7 @@ from kubeforge.models import ConfigMap
 
 from api.v1alpha1 import Watcher
 from controllers.watcher import WatcherReconciler
+from webhooks.v1alpha1.watcher import setup_watcher_webhook
 
 # +kubeforge:scaffold:imports
 
@@ -20,6 +21,7 @@ def setup(manager: kubeforge.Manager) -> None:
         .owns(ConfigMap)
         .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
     )
+    setup_watcher_webhook(manager)
     # +kubeforge:scaffold:builder
 
 
