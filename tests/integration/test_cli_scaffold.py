@@ -477,6 +477,19 @@ def test_a_controller_added_later_skips_the_existing_files(tmp_path: Path) -> No
     entry = yaml.safe_load((root / "PROJECT").read_text())["resources"][0]
     assert entry["controller"] is True and entry["api"]["namespaced"] is True
 
+    # A second version of the kind: its type only, not stored; one controller per kind.
+    v2 = ("create", "api", "--group", "ship", "--version", "v2", "--kind", "Sloop")
+    done = cli(*v2, cwd=root)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: Sloop already has a controller (in v1); add v2 with --no-controller"
+    )
+    done = cli(*v2, "--no-controller", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "storage=False" in (root / "api" / "v2" / "sloop.py").read_text()
+    assert "from api.v1 import Sloop" in (root / "main.py").read_text()
+    assert "api.v2" not in (root / "main.py").read_text()
+
 
 @pytest.mark.parametrize(
     ("args", "message"),

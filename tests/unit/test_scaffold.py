@@ -175,3 +175,12 @@ def test_the_webhook_server_imports_without_a_writable_temporary_directory() -> 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "/var/run/empty/k8s-webhook-server/serving-certs"
+
+
+def test_imports_of_one_module_are_merged_as_isort_merges_them() -> None:
+    text = "import kubeforge\n\n# +mark\n"
+    text = import_at_marker(text, "+mark", "from api.v1 import Frigate") or ""
+    text = import_at_marker(text, "+mark", "from api.v1 import Sloop") or ""
+    text = import_at_marker(text, "+mark", "from api.v1 import Barge") or ""
+    assert "from api.v1 import Barge, Frigate, Sloop\n" in text
+    assert text.count("from api.v1") == 1

@@ -80,6 +80,8 @@ class _Context:
             self.files._report("skipped", path, f" (marker not found; {what} yourself)")
             return False
         self.files.update(path, changed)
+        if relative.endswith(".py"):
+            self.python.append(path)
         return True
 
     def edit_or_create(
@@ -198,6 +200,17 @@ def create_api(
         raise fail(f"no {kind} in {names.api_version} in this project; scaffold it with --resource")
     if controller and entry is not None and entry.get("controller"):
         raise fail(f"{kind} in {names.api_version} already has a controller (PROJECT)")
+    controlled = [
+        e.get("version")
+        for e in ctx.project.versions_of(names.group, kind)
+        if e.get("controller") and e.get("version") != version
+    ]
+    if controller and controlled:
+        # One controller per kind: it reconciles every version through the stored one.
+        raise fail(
+            f"{kind} already has a controller (in {', '.join(map(str, controlled))}); "
+            f"add {version} with --no-controller"
+        )
     if entry is not None and plural is None and entry.get("plural"):
         ctx.names = names = ResourceNames.of(
             group=group,
@@ -427,11 +440,17 @@ def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) ->
             ["defaulter"] * defaulting + ["validator"] * validation, classes, strict=True
         )
     )
+    one_line = f"    manager.webhook_for({kind}){registrations}.complete()"
+    chained = "".join(
+        f"\n        {call}" for call in re.findall(r"\.\w+\(\w*\(\)\)", registrations)
+    )
+    multi_line = f"    (\n        manager.webhook_for({kind}){chained}\n        .complete()\n    )"
     hook_values = {
         **values,
         "webhook_module": webhook_module,
         "classes": ", ".join(classes),
-        "registrations": registrations,
+        # One line when it fits, else the chain one call a line, as ruff would format it.
+        "registration": one_line if len(one_line) <= 100 else multi_line,
     }
     if not ctx.path("webhooks/__init__.py").exists():
         ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))

@@ -110,13 +110,32 @@ def import_at_marker(
     block = [line.rstrip("\n") for line in lines[start:end]]
     if statement in block:
         return text
-    block.append(statement)
+    block = _merge(block, statement)
     block.sort(key=_import_key)
     before = lines[:start]
     while before and not before[-1].strip():
         before.pop()
     head = [*before, "\n"] if before else []
     return "".join([*head, *(line + "\n" for line in block), "\n", *lines[at:]])
+
+
+def _merge(block: list[str], statement: str) -> list[str]:
+    """`block` with `from m import x` added: into a one-line import of the same module when
+    there is one (isort keeps one statement per module), names in isort's order."""
+    module, _, names = statement.partition(" import ")
+    for index, line in enumerate(block):
+        other, _, present = line.partition(" import ")
+        if other == module and "(" not in present and module.startswith("from "):
+            merged = {n.strip() for n in present.split(",")} | {n.strip() for n in names.split(",")}
+            block[index] = f"{module} import {', '.join(sorted(merged, key=_name_key))}"
+            return block
+    return [*block, statement]
+
+
+def _name_key(name: str) -> tuple[int, str]:
+    # isort's order by type: CONSTANTS, then Classes, then functions and modules.
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name
 
 
 def _module(line: str) -> str:
