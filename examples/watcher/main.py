@@ -8,6 +8,9 @@ from kubeforge.models import ConfigMap
 
 from api.v1alpha1 import Watcher
 from controllers.watcher import WatcherReconciler
+from webhooks.v1alpha1.watcher import setup_watcher_webhook
+
+# +kubeforge:scaffold:imports
 
 
 def setup(manager: kubeforge.Manager) -> None:
@@ -18,3 +21,15 @@ def setup(manager: kubeforge.Manager) -> None:
         .owns(ConfigMap)
         .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
     )
+    setup_watcher_webhook(manager)
+    # +kubeforge:scaffold:builder
+
+
+def main() -> None:
+    """Run the manager (the container's entrypoint, `manager`): kubebuilder's flags and the
+    cluster from the kubeconfig or, in a pod, the in-cluster configuration."""
+    kubeforge.manager_main(setup, name="watcher")
+
+
+if __name__ == "__main__":
+    main()

@@ -9,6 +9,8 @@ from kubeforge.models import Deployment, Service
 from api.v1 import WebServer
 from controllers.webserver import WebServerReconciler
 
+# +kubeforge:scaffold:imports
+
 
 def setup(manager: kubeforge.Manager) -> None:
     """Reconcile WebServers, and come back to one whenever its Deployment or Service changes
@@ -20,3 +22,14 @@ def setup(manager: kubeforge.Manager) -> None:
         .owns(Service)
         .complete(WebServerReconciler(manager.event_recorder("webserver-controller")))
     )
+    # +kubeforge:scaffold:builder
+
+
+def main() -> None:
+    """Run the manager (the container's entrypoint, `manager`): kubebuilder's flags and the
+    cluster from the kubeconfig or, in a pod, the in-cluster configuration."""
+    kubeforge.manager_main(setup, name="webserver")
+
+
+if __name__ == "__main__":
+    main()

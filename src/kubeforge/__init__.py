@@ -211,6 +211,8 @@ _EXPORTS: dict[str, str] = {
     "BucketRateLimiter": "kubeforge.runtime.ratelimiter",
     "MaxOf": "kubeforge.runtime.ratelimiter",
     "PANICS": "kubeforge.runtime.controller",
+    # a project's manager command (its container's entrypoint)
+    "manager_main": "kubeforge.cli.run",
 }
 
 __all__ = ["__version__", *sorted(_EXPORTS)]
@@ -386,6 +388,7 @@ if TYPE_CHECKING:
     from kubeforge.api.webhooks import WebhookSpec as WebhookSpec
     from kubeforge.api.webhooks import admission_webhook as admission_webhook
     from kubeforge.api.webhooks import webhook_configurations as webhook_configurations
+    from kubeforge.cli.run import manager_main as manager_main
     from kubeforge.client.auth import ServiceAccountToken as ServiceAccountToken
     from kubeforge.client.client import Client as Client
     from kubeforge.client.client import ObjectList as ObjectList

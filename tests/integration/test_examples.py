@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/main.py"))
@@ -58,6 +59,26 @@ async def test_manifests_regenerate_the_committed_config(name: str, tmp_path: Pa
     assert code == 0, out
     assert "wrote" not in out and "removed" not in out, out
     assert differences(ROOT / "examples" / name / "config", copy / "config") == [], out
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+async def test_config_default_builds_the_manager_and_the_crds(name: str) -> None:
+    # Each example has what `kubeforge init` and `create api` write: config/default builds
+    # (as `make deploy` would build it) into the manager's Deployment with its CRDs and RBAC.
+    code, out = await run(
+        "kubectl", "kustomize", "config/default", cwd=ROOT / "examples" / name, timeout=60
+    )
+    assert code == 0, out
+    objects = [o for o in yaml.safe_load_all(out) if o]
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert ("Deployment", f"{name}-controller-manager") in kinds
+    assert ("ClusterRole", f"{name}-manager-role") in kinds
+    assert ("Namespace", f"{name}-system") in kinds
+    bases = list((ROOT / "examples" / name / "config" / "crd" / "bases").glob("*.yaml"))
+    crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    assert len(crds) == len(bases) > 0
+    for path in ("Makefile", "Dockerfile", ".dockerignore", "tests/test_setup.py"):
+        assert (ROOT / "examples" / name / path).is_file(), path
 
 
 @pytest.mark.parametrize(

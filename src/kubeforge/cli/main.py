@@ -5,8 +5,11 @@ from __future__ import annotations
 import typer
 
 from kubeforge.cli.apiserver import apiserver
+from kubeforge.cli.create import app as create_app
 from kubeforge.cli.demo import demo
+from kubeforge.cli.deploy import build_installer, deploy, undeploy
 from kubeforge.cli.dev import app as dev_app
+from kubeforge.cli.init import init
 from kubeforge.cli.install import install, uninstall
 from kubeforge.cli.manifests import manifests
 from kubeforge.cli.run import run
@@ -17,6 +20,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.command("init")(init)
+app.add_typer(create_app, name="create")
 app.command("apiserver")(apiserver)
 app.command("demo")(demo)
 app.add_typer(dev_app, name="dev")
@@ -24,6 +29,9 @@ app.command("manifests")(manifests)
 app.command("install")(install)
 app.command("uninstall")(uninstall)
 app.command("run")(run)
+app.command("deploy")(deploy)
+app.command("undeploy")(undeploy)
+app.command("build-installer")(build_installer)
 
 
 if __name__ == "__main__":  # pragma: no cover

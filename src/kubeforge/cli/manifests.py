@@ -34,6 +34,7 @@ import yaml
 from kubeforge.api.crd import crd_filename, dump_yaml, group_crds
 from kubeforge.api.rbac import role_manifests, roles_yaml, runtime_rules
 from kubeforge.api.webhooks import WebhookSpec, webhook_configurations, webhooks_yaml
+from kubeforge.cli.files import Files as _Files
 from kubeforge.cli.project import Project, ProjectError, fail, open_project
 
 __all__ = ["generate", "manifests"]
@@ -191,53 +192,21 @@ resources:
 """
 
 
-class _Files:
-    """Writes files under the project root, reporting one line per file."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.counts = {"wrote": 0, "unchanged": 0, "kept": 0, "removed": 0}
-
-    def _report(self, what: str, path: Path) -> None:
-        self.counts[what] += 1
-        typer.echo(f"{what:<10} {path.relative_to(self.root)}")
-
-    def write(self, path: Path, content: str) -> None:
-        """Generated content: (re)written when it differs."""
-        if path.is_file() and path.read_text(encoding="utf-8") == content:
-            self._report("unchanged", path)
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content, encoding="utf-8")
-        self._report("wrote", path)
-
-    def create(self, path: Path, content: str) -> None:
-        """Scaffolded content: written when missing, the project's own afterwards."""
-        if not path.exists():
-            self.write(path, content)
-        elif path.read_text(encoding="utf-8") == content:
-            self._report("unchanged", path)
-        else:
-            self._report("kept", path)
-
-    def remove(self, path: Path) -> None:
-        path.unlink()
-        self._report("removed", path)
-
-    def summary(self) -> str:
-        labels = {"wrote": "written"}
-        return ", ".join(f"{n} {labels.get(w, w)}" for w, n in self.counts.items() if n)
-
-
 def manifests(
     directory: Annotated[
         Path, typer.Option("--dir", help="The project root (holds api/, controllers/, main.py).")
     ] = Path("."),
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="List only the files written or removed, then the summary."
+        ),
+    ] = False,
 ) -> None:
     """Generate CRDs (config/crd), RBAC roles (config/rbac) and webhook configurations
     (config/webhook) from the project's code."""
     project = open_project(directory)
-    files = _Files(project.root)
+    files = _Files(project.root, brief=quiet)
     try:
         generate(project, files)
     except ProjectError as exc:

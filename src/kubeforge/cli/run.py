@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import inspect
 import logging
 import sys
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -32,8 +35,9 @@ from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.logs import configure_logging
 from kubeforge.runtime.manager import Manager
 from kubeforge.webhook.certwatcher import CertificateError
+from kubeforge.webhook.server import DEFAULT_PORT, WebhookServer
 
-__all__ = ["run"]
+__all__ = ["ManagerFlags", "manager_main", "run"]
 
 log = logging.getLogger("kubeforge.run")
 
@@ -49,34 +53,98 @@ class _NotSynced(Exception):
     """The caches did not sync; the message names the kinds that did not."""
 
 
+# The manager's flags, as kubebuilder's cmd/main.go declares them, shared by `kubeforge run`
+# and a project's `manager` command (manager_main).
+MetricsBindAddress = Annotated[
+    str,
+    typer.Option(help="Where /metrics is served: :8443 for HTTPS, :8080 for HTTP; 0 turns it off."),
+]
+MetricsSecure = Annotated[
+    bool,
+    typer.Option(
+        "--metrics-secure/--no-metrics-secure",
+        help="Serve /metrics over HTTPS to callers the API server authenticates and "
+        "authorizes (TokenReview and SubjectAccessReview); --no-metrics-secure for HTTP.",
+    ),
+]
+MetricsCertPath = Annotated[
+    str,
+    typer.Option(help="The directory holding the metrics server's tls.crt and tls.key."),
+]
+HealthProbeBindAddress = Annotated[
+    str, typer.Option(help="Where /healthz and /readyz are served; 0 turns them off.")
+]
+LeaderElect = Annotated[
+    bool,
+    typer.Option(
+        "--leader-elect/--no-leader-elect", help="Run controllers only while holding the lease."
+    ),
+]
+LeaderElectionId = Annotated[
+    str | None, typer.Option(help="The Lease's name (default: <project>-leader-election).")
+]
+WebhookCertPath = Annotated[
+    str,
+    typer.Option(
+        help="The directory holding the webhook server's certificate (default: "
+        "<tmp>/k8s-webhook-server/serving-certs)."
+    ),
+]
+WebhookCertName = Annotated[str, typer.Option(help="The webhook certificate's file name.")]
+WebhookCertKey = Annotated[str, typer.Option(help="The webhook key's file name.")]
+WebhookPort = Annotated[int, typer.Option(help="The port the webhook server listens on.")]
+
+
+@dataclass(frozen=True)
+class ManagerFlags:
+    """What the flags ask of the manager."""
+
+    metrics_bind_address: str = "0"
+    metrics_secure: bool = True
+    metrics_cert_path: str = ""
+    health_probe_bind_address: str = ":8081"
+    leader_elect: bool = False
+    leader_election_id: str | None = None
+    webhook_cert_path: str = ""
+    webhook_cert_name: str = "tls.crt"
+    webhook_cert_key: str = "tls.key"
+    webhook_port: int = DEFAULT_PORT
+
+    def manager(self, config: ClusterConfig, name: str) -> Manager:
+        webhook_server = WebhookServer(
+            port=self.webhook_port,
+            cert_dir=self.webhook_cert_path or None,
+            cert_name=self.webhook_cert_name,
+            key_name=self.webhook_cert_key,
+        )
+        return Manager(
+            config,
+            metrics_bind_address=self.metrics_bind_address,
+            secure_metrics=self.metrics_secure,
+            metrics_cert_dir=self.metrics_cert_path or None,
+            health_probe_bind_address=self.health_probe_bind_address,
+            leader_election=self.leader_elect,
+            leader_election_id=self.leader_election_id or f"{name}-leader-election",
+            webhook_server=webhook_server,
+        )
+
+
 def run(
     directory: Annotated[
         Path, typer.Option("--dir", help="The project root (holds api/, controllers/, main.py).")
     ] = Path("."),
     kubeconfig: KubeconfigOption = None,
     context: ContextOption = None,
-    metrics_bind_address: Annotated[
-        str, typer.Option(help="Where /metrics is served, e.g. :8080; 0 turns it off.")
-    ] = "0",
-    metrics_secure: Annotated[
-        bool,
-        typer.Option(
-            "--metrics-secure",
-            help="Serve /metrics over HTTPS to callers the API server authenticates and "
-            "authorizes (TokenReview and SubjectAccessReview).",
-        ),
-    ] = False,
-    health_probe_bind_address: Annotated[
-        str, typer.Option(help="Where /healthz and /readyz are served; 0 turns them off.")
-    ] = ":8081",
-    leader_elect: Annotated[
-        bool,
-        typer.Option("--leader-elect", help="Run controllers only while holding the lease."),
-    ] = False,
-    leader_election_id: Annotated[
-        str | None,
-        typer.Option(help="The Lease's name (default: <project>-leader-election)."),
-    ] = None,
+    metrics_bind_address: MetricsBindAddress = "0",
+    metrics_secure: MetricsSecure = True,
+    metrics_cert_path: MetricsCertPath = "",
+    health_probe_bind_address: HealthProbeBindAddress = ":8081",
+    leader_elect: LeaderElect = False,
+    leader_election_id: LeaderElectionId = None,
+    webhook_cert_path: WebhookCertPath = "",
+    webhook_cert_name: WebhookCertName = "tls.crt",
+    webhook_cert_key: WebhookCertKey = "tls.key",
+    webhook_port: WebhookPort = DEFAULT_PORT,
     as_service_account: Annotated[
         bool,
         typer.Option(
@@ -98,21 +166,94 @@ def run(
     project = open_project(directory)
     config = cluster_config(kubeconfig, context)
     configure_logging(log_format.value)
+    flags = ManagerFlags(
+        metrics_bind_address=metrics_bind_address,
+        metrics_secure=metrics_secure,
+        metrics_cert_path=metrics_cert_path,
+        health_probe_bind_address=health_probe_bind_address,
+        leader_elect=leader_elect,
+        leader_election_id=leader_election_id,
+        webhook_cert_path=webhook_cert_path,
+        webhook_cert_name=webhook_cert_name,
+        webhook_cert_key=webhook_cert_key,
+        webhook_port=webhook_port,
+    )
     # Reconcilers may import project modules lazily, as they could under `python main.py`.
     sys.path.insert(0, str(project.root))
-    try:
-        asyncio.run(
-            _run(
-                project,
-                config,
-                metrics_bind_address=metrics_bind_address,
-                metrics_secure=metrics_secure,
-                health_probe_bind_address=health_probe_bind_address,
-                leader_election=leader_elect,
-                leader_election_id=leader_election_id or f"{project.name}-leader-election",
-                as_service_account=as_service_account,
-            )
+    _main(_run(project, config, flags, as_service_account=as_service_account), config)
+
+
+def manager_main(
+    setup: Callable[[Manager], Any], *, name: str, argv: Sequence[str] | None = None
+) -> None:
+    """The command line of a project's manager (its container's entrypoint): kubebuilder's
+    flags, the cluster from --kubeconfig, KUBECONFIG, ~/.kube/config or, in a pod, the
+    in-cluster configuration; runs `setup`'s controllers and webhooks until SIGTERM.
+
+    `name` names the project (the default leader election Lease is `<name>-leader-election`).
+    Boolean flags also take Go's form, `--leader-elect=true`, `--metrics-secure=false`.
+    """
+    command = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+    @command.command(help=f"Run the {name} manager until SIGTERM or SIGINT.")
+    def manager(
+        kubeconfig: KubeconfigOption = None,
+        context: ContextOption = None,
+        metrics_bind_address: MetricsBindAddress = "0",
+        metrics_secure: MetricsSecure = True,
+        metrics_cert_path: MetricsCertPath = "",
+        health_probe_bind_address: HealthProbeBindAddress = ":8081",
+        leader_elect: LeaderElect = False,
+        leader_election_id: LeaderElectionId = None,
+        webhook_cert_path: WebhookCertPath = "",
+        webhook_cert_name: WebhookCertName = "tls.crt",
+        webhook_cert_key: WebhookCertKey = "tls.key",
+        webhook_port: WebhookPort = DEFAULT_PORT,
+    ) -> None:
+        config = cluster_config(kubeconfig, context)
+        flags = ManagerFlags(
+            metrics_bind_address=metrics_bind_address,
+            metrics_secure=metrics_secure,
+            metrics_cert_path=metrics_cert_path,
+            health_probe_bind_address=health_probe_bind_address,
+            leader_elect=leader_elect,
+            leader_election_id=leader_election_id,
+            webhook_cert_path=webhook_cert_path,
+            webhook_cert_name=webhook_cert_name,
+            webhook_cert_key=webhook_cert_key,
+            webhook_port=webhook_port,
         )
+        _main(_run_setup(setup, name, config, flags), config)
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    command(args=_go_booleans(args), prog_name="manager")
+
+
+_BOOLEANS = ("--leader-elect", "--metrics-secure")
+
+
+def _go_booleans(args: list[str]) -> list[str]:
+    """`--flag=true` / `--flag=false` (Go's flag package) as `--flag` / `--no-flag`."""
+    out = []
+    for arg in args:
+        name, sep, value = arg.partition("=")
+        if sep and name.lstrip("-") in (b.lstrip("-") for b in _BOOLEANS):
+            truth = value.strip().lower()
+            if truth in ("true", "1", "t"):
+                arg = "--" + name.lstrip("-")
+            elif truth in ("false", "0", "f"):
+                arg = "--no-" + name.lstrip("-")
+        out.append(arg)
+    return out
+
+
+def _main(step: Awaitable[None], config: ClusterConfig) -> None:
+    """Run the manager's coroutine; its errors end the command with one line."""
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+    )
+    try:
+        asyncio.run(_coroutine(step))
     except ProjectError as exc:
         raise fail(str(exc)) from None
     except LeadershipLost:
@@ -128,8 +269,8 @@ def run(
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EADDRNOTAVAIL):
             raise fail(
-                f"cannot listen: {exc.strerror} (see --health-probe-bind-address and "
-                "--metrics-bind-address)"
+                f"cannot listen: {exc.strerror} (see --health-probe-bind-address, "
+                "--metrics-bind-address and --webhook-port)"
             ) from None
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -137,27 +278,15 @@ def run(
         raise typer.Exit(130) from None
 
 
+async def _coroutine(step: Awaitable[None]) -> None:
+    await step
+
+
 async def _run(
-    project: Project,
-    config: ClusterConfig,
-    *,
-    metrics_bind_address: str,
-    metrics_secure: bool,
-    health_probe_bind_address: str,
-    leader_election: bool,
-    leader_election_id: str,
-    as_service_account: bool = False,
+    project: Project, config: ClusterConfig, flags: ManagerFlags, *, as_service_account: bool
 ) -> None:
     if not as_service_account:
-        await _run_manager(
-            project,
-            config,
-            metrics_bind_address=metrics_bind_address,
-            metrics_secure=metrics_secure,
-            health_probe_bind_address=health_probe_bind_address,
-            leader_election=leader_election,
-            leader_election_id=leader_election_id,
-        )
+        await _run_manager(project.call_setup, project.setup_error, project.name, config, flags)
         return
     from kubeforge.runtime.serviceaccount import as_service_account as account_config
     from kubeforge.runtime.serviceaccount import install_rbac
@@ -169,43 +298,48 @@ async def _run(
             raise ProjectError(f"cannot install config/rbac: {exc}") from None
         log.info("installed config/rbac; running as service account %s", account)
         await _run_manager(
-            project,
+            project.call_setup,
+            project.setup_error,
+            project.name,
             account_config(admin, config, account),
-            metrics_bind_address=metrics_bind_address,
-            metrics_secure=metrics_secure,
-            health_probe_bind_address=health_probe_bind_address,
-            leader_election=leader_election,
-            leader_election_id=leader_election_id,
+            flags,
         )
 
 
-async def _run_manager(
-    project: Project,
-    config: ClusterConfig,
-    *,
-    metrics_bind_address: str,
-    metrics_secure: bool,
-    health_probe_bind_address: str,
-    leader_election: bool,
-    leader_election_id: str,
+async def _run_setup(
+    setup: Callable[[Manager], Any], name: str, config: ClusterConfig, flags: ManagerFlags
 ) -> None:
-    manager = Manager(
-        config,
-        metrics_bind_address=metrics_bind_address,
-        secure_metrics=metrics_secure,
-        health_probe_bind_address=health_probe_bind_address,
-        leader_election=leader_election,
-        leader_election_id=leader_election_id,
-    )
-    pending = project.call_setup(manager)
+    def call(manager: Manager) -> Awaitable[Any] | None:
+        try:
+            result = setup(manager)
+        except Exception as exc:
+            raise _setup_error(exc) from None
+        return result if inspect.isawaitable(result) else None
+
+    await _run_manager(call, _setup_error, name, config, flags)
+
+
+def _setup_error(exc: BaseException) -> ProjectError:
+    return ProjectError(f"setup(manager) failed: {type(exc).__name__}: {exc}")
+
+
+async def _run_manager(
+    call_setup: Callable[[Manager], Awaitable[Any] | None],
+    setup_error: Callable[[BaseException], ProjectError],
+    name: str,
+    config: ClusterConfig,
+    flags: ManagerFlags,
+) -> None:
+    manager = flags.manager(config, name)
+    pending = call_setup(manager)
     if pending is not None:
         try:
             await pending
         except Exception as exc:
-            raise project.setup_error(exc) from None
+            raise setup_error(exc) from None
     names = ", ".join([*manager.controllers, *manager.runnables]) or "none"
     where = f"context {config.context!r}" if config.context else config.server
-    log.info("project %s: controllers %s; cluster %s", project.name, names, where)
+    log.info("project %s: controllers %s; cluster %s", name, names, where)
     try:
         await manager.run()
     except TimeoutError as exc:

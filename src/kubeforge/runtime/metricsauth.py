@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
 import ssl
 import tempfile
 import time
@@ -141,10 +142,33 @@ def serving_context(cert_dir: str | None, host: str) -> ssl.SSLContext:
         ctx.load_cert_chain(Path(cert_dir) / "tls.crt", Path(cert_dir) / "tls.key")
         return ctx
     cert, key = _self_signed(host)
+    load_chain_from_memory(ctx, cert, key)
+    return ctx
+
+
+def load_chain_from_memory(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load a PEM certificate and key made in memory. `ssl` reads them only from files: on
+    Linux, anonymous memory files (memfd), which need no writable directory (the manager's
+    pod has a read-only root filesystem); elsewhere a private temporary directory."""
+    if hasattr(os, "memfd_create"):
+        fds: list[int] = []
+        try:
+            for data in (cert, key):
+                fd = os.memfd_create("kubeforge-tls", 0)
+                fds.append(fd)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            ctx.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
+            return
+        except OSError:
+            pass  # no /proc: fall back to files
+        finally:
+            for fd in fds:
+                os.close(fd)
     with tempfile.TemporaryDirectory() as tmp:
         cert_path, key_path = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
         cert_path.write_bytes(cert)
         key_path.write_bytes(key)
         key_path.chmod(0o600)
         ctx.load_cert_chain(cert_path, key_path)
-    return ctx

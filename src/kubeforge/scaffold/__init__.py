@@ -1,1 +1,4 @@
-"""kubeforge.scaffold."""
+"""What `kubeforge init`, `create api` and `create webhook` write: the templates (package data
+under templates/), the names they are filled with (names.py), the PROJECT file
+(projectfile.py) and the edits made at marker comments (render.py). The commands are in
+kubeforge.cli.init and kubeforge.cli.create."""

@@ -26,6 +26,7 @@ from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
+from kubeforge.testing.webhooks import LocalWebhooks
 
 if TYPE_CHECKING:
     from kubeforge.cluster.devcluster import DevCluster
@@ -183,6 +184,9 @@ class TestEnv:
         except BaseException:
             await manager.api_reader.close()
             raise
+        # Webhooks without a certificate are served locally, as envtest does.
+        local = LocalWebhooks(manager.webhook_server)
+        serving_locally = local.prepare()
         task = asyncio.create_task(manager.start(), name="testenv manager")
         running = asyncio.create_task(manager.running.wait())
         try:
@@ -195,13 +199,19 @@ class TestEnv:
         finally:
             running.cancel()
         if task.done():
+            local.cleanup()
             task.result()  # raises what ended it
             raise RuntimeError("the manager stopped before it was running")
         try:
+            if serving_locally and self.cluster is not None:
+                await local.install(self.client, FIELD_MANAGER)
             yield manager
         finally:
             manager.stop()
-            await task
+            try:
+                await task
+            finally:
+                local.cleanup()
 
     async def stop(self) -> None:
         """Close the client and stop the cluster this environment started (an existing

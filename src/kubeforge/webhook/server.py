@@ -20,7 +20,6 @@ import contextlib
 import logging
 import os
 import ssl
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,7 +52,9 @@ __all__ = ["DEFAULT_CERT_DIR", "DEFAULT_PORT", "RegisteredWebhook", "WebhookServ
 log = logging.getLogger("kubeforge.webhook")
 
 DEFAULT_PORT = 9443
-DEFAULT_CERT_DIR = Path(tempfile.gettempdir()) / "k8s-webhook-server" / "serving-certs"
+# controller-runtime's os.TempDir(): $TMPDIR, else /tmp. tempfile.gettempdir() would probe for
+# a writable directory and fail on a read-only root filesystem, where the manager's pod runs.
+DEFAULT_CERT_DIR = Path(os.environ.get("TMPDIR") or "/tmp") / "k8s-webhook-server" / "serving-certs"
 # A review that cannot be read is answered in v1. controller-runtime leaves apiVersion and kind
 # out of that answer; naming them makes it a well-formed review, and an API server fails the
 # call either way (it has no uid to match).

@@ -1,0 +1,1 @@
+"""The webhooks of watcher: one package per API version (`kubeforge create webhook`)."""

@@ -1,0 +1,565 @@
+"""`kubeforge create api` and `kubeforge create webhook`: a kind, its controller, its webhooks.
+
+Each command checks every name and the PROJECT file before it writes anything; an error is
+one line and leaves the project as it was. Files it would create that exist already are
+skipped (the project's code is never overwritten) and said so; files it edits (main.py,
+kustomizations, PROJECT) get an insertion at a marker comment, once. The manifests are
+regenerated at the end, as `kubeforge manifests` would.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kubeforge.cli.files import Files
+from kubeforge.cli.init import boilerplate_header
+from kubeforge.cli.manifests import generate
+from kubeforge.cli.project import ProjectError, fail, load_project
+from kubeforge.scaffold.names import InvalidName, ResourceNames
+from kubeforge.scaffold.projectfile import ProjectFile, ProjectFileError
+from kubeforge.scaffold.render import (
+    import_at_marker,
+    insert_at_marker,
+    render,
+    uncomment,
+)
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help="Scaffold a kind (create api) or its webhooks (create webhook).",
+    no_args_is_help=True,
+)
+
+IMPORTS = "# +kubeforge:scaffold:imports"
+BUILDER = "# +kubeforge:scaffold:builder"
+EXPORTS = "# +kubeforge:scaffold:exports"
+SAMPLES = "# +kubeforge:scaffold:manifestskustomizesamples"
+
+DirOption = Annotated[
+    Path, typer.Option("--dir", help="The project root (holds PROJECT and main.py).")
+]
+GroupOption = Annotated[str, typer.Option(help="The API group, without the domain (e.g. ship).")]
+VersionOption = Annotated[str, typer.Option(help="The API version (e.g. v1, v1alpha1, v2beta1).")]
+KindOption = Annotated[str, typer.Option(help="The kind, in PascalCase (e.g. Frigate).")]
+
+
+@dataclass
+class _Context:
+    """The project a create command works on."""
+
+    root: Path
+    project: ProjectFile
+    names: ResourceNames
+    files: Files
+    values: dict[str, str]
+    python: list[Path]  # Python files written, formatted at the end
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def edit(self, relative: str, change: Any, what: str) -> bool:
+        """Apply `change(text) -> text | None` to a file; a change that cannot be made (the
+        file or its marker is gone) is reported with what to do by hand."""
+        path = self.path(relative)
+        if not path.is_file():
+            self.files._report("skipped", path, f" (missing; {what} yourself)")
+            return False
+        text = path.read_text(encoding="utf-8")
+        changed = change(text)
+        if changed is None:
+            self.files._report("skipped", path, f" (marker not found; {what} yourself)")
+            return False
+        self.files.update(path, changed)
+        if relative.endswith(".py"):
+            self.python.append(path)
+        return True
+
+    def edit_or_create(
+        self, relative: str, create: Callable[[], str], change: Any, what: str
+    ) -> bool:
+        """`edit`, or, when the file is missing, write `create()` with the change made."""
+        if self.path(relative).exists():
+            return self.edit(relative, change, what)
+        changed = change(create())
+        if changed is None:  # the template lacks the marker: a bug, not the user's edit
+            raise RuntimeError(f"{relative}: cannot {what}")
+        return self.scaffold(relative, changed)
+
+    def scaffold(self, relative: str, content: str) -> bool:
+        written = self.files.scaffold(self.path(relative), content)
+        if written and relative.endswith(".py"):
+            self.python.append(self.path(relative))
+        return written
+
+
+def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) -> _Context:
+    root = directory.resolve()
+    try:
+        project = ProjectFile.load(root)
+    except ProjectFileError as exc:
+        raise fail(str(exc)) from None
+    if not (root / "main.py").is_file():
+        raise fail(f"{root}: no main.py here; is it the project root?")
+    try:
+        names = ResourceNames.of(
+            group=group, domain=project.domain, version=version, kind=kind, **extra
+        )
+    except InvalidName as exc:
+        raise fail(str(exc)) from None
+    lower = names.module
+    namespaced = names.namespaced
+    values = {
+        "header": boilerplate_header(root),
+        "project_name": project.project_name,
+        "qualified_group": names.qualified_group,
+        "group": names.group,
+        "version": version,
+        "kind": kind,
+        "lower_kind": lower,
+        "plural": names.plural,
+        "var": lower + "_" if keyword.iskeyword(lower) else lower,
+        "api_module": f"api.{version}",
+        "sample_namespace": ', namespace="default"' if namespaced else "",
+        "get_namespace": ', namespace="default"' if namespaced else "",
+    }
+    return _Context(root, project, names, Files(root, brief=True), values, [])
+
+
+def _finish(ctx: _Context) -> None:
+    """PROJECT, formatting, manifests."""
+    ctx.files.update(ctx.path("PROJECT"), ctx.project.render())
+    _format(ctx.python)
+    try:
+        generate(load_project(ctx.root), ctx.files)
+    except ProjectError as exc:
+        raise fail(f"{exc} (the files above were written)") from None
+
+
+def _format(paths: list[Path]) -> None:
+    """Format the new Python files with ruff when the environment has it, so that names
+    longer than the templates' lines still give `ruff format --check`-clean code."""
+    if not paths:
+        return
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "ruff", "format", "--quiet", *map(str, paths)],
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+# create api ---------------------------------------------------------------------------------
+
+
+@app.command("api")
+def create_api(
+    group: GroupOption = "",
+    version: VersionOption = "",
+    kind: KindOption = "",
+    resource: Annotated[
+        bool, typer.Option("--resource/--no-resource", help="Scaffold the API type.")
+    ] = True,
+    controller: Annotated[
+        bool, typer.Option("--controller/--no-controller", help="Scaffold the controller.")
+    ] = True,
+    namespaced: Annotated[
+        bool,
+        typer.Option("--namespaced/--cluster", help="Namespaced objects, or cluster-scoped."),
+    ] = True,
+    plural: Annotated[
+        str | None, typer.Option(help="The resource's plural name (default: from the kind).")
+    ] = None,
+    directory: DirOption = Path("."),
+) -> None:
+    """Scaffold a kind: its API type, controller, sample, roles and test; registers the
+    controller in main.py and regenerates the manifests."""
+    if not resource and not controller:
+        raise fail("nothing to scaffold: --no-resource and --no-controller")
+    ctx = _open(directory, group, version, kind, plural=plural, namespaced=namespaced)
+    names = ctx.names
+    entry = ctx.project.find(names.group, version, kind)
+    if resource and entry is not None and entry.get("api"):
+        raise fail(
+            f"{kind} already exists in {names.api_version} (PROJECT); "
+            "use --no-resource to add only a controller"
+        )
+    if not resource and (entry is None or not entry.get("api")):
+        raise fail(f"no {kind} in {names.api_version} in this project; scaffold it with --resource")
+    if controller and entry is not None and entry.get("controller"):
+        raise fail(f"{kind} in {names.api_version} already has a controller (PROJECT)")
+    controlled = [
+        e.get("version")
+        for e in ctx.project.versions_of(names.group, kind)
+        if e.get("controller") and e.get("version") != version
+    ]
+    if controller and controlled:
+        # One controller per kind: it reconciles every version through the stored one.
+        raise fail(
+            f"{kind} already has a controller (in {', '.join(map(str, controlled))}); "
+            f"add {version} with --no-controller"
+        )
+    if entry is not None and plural is None and entry.get("plural"):
+        ctx.names = names = ResourceNames.of(
+            group=group,
+            domain=ctx.project.domain,
+            version=version,
+            kind=kind,
+            plural=entry["plural"],
+            namespaced=namespaced,
+        )
+        ctx.values["plural"] = names.plural
+
+    if resource:
+        other_versions = [
+            e for e in ctx.project.versions_of(names.group, kind) if e.get("version") != version
+        ]
+        _scaffold_resource(ctx, storage=not other_versions)
+    if controller:
+        _scaffold_controller(ctx)
+
+    if entry is None:
+        entry = {}
+        ctx.project.resources.append(entry)
+    if resource:
+        entry["api"] = {"crdVersion": "v1", "namespaced": names.namespaced}
+    if controller:
+        entry["controller"] = True
+    entry.update(
+        {
+            "domain": ctx.project.domain,
+            "group": names.group,
+            "kind": kind,
+            "path": f"api/{version}",
+            "version": version,
+        }
+    )
+    if not ctx.project.domain:
+        entry.pop("domain")
+    if not names.default_plural:
+        entry["plural"] = names.plural
+    _finish(ctx)
+    typer.echo(f"Next: edit api/{version}/{names.module}.py, then `make manifests` and `make test`")
+
+
+def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
+    names, values = ctx.names, ctx.values
+    options = []
+    if not names.namespaced:
+        options.append('scope="Cluster"')
+    if not names.default_plural:
+        options.append(f'plural="{names.plural}"')
+    if not storage:
+        # Another version of the kind is stored; this one is served and converted.
+        options.append("storage=False")
+    resource_values = {**values, "resource_options": "".join(", " + o for o in options)}
+    version_dir = f"api/{names.version}"
+    ctx.scaffold(f"{version_dir}/{names.module}.py", render("api/types.py", resource_values))
+    exported = [names.kind, f"{names.kind}Spec", f"{names.kind}Status"]
+    statement = f"from api.{names.version}.{names.module} import {', '.join(exported)}"
+    ctx.edit_or_create(
+        f"{version_dir}/__init__.py",
+        lambda: render("api/version_init.py", values),
+        lambda text: _export(import_at_marker(text, IMPORTS, statement), exported),
+        f"add `{statement}` and export the names",
+    )
+
+    sample = f"config/samples/{names.sample_file}"
+    ctx.scaffold(sample, render("api/sample.yaml", values))
+    ctx.edit_or_create(
+        "config/samples/kustomization.yaml",
+        lambda: render("api/samples_kustomization.yaml", values),
+        lambda text: insert_at_marker(text, SAMPLES, f"- {names.sample_file}"),
+        f"list {names.sample_file} in its resources",
+    )
+
+    roles = [f"{names.module}_{role}_role.yaml" for role in ("admin", "editor", "viewer")]
+    for role, file in zip(("admin", "editor", "viewer"), roles, strict=True):
+        ctx.scaffold(f"config/rbac/{file}", render(f"api/rbac/{role}_role.yaml", values))
+    ctx.edit(
+        "config/rbac/kustomization.yaml",
+        lambda text: _add_roles(text, roles, ctx.project.project_name),
+        f"list {', '.join(roles)} in its resources",
+    )
+    ctx.edit(
+        "config/default/kustomization.yaml",
+        lambda text: uncomment(text, "#- ../crd\n") or _already(text, "- ../crd\n"),
+        "add ../crd to its resources",
+    )
+
+
+def _scaffold_controller(ctx: _Context) -> None:
+    names, values = ctx.names, ctx.values
+    module = f"controllers/{names.module}.py"
+    ctx.scaffold(module, render("api/controller.py", values))
+    ctx.scaffold(f"tests/test_{names.module}.py", render("api/controller_test.py", values))
+    kind = names.kind
+    imports = [
+        f"from api.{names.version} import {kind}",
+        f"from controllers.{names.module} import {kind}Reconciler",
+    ]
+    registration = f"    manager.controller().for_({kind}).complete({kind}Reconciler())\n"
+
+    def register(text: str) -> str | None:
+        for statement in imports:
+            changed = import_at_marker(text, IMPORTS, statement)
+            if changed is None:
+                return None
+            text = changed
+        return insert_at_marker(text, BUILDER, registration)
+
+    ctx.edit("main.py", register, f"register {kind}Reconciler in setup()")
+
+
+def _export(text: str | None, names: list[str]) -> str | None:
+    """Add `names` to the `__all__` list that ends with the exports marker, sorted."""
+    if text is None:
+        return None
+    pattern = r"__all__ = \[\n(?P<body>(?:.*\n)*?)(?P<marker>[ \t]*" + re.escape(EXPORTS) + r"\n)"
+    match = re.search(pattern, text)
+    if match is None:
+        return None
+    present = re.findall(r'"([^"]+)"', match.group("body"))
+    entries = sorted(set(present) | set(names))
+    body = "".join(f'    "{name}",\n' for name in entries)
+    return text[: match.start("body")] + body + text[match.start("marker") :]
+
+
+def _add_roles(text: str, roles: list[str], project: str) -> str:
+    """config/rbac/kustomization.yaml with the kind's helper roles listed (once)."""
+    comment = (
+        "# Helper roles for each kind (admin, editor, viewer), for cluster administrators to\n"
+        f"# grant to users; {project} itself does not use them. Leave them out if not wanted.\n"
+    )
+    missing = [role for role in roles if f"- {role}" not in text]
+    if not missing:
+        return text
+    if comment not in text:
+        text = text.rstrip("\n") + "\n" + comment
+    return text.rstrip("\n") + "\n" + "".join(f"- {role}\n" for role in missing)
+
+
+def _already(text: str, line: str) -> str | None:
+    """`text` when it has `line` already (a section turned on before), else None."""
+    return text if any(ln + "\n" == line for ln in text.splitlines()) else None
+
+
+# create webhook -----------------------------------------------------------------------------
+
+
+@app.command("webhook")
+def create_webhook(
+    group: GroupOption = "",
+    version: VersionOption = "",
+    kind: KindOption = "",
+    defaulting: Annotated[
+        bool, typer.Option("--defaulting", help="A defaulting (mutating) webhook.")
+    ] = False,
+    validation: Annotated[
+        bool,
+        typer.Option("--programmatic-validation", help="A validating webhook."),
+    ] = False,
+    conversion: Annotated[
+        bool,
+        typer.Option(
+            "--conversion", help="A conversion webhook (this version is the hub; see --spoke)."
+        ),
+    ] = False,
+    spoke: Annotated[
+        list[str] | None,
+        typer.Option(help="With --conversion: a version converted to and from the hub."),
+    ] = None,
+    directory: DirOption = Path("."),
+) -> None:
+    """Scaffold a kind's webhooks: the defaulter and validator skeletons, their registration
+    in main.py, their test, and the kustomize wiring (webhook, cert-manager)."""
+    if not (defaulting or validation or conversion):
+        raise fail(
+            "say which webhooks: --defaulting, --programmatic-validation and/or --conversion"
+        )
+    ctx = _open(directory, group, version, kind)
+    names = ctx.names
+    entry = ctx.project.find(names.group, version, kind)
+    if entry is None or not entry.get("api"):
+        raise fail(
+            f"no {kind} in {names.api_version} in this project; "
+            f"create it first with `kubeforge create api`"
+        )
+    if entry.get("plural"):
+        ctx.values["plural"] = entry["plural"]
+    namespaced = bool((entry.get("api") or {}).get("namespaced", True))
+    ctx.values["sample_namespace"] = ', namespace="default"' if namespaced else ""
+    hooks = dict(entry.get("webhooks") or {})
+    if defaulting and hooks.get("defaulting"):
+        raise fail(f"{kind} in {names.api_version} already has a defaulting webhook (PROJECT)")
+    if validation and hooks.get("validation"):
+        raise fail(f"{kind} in {names.api_version} already has a validating webhook (PROJECT)")
+    if conversion and hooks.get("conversion"):
+        raise fail(f"{kind} in {names.api_version} already has a conversion webhook (PROJECT)")
+    if conversion:
+        _check_conversion(ctx, spoke or [])
+
+    if defaulting or validation:
+        _scaffold_admission(ctx, defaulting=defaulting, validation=validation)
+        _enable_webhook_config(ctx, defaulting=defaulting, validation=validation)
+    if conversion:
+        _scaffold_conversion(ctx, spoke or [])
+
+    if defaulting:
+        hooks["defaulting"] = True
+    if validation:
+        hooks["validation"] = True
+    if conversion:
+        hooks["conversion"] = True
+        hooks["spoke"] = sorted(set(hooks.get("spoke") or []) | set(spoke or []))
+    hooks["webhookVersion"] = "v1"
+    entry["webhooks"] = hooks
+    _finish(ctx)
+
+
+def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) -> None:
+    names, values = ctx.names, ctx.values
+    kind, version, module = names.kind, names.version, names.module
+    webhook_module = f"webhooks.{version}.{module}"
+    classes = [f"{kind}Defaulter"] * defaulting + [f"{kind}Validator"] * validation
+    registrations = "".join(
+        f".{method}({cls}())"
+        for method, cls in zip(
+            ["defaulter"] * defaulting + ["validator"] * validation, classes, strict=True
+        )
+    )
+    one_line = f"    manager.webhook_for({kind}){registrations}.complete()"
+    chained = "".join(
+        f"\n        {call}" for call in re.findall(r"\.\w+\(\w*\(\)\)", registrations)
+    )
+    multi_line = f"    (\n        manager.webhook_for({kind}){chained}\n        .complete()\n    )"
+    hook_values = {
+        **values,
+        "webhook_module": webhook_module,
+        "classes": ", ".join(classes),
+        # One line when it fits, else the chain one call a line, as ruff would format it.
+        "registration": one_line if len(one_line) <= 100 else multi_line,
+    }
+    if not ctx.path("webhooks/__init__.py").exists():
+        ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))
+    if not ctx.path(f"webhooks/{version}/__init__.py").exists():
+        ctx.scaffold(f"webhooks/{version}/__init__.py", render("webhook/version_init.py", values))
+
+    source = render("webhook/head.py", hook_values)
+    test = render("webhook/test_head.py", hook_values)
+    if defaulting:
+        source += render("webhook/defaulter.py", hook_values)
+        test += render("webhook/test_defaulter.py", hook_values)
+    if validation:
+        source += render("webhook/validator.py", hook_values)
+        test += render("webhook/test_validator.py", hook_values)
+    source += render("webhook/setup.py", hook_values)
+    path = f"webhooks/{version}/{module}.py"
+    if not ctx.scaffold(path, source):
+        added = " and ".join(classes)
+        typer.secho(
+            f"note: {path} exists: add the {added} yourself (`kubeforge create webhook` "
+            f"in an empty copy of the project shows the skeleton) and register it in "
+            f"setup_{module}_webhook",
+            err=True,
+            fg=typer.colors.YELLOW,
+        )
+    ctx.scaffold(f"tests/test_{module}_webhook.py", test)
+
+    imports = f"from {webhook_module} import setup_{module}_webhook"
+    call = f"    setup_{module}_webhook(manager)\n"
+
+    def register(text: str) -> str | None:
+        changed = import_at_marker(text, IMPORTS, imports)
+        return None if changed is None else insert_at_marker(changed, BUILDER, call)
+
+    ctx.edit("main.py", register, f"call setup_{module}_webhook(manager) in setup()")
+
+
+def _enable_webhook_config(ctx: _Context, *, defaulting: bool, validation: bool) -> None:
+    """Turn on config/default's [WEBHOOK] and [CERTMANAGER] sections (and the [DEFAULTING] or
+    [VALIDATING] CA injection), as kubebuilder's `create webhook` does."""
+    values = ctx.values
+    ctx.files.create(
+        ctx.path("config/default/manager_webhook_patch.yaml"),
+        render("webhook/manager_webhook_patch.yaml", values),
+    )
+    ctx.files.create(
+        ctx.path("config/network-policy/allow-webhook-traffic.yaml"),
+        render("webhook/allow-webhook-traffic.yaml", values),
+    )
+    ctx.edit(
+        "config/network-policy/kustomization.yaml",
+        lambda text: _add_resource(text, "allow-webhook-traffic.yaml"),
+        "list allow-webhook-traffic.yaml in its resources",
+    )
+    blocks = [
+        "#- ../webhook\n",
+        "#- ../certmanager\n",
+        "#- path: manager_webhook_patch.yaml\n#  target:\n#    kind: Deployment\n",
+        "#replacements:\n",
+        _replacement_block("[WEBHOOK]"),
+    ]
+    if validation:
+        blocks.append(_replacement_block("[VALIDATING]"))
+    if defaulting:
+        blocks.append(_replacement_block("[DEFAULTING]"))
+
+    def enable(text: str) -> str | None:
+        for block in blocks:
+            if block is None:
+                continue
+            text = uncomment(text, block) or text
+        return text
+
+    ctx.edit("config/default/kustomization.yaml", enable, "turn on its [WEBHOOK] sections")
+
+
+def _replacement_block(tag: str) -> str | None:
+    """The commented-out replacements of config/default/kustomization.yaml that start with
+    `# - source: # <tag>`, up to the blank line that ends them."""
+    from kubeforge.scaffold.render import template
+
+    text = template("init/config/default/kustomization.yaml")
+    start = text.find(f"# - source: # {tag}")
+    if start < 0:
+        return None
+    end = text.find("\n\n", start)
+    return text[start : end + 1]
+
+
+def _add_resource(text: str, name: str) -> str | None:
+    if re.search(rf"^- {re.escape(name)}$", text, re.MULTILINE):
+        return text
+    match = re.search(r"^resources:\n((?:- .*\n)*)", text, re.MULTILINE)
+    if match is None:
+        return None
+    return text[: match.end()] + f"- {name}\n" + text[match.end() :]
+
+
+# conversion ---------------------------------------------------------------------------------
+
+
+def _check_conversion(ctx: _Context, spokes: list[str]) -> None:
+    """Conversion webhooks (hub and spokes, config/crd/patches) are scaffolded by their own
+    piece; until it is there, --conversion is refused before anything is written."""
+    raise fail(
+        "--conversion is not available yet: conversion webhooks cannot be scaffolded by this "
+        "version of kubeforge"
+    )
+
+
+def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
+    raise fail("--conversion is not available yet")

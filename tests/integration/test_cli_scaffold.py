@@ -1,0 +1,538 @@
+"""The kubebuilder workflow through the CLI: `init`, `create api`, `create webhook`, then the
+generated project's own checks, its kustomize build, `deploy` onto a development cluster and
+`undeploy`; and what each command does when run again or given bad names."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubeforge.client import NotFound
+from kubeforge.testing import TestEnv
+from tests.integration.test_cli_project import kubeforge, kustomize
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+PROJECT = "fleet"
+NAMESPACE = f"{PROJECT}-system"
+DEPLOYMENT = f"{PROJECT}-controller-manager"
+# mypy's cache for generated projects outlives the test, so later runs check in a second.
+MYPY_CACHE = ROOT / ".mypy_cache" / "generated-project"
+
+# cert-manager's kinds, as its CRDs serve them (schemas left open: what is checked here is
+# that deploy applies config/certmanager, not what cert-manager does with it).
+CERT_MANAGER_CRDS = [
+    {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.cert-manager.io"},
+        "spec": {
+            "group": "cert-manager.io",
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    for kind, plural in (("Issuer", "issuers"), ("Certificate", "certificates"))
+]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*KUBEFORGE, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
+
+
+def scaffold(root: Path, *, webhook: bool = True) -> None:
+    root.mkdir()
+    steps = [
+        ("init", "--domain", "example.com", "--owner", "The Fleet Authors"),
+        ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate"),
+    ]
+    if webhook:
+        steps.append(
+            (
+                "create",
+                "webhook",
+                "--group",
+                "ship",
+                "--version",
+                "v1",
+                "--kind",
+                "Frigate",
+                "--defaulting",
+                "--programmatic-validation",
+            )
+        )
+    for step in steps:
+        done = cli(*step, cwd=root)
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A project as `init`, `create api` and `create webhook` leave it (tests must not edit it)."""
+    root = tmp_path_factory.mktemp("scaffold") / PROJECT
+    scaffold(root)
+    return root
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith((".", "__")) for part in p.parts[-2:])
+    }
+
+
+async def run(*args: str, cwd: Path, timeout: float = 120) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    return proc.returncode or 0, out.decode()
+
+
+# the generated project ------------------------------------------------------------------------
+
+
+def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
+    for path in [
+        "pyproject.toml",
+        "Makefile",
+        "Dockerfile",
+        ".dockerignore",
+        ".gitignore",
+        "PROJECT",
+        "README.md",
+        "main.py",
+        "hack/boilerplate.py.txt",
+        "config/default/kustomization.yaml",
+        "config/default/manager_metrics_patch.yaml",
+        "config/default/manager_webhook_patch.yaml",
+        "config/default/metrics_service.yaml",
+        "config/manager/manager.yaml",
+        "config/rbac/leader_election_role.yaml",
+        "config/rbac/metrics_auth_role.yaml",
+        "config/rbac/metrics_reader_role.yaml",
+        "config/rbac/frigate_editor_role.yaml",
+        "config/rbac/frigate_viewer_role.yaml",
+        "config/rbac/frigate_admin_role.yaml",
+        "config/prometheus/monitor.yaml",
+        "config/network-policy/allow-metrics-traffic.yaml",
+        "config/network-policy/allow-webhook-traffic.yaml",
+        "config/samples/ship_v1_frigate.yaml",
+        "config/crd/bases/ship.example.com_frigates.yaml",
+        "config/webhook/manifests.yaml",
+        "config/certmanager/certificate-webhook.yaml",
+        "api/v1/frigate.py",
+        "controllers/frigate.py",
+        "webhooks/v1/frigate.py",
+        "tests/test_frigate.py",
+        "tests/test_frigate_webhook.py",
+    ]:
+        assert (project / path).is_file(), path
+    makefile = (project / "Makefile").read_text()
+    for target in [
+        "help",
+        "manifests",
+        "fmt",
+        "lint",
+        "typecheck",
+        "test",
+        "run",
+        "install",
+        "uninstall",
+        "deploy",
+        "undeploy",
+        "docker-build",
+        "docker-push",
+        "build-installer",
+        "dev",
+    ]:
+        assert f"\n{target}:" in makefile, target
+    assert "--img ${IMG}" in makefile
+    dockerfile = (project / "Dockerfile").read_text()
+    assert "USER 65532:65532" in dockerfile and 'ENTRYPOINT ["manager"]' in dockerfile
+    assert "Copyright" in (project / "main.py").read_text()
+
+    described = yaml.safe_load((project / "PROJECT").read_text())
+    assert described == {
+        "domain": "example.com",
+        "layout": ["kubeforge.dev/v1"],
+        "projectName": PROJECT,
+        "resources": [
+            {
+                "api": {"crdVersion": "v1", "namespaced": True},
+                "controller": True,
+                "domain": "example.com",
+                "group": "ship",
+                "kind": "Frigate",
+                "path": "api/v1",
+                "version": "v1",
+                "webhooks": {"defaulting": True, "validation": True, "webhookVersion": "v1"},
+            }
+        ],
+        "version": "3",
+    }
+    main = (project / "main.py").read_text()
+    assert "manager.controller().for_(Frigate).complete(FrigateReconciler())" in main
+    assert "setup_frigate_webhook(manager)" in main
+
+
+async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project: Path) -> None:
+    python = sys.executable
+    checks = await asyncio.gather(
+        run(python, "-m", "ruff", "check", ".", cwd=project),
+        run(python, "-m", "ruff", "format", "--check", ".", cwd=project),
+        run(python, "-m", "mypy", "--cache-dir", str(MYPY_CACHE), ".", cwd=project),
+        run(python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project),
+    )
+    for code, out in checks:
+        assert code == 0, out
+    assert "4 passed" in checks[3][1], checks[3][1]
+
+
+# build and deploy ----------------------------------------------------------------------------
+
+
+def by_kind(objects: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(o["kind"], o["metadata"]["name"]): o for o in objects}
+
+
+async def test_deploy_applies_config_default_and_undeploy_removes_it(
+    project: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / PROJECT
+    code, out = await run("cp", "-r", str(project), str(copy), cwd=tmp_path)
+    assert code == 0, out
+
+    async with TestEnv(crd_paths=()) as env:
+        kubeconfig = env.write_kubeconfig(tmp_path / "kubeconfig")
+        # Without cert-manager, nothing is applied and the command says what is missing.
+        refused = await kubeforge("deploy", "--dir", str(copy), "--kubeconfig", str(kubeconfig))
+        assert refused.code == 1
+        assert refused.err.strip().splitlines() == [
+            "error: the cluster does not serve Certificate (cert-manager.io/v1), Issuer "
+            "(cert-manager.io/v1): config/certmanager needs cert-manager: "
+            "https://cert-manager.io/docs/installation/"
+        ], refused.err
+        with pytest.raises(NotFound):
+            await env.client.get("v1/Namespace", NAMESPACE)
+
+        for crd in CERT_MANAGER_CRDS:
+            await env.client.apply(crd, field_manager="test", force=True)
+        await env.client.wait_established([c["metadata"]["name"] for c in CERT_MANAGER_CRDS])
+        env.client.discovery.invalidate()
+        done = await kubeforge(
+            "deploy",
+            "--dir",
+            str(copy),
+            "--img",
+            "registry.example.com/fleet:v1.2",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--no-wait",
+        )
+        assert done.code == 0, done.out + done.err
+        assert "applied      Deployment fleet-system/fleet-controller-manager" in done.out
+
+        # The image was set as `kustomize edit set image` sets it, so kubectl's build is what
+        # was applied.
+        manager_kustomization = yaml.safe_load(
+            (copy / "config" / "manager" / "kustomization.yaml").read_text()
+        )
+        assert manager_kustomization["images"] == [
+            {"name": "controller", "newName": "registry.example.com/fleet", "newTag": "v1.2"}
+        ]
+        built = by_kind([o for o in await kustomize(copy / "config" / "default") if o])
+        applied_lines = [ln for ln in done.out.splitlines() if ln.startswith("applied")]
+        assert len(applied_lines) == len(built)
+
+        deployment = await env.client.get("apps/v1/Deployment", DEPLOYMENT, namespace=NAMESPACE)
+        assert deployment["spec"] == {
+            **deployment["spec"],
+            "replicas": 1,
+            "selector": {
+                "matchLabels": {
+                    "control-plane": "controller-manager",
+                    "app.kubernetes.io/name": PROJECT,
+                }
+            },
+        }
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == f"{PROJECT}-controller-manager"
+        assert pod["terminationGracePeriodSeconds"] == 10
+        assert pod["securityContext"] == {
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        }
+        (container,) = pod["containers"]
+        assert container["image"] == "registry.example.com/fleet:v1.2"
+        assert container["command"] == ["manager"]
+        assert container["args"] == [
+            "--metrics-bind-address=:8443",
+            "--leader-elect",
+            "--health-probe-bind-address=:8081",
+            "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
+            "--webhook-port=9443",
+        ]
+        assert container["securityContext"] == {
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        }
+        assert container["livenessProbe"]["httpGet"] == {
+            "path": "/healthz",
+            "port": 8081,
+            "scheme": "HTTP",
+        }
+        assert container["readinessProbe"]["httpGet"] == {
+            "path": "/readyz",
+            "port": 8081,
+            "scheme": "HTTP",
+        }
+        assert set(container["resources"]) == {"limits", "requests"}
+        assert {p["containerPort"] for p in container["ports"]} == {8081, 9443}
+        assert container["volumeMounts"] == [
+            {
+                "mountPath": "/tmp/k8s-webhook-server/serving-certs",
+                "name": "webhook-certs",
+                "readOnly": True,
+            }
+        ]
+        (volume,) = pod["volumes"]
+        assert volume["name"] == "webhook-certs"
+        assert volume["secret"]["secretName"] == "webhook-server-cert"
+
+        # RBAC: the manager's ServiceAccount is bound to its roles.
+        binding = await env.client.get(
+            "rbac.authorization.k8s.io/v1/ClusterRoleBinding", f"{PROJECT}-manager-rolebinding"
+        )
+        assert binding["roleRef"]["name"] == f"{PROJECT}-manager-role"
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": DEPLOYMENT, "namespace": NAMESPACE}
+        ]
+        role = await env.client.get(
+            "rbac.authorization.k8s.io/v1/ClusterRole", f"{PROJECT}-manager-role"
+        )
+        assert any("frigates" in rule.get("resources", []) for rule in role["rules"])
+        await env.client.get(
+            "rbac.authorization.k8s.io/v1/Role",
+            f"{PROJECT}-leader-election-role",
+            namespace=NAMESPACE,
+        )
+        crd = await env.client.get(
+            "apiextensions.k8s.io/v1/CustomResourceDefinition", "frigates.ship.example.com"
+        )
+        assert crd["spec"]["names"]["kind"] == "Frigate"
+        webhooks = await env.client.get(
+            "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration",
+            f"{PROJECT}-validating-webhook-configuration",
+        )
+        assert webhooks["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": f"{NAMESPACE}/{PROJECT}-serving-cert"
+        }
+        service = webhooks["webhooks"][0]["clientConfig"]["service"]
+        assert (service["name"], service["namespace"]) == (f"{PROJECT}-webhook-service", NAMESPACE)
+        certificate = await env.client.get(
+            "cert-manager.io/v1/Certificate", f"{PROJECT}-serving-cert", namespace=NAMESPACE
+        )
+        assert certificate["spec"]["dnsNames"] == [
+            f"{PROJECT}-webhook-service.{NAMESPACE}.svc",
+            f"{PROJECT}-webhook-service.{NAMESPACE}.svc.cluster.local",
+        ]
+
+        # Applying again changes nothing and succeeds (server-side apply).
+        again = await kubeforge(
+            "deploy", "--dir", str(copy), "--kubeconfig", str(kubeconfig), "--no-wait"
+        )
+        assert again.code == 0, again.err
+
+        gone = await kubeforge("undeploy", "--dir", str(copy), "--kubeconfig", str(kubeconfig))
+        assert gone.code == 0, gone.out + gone.err
+        assert f"deleted      {len(built)} objects" in gone.out, gone.out
+        for (kind, name), obj in built.items():
+            namespace = obj["metadata"].get("namespace")
+            with pytest.raises(NotFound):
+                await env.client.get(f"{obj['apiVersion']}/{kind}", name, namespace=namespace)
+
+        # Undeploying what is not there reports it and succeeds.
+        twice = await kubeforge("undeploy", "--dir", str(copy), "--kubeconfig", str(kubeconfig))
+        assert twice.code == 0, twice.err
+        assert "not found    Namespace fleet-system" in twice.out
+
+
+async def test_build_installer_writes_what_kustomize_builds(project: Path, tmp_path: Path) -> None:
+    copy = tmp_path / PROJECT
+    code, out = await run("cp", "-r", str(project), str(copy), cwd=tmp_path)
+    assert code == 0, out
+    done = await kubeforge("build-installer", "--dir", str(copy), "--img", "fleet:dev")
+    assert done.code == 0, done.err
+    installer = [d for d in yaml.safe_load_all((copy / "dist" / "install.yaml").read_text()) if d]
+    assert installer == [o for o in await kustomize(copy / "config" / "default") if o]
+    (deployment,) = [o for o in installer if o["kind"] == "Deployment"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "fleet:dev"
+
+
+# running again, and errors -----------------------------------------------------------------
+
+
+def test_commands_run_again_refuse_in_one_line_and_change_nothing(project: Path) -> None:
+    before = files_of(project)
+    cases = [
+        (("init", "--domain", "example.com"), "already a project"),
+        (
+            ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate"),
+            "Frigate already exists in ship.example.com/v1",
+        ),
+        (
+            (
+                "create",
+                "webhook",
+                "--group",
+                "ship",
+                "--version",
+                "v1",
+                "--kind",
+                "Frigate",
+                "--defaulting",
+            ),
+            "already has a defaulting webhook",
+        ),
+        (
+            (
+                "create",
+                "webhook",
+                "--group",
+                "ship",
+                "--version",
+                "v1",
+                "--kind",
+                "Sloop",
+                "--defaulting",
+            ),
+            "no Sloop in ship.example.com/v1",
+        ),
+    ]
+    for args, message in cases:
+        done = cli(*args, cwd=project)
+        assert done.returncode == 1, (args, done.stdout)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (
+            args,
+            done.stderr,
+        )
+    assert files_of(project) == before
+
+
+def test_a_controller_added_later_skips_the_existing_files(tmp_path: Path) -> None:
+    root = tmp_path / "later"
+    root.mkdir()
+    assert cli("init", "--domain", "example.com", "--license", "none", cwd=root).returncode == 0
+    base = ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Sloop")
+    done = cli(*base, "--no-controller", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert not (root / "controllers" / "sloop.py").exists()
+    # A test file the user wrote meanwhile, where the controller's test would go, is kept.
+    (root / "tests" / "test_sloop.py").write_text("# mine\n")
+    done = cli(*base, "--no-resource", "--controller", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "skipped    tests/test_sloop.py (exists; left as it is)" in done.stdout
+    assert (root / "tests" / "test_sloop.py").read_text() == "# mine\n"
+    assert (root / "controllers" / "sloop.py").is_file()
+    assert (
+        "manager.controller().for_(Sloop).complete(SloopReconciler())"
+        in (root / "main.py").read_text()
+    )
+    entry = yaml.safe_load((root / "PROJECT").read_text())["resources"][0]
+    assert entry["controller"] is True and entry["api"]["namespaced"] is True
+
+    # A second version of the kind: its type only, not stored; one controller per kind.
+    v2 = ("create", "api", "--group", "ship", "--version", "v2", "--kind", "Sloop")
+    done = cli(*v2, cwd=root)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: Sloop already has a controller (in v1); add v2 with --no-controller"
+    )
+    done = cli(*v2, "--no-controller", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "storage=False" in (root / "api" / "v2" / "sloop.py").read_text()
+    assert "from api.v1 import Sloop" in (root / "main.py").read_text()
+    assert "api.v2" not in (root / "main.py").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--group", "ship", "--version", "v1", "--kind", "frigate"), "must be PascalCase"),
+        (("--group", "ship", "--version", "v1", "--kind", "Fri-gate"), "must be PascalCase"),
+        (("--group", "Ship_Yard", "--version", "v1", "--kind", "Frigate"), "invalid group"),
+        (("--group", "ship", "--version", "1", "--kind", "Frigate"), "invalid version '1'"),
+        (("--group", "ship", "--version", "v1beta", "--kind", "Frigate"), "invalid version"),
+        (("--group", "ship", "--version", "V1", "--kind", "Frigate"), "invalid version"),
+        (("--group", "ship", "--version", "v1", "--kind", "Frigate", "--plural", "Frig"), "plural"),
+    ],
+)
+def test_bad_names_are_refused_in_one_line(
+    args: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    root = tmp_path / "names"
+    root.mkdir()
+    assert cli("init", "--domain", "example.com", cwd=root).returncode == 0
+    before = files_of(root)
+    done = cli("create", "api", *args, cwd=root)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+    assert files_of(root) == before
+
+
+def test_init_refuses_a_directory_with_files_or_a_bad_domain(tmp_path: Path) -> None:
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    done = cli("init", "--domain", "example.com", cwd=busy)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: {busy}: not empty (notes.txt); run `kubeforge init` in an empty directory"
+    ]
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / ".git").mkdir()  # a new repository is fine
+    done = cli("init", "--domain", "Example_Com", cwd=fresh)
+    assert done.returncode == 1 and "invalid domain 'Example_Com'" in done.stderr
+    done = cli("create", "api", "--group", "a", "--version", "v1", "--kind", "A", cwd=fresh)
+    assert done.returncode == 1
+    assert "not a kubeforge project (no PROJECT file)" in done.stderr
