@@ -10,7 +10,6 @@ state and does one step, so a restart of the controller at any point loses nothi
 from __future__ import annotations
 
 import logging
-import shlex
 from datetime import UTC, datetime
 
 import kubeforge
@@ -18,6 +17,7 @@ from kubeforge.models import Container, ObjectMeta, Pod, PodSpec
 
 from api.v1alpha1 import At, AtStatus
 from api.v1alpha1.at import Phase
+from api.v1alpha1.command import argv_of
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,7 @@ def pod_for(at: At) -> Pod:
             labels={"cnat.kubeforge.dev/at": at.metadata.name or ""},
         ),
         spec=PodSpec(
-            containers=[
-                Container(name="command", image=IMAGE, command=shlex.split(at.spec.command))
-            ],
+            containers=[Container(name="command", image=IMAGE, command=argv_of(at.spec.command))],
             restart_policy="OnFailure",
         ),
     )
