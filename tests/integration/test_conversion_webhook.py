@@ -415,3 +415,12 @@ async def test_registration_errors(kubeconfig: Path) -> None:
         assert not server.webhooks[0].conversion
     finally:
         await manager.api_reader.close()
+
+
+async def test_a_large_list_page_is_converted(converter: Converter) -> None:
+    # More than an AdmissionReview may hold (7 MiB): a page of 1,000 objects, one of them big.
+    objects = [robot("v1alpha1", f"r{i}", title=f"t{i}", limbs=i) for i in range(1000)]
+    objects[500]["metadata"]["annotations"] = {"big": "x" * (8 * 1024 * 1024)}
+    converted = await converter.objects(f"{GROUP}/v1", *objects)
+    assert [o["spec"]["arms"] for o in converted] == list(range(1000))
+    assert converted[500]["metadata"]["annotations"]["big"] == "x" * (8 * 1024 * 1024)
