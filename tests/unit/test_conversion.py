@@ -108,14 +108,59 @@ def test_kinds_that_do_not_convert() -> None:
 
 
 def test_badly_declared_spokes_are_refused_with_what_to_do() -> None:
-    @kubeforge.resource(group=GROUP, version="v1", kind="Crate", storage=False)
-    class Lazy(kubeforge.Resource[Spec, Status], kubeforge.Convertible[Box]):
+    # Each case has its own hub: the registry of resource classes is the whole process's.
+    @kubeforge.resource(group=GROUP, version="v2", kind="Tin")
+    class Tin(kubeforge.Resource[Spec, Status], kubeforge.Hub):
         pass
 
+    @kubeforge.resource(group=GROUP, version="v1", kind="Crate", storage=False)
+    class Elsewhere(kubeforge.Resource[Spec, Status], kubeforge.Convertible[Tin]):
+        def to_hub(self) -> Tin:
+            raise NotImplementedError
+
+        @classmethod
+        def from_hub(cls, hub: Tin) -> Self:
+            raise NotImplementedError
+
+    with pytest.raises(TypeError, match=r"Elsewhere \(units.kubeforge.dev/v1/Crate\) names a hub"):
+        kubeforge.kind_versions(Elsewhere)
     with pytest.raises(TypeError, match="names a hub of another kind"):
-        kubeforge.kind_versions(Lazy)
+        kubeforge.kind_versions(Tin)  # found from the hub as well
+
+    @kubeforge.resource(group=GROUP, version="v2", kind="Can")
+    class Can(kubeforge.Resource[Spec, Status], kubeforge.Hub):
+        pass
+
+    @kubeforge.resource(group=GROUP, version="v1", kind="Can", storage=False)
+    class Lazy(kubeforge.Resource[Spec, Status], kubeforge.Convertible[Can]):
+        pass
+
+    with pytest.raises(TypeError, match="Lazy is Convertible but does not implement from_hub"):
+        kubeforge.kind_versions(Can)
     with pytest.raises(TypeError, match="Can't instantiate abstract class"):
         Lazy(spec=Spec())
+
+    @kubeforge.resource(group=GROUP, version="v2", kind="Pot")
+    class Pot(kubeforge.Resource[Spec, Status], kubeforge.Hub):
+        pass
+
+    def pot_v1() -> type:
+        @kubeforge.resource(group=GROUP, version="v1", kind="Pot", storage=False)
+        class PotV1(kubeforge.Resource[Spec, Status], kubeforge.Convertible[Pot]):
+            def to_hub(self) -> Pot:
+                return Pot(metadata=self.metadata, spec=self.spec)
+
+            @classmethod
+            def from_hub(cls, hub: Pot) -> Self:
+                return cls(metadata=hub.metadata, spec=hub.spec)
+
+        return PotV1
+
+    pot_v1()
+    assert kubeforge.kind_versions(Pot) is not None
+    pot_v1()  # a second class for v1, converting to the same hub: which one is meant?
+    with pytest.raises(ValueError, match=r"PotV1 and .*PotV1 are both version v1 of Pot"):
+        kubeforge.kind_versions(Pot)
 
     @kubeforge.resource(group=GROUP, version="v1", kind="Thing")
     class NotAHub(kubeforge.Resource[Spec, Status]):

@@ -230,7 +230,8 @@ def conversion_versions(classes: Iterable[type]) -> KindVersions | None:
 def kind_versions(cls: type) -> KindVersions | None:
     """The versions of `cls`'s kind (`cls` is the hub or a spoke): the hub and every
     @resource class declared Convertible to that very hub class. None when the kind does
-    not convert (no hub, or a hub without spokes)."""
+    not convert (no hub, or a hub without spokes); TypeError/ValueError when one of those
+    classes is of another kind, lacks a conversion, or repeats a version."""
     if _is_hub(cls):
         hub: type = cls
     else:
@@ -242,11 +243,16 @@ def kind_versions(cls: type) -> KindVersions | None:
     if _info(hub) is None:
         raise TypeError(f"the hub {_name(hub)} is not a resource: decorate it with @resource")
     # A project imported twice declares new classes; only the spokes of this hub count.
-    spokes: dict[str, type] = {}
-    for candidate in registered_resources():
-        if candidate is not hub and hub_of(candidate) is hub:
-            spokes.setdefault(_version_of(candidate), candidate)
-    return _versions(hub, spokes.values())
+    return _versions(hub, [c for c in registered_resources() if c is not hub and _names(c, hub)])
+
+
+def _names(candidate: type, hub: type) -> bool:
+    """Whether `candidate` declares `hub` as its hub. A class that names its hub wrongly is
+    reported where it is used itself, not in the conversions of every other kind."""
+    try:
+        return hub_of(candidate) is hub
+    except TypeError:
+        return False
 
 
 def convert(obj: Any, to: type[R]) -> R:
