@@ -37,6 +37,15 @@ _EXPORTS: dict[str, str] = {
     "registered_resources": "kubeforge.api.resource",
     "rbac": "kubeforge.api.rbac",
     "FieldError": "kubeforge.api.fielderror",
+    # versions and conversion
+    "Hub": "kubeforge.api.conversion",
+    "Convertible": "kubeforge.api.conversion",
+    "ConversionError": "kubeforge.api.conversion",
+    "KindVersions": "kubeforge.api.conversion",
+    "convert": "kubeforge.api.conversion",
+    "kind_versions": "kubeforge.api.conversion",
+    "stash": "kubeforge.api.conversion",
+    "unstash": "kubeforge.api.conversion",
     # webhook declarations and manifests
     "admission_webhook": "kubeforge.api.webhooks",
     "MatchCondition": "kubeforge.api.webhooks",
@@ -162,6 +171,7 @@ _EXPORTS: dict[str, str] = {
     "WebhookServer": "kubeforge.webhook.server",
     "RegisteredWebhook": "kubeforge.webhook.server",
     "CertificateError": "kubeforge.webhook.certwatcher",
+    "ConversionWebhook": "kubeforge.webhook.conversion",
     "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
     "install_rbac": "kubeforge.runtime.serviceaccount",
     "as_service_account": "kubeforge.runtime.serviceaccount",
@@ -226,6 +236,14 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from kubeforge.api.conversion import ConversionError as ConversionError
+    from kubeforge.api.conversion import Convertible as Convertible
+    from kubeforge.api.conversion import Hub as Hub
+    from kubeforge.api.conversion import KindVersions as KindVersions
+    from kubeforge.api.conversion import convert as convert
+    from kubeforge.api.conversion import kind_versions as kind_versions
+    from kubeforge.api.conversion import stash as stash
+    from kubeforge.api.conversion import unstash as unstash
     from kubeforge.api.fielderror import FieldError as FieldError
     from kubeforge.api.markers import (
         AtLeastOneOf as AtLeastOneOf,
@@ -628,6 +646,7 @@ if TYPE_CHECKING:
     from kubeforge.webhook.admission import admission_request as admission_request
     from kubeforge.webhook.builder import WebhookBuilder as WebhookBuilder
     from kubeforge.webhook.certwatcher import CertificateError as CertificateError
+    from kubeforge.webhook.conversion import ConversionWebhook as ConversionWebhook
     from kubeforge.webhook.review import AdmissionRequest as AdmissionRequest
     from kubeforge.webhook.review import AdmissionResponse as AdmissionResponse
     from kubeforge.webhook.review import AdmissionReview as AdmissionReview

@@ -18,17 +18,18 @@ from kubeforge.client import Client, Invalid
 from tests.support import Kubectl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# Each example's kinds, as (module, class) pairs; a kind's versions are all listed.
 SEEDS = {
-    "cnat": ("api.v1alpha1", ["At"]),
-    "useless": ("api.v1alpha1", ["Machine", "Switch"]),
-    "webserver": ("api.v1", ["WebServer"]),
-    "customcluster": ("api.v1alpha1", ["Customcluster"]),
-    "watcher": ("api.v1alpha1", ["Watcher"]),
+    "cnat": [("api.v1alpha1", "At"), ("api.v1", "At")],
+    "useless": [("api.v1alpha1", "Machine"), ("api.v1alpha1", "Switch")],
+    "webserver": [("api.v1", "WebServer")],
+    "customcluster": [("api.v1alpha1", "Customcluster")],
+    "watcher": [("api.v1alpha1", "Watcher")],
 }
 
 
 @contextmanager
-def project(name: str) -> Iterator[Any]:
+def project(name: str) -> Iterator[None]:
     """Import an example project's api package in isolation (each example has its own `api`)."""
     root = str(EXAMPLES / name)
     saved = {k: v for k, v in sys.modules.items() if k == "api" or k.startswith("api.")}
@@ -36,7 +37,7 @@ def project(name: str) -> Iterator[Any]:
         del sys.modules[key]
     sys.path.insert(0, root)
     try:
-        yield importlib.import_module(SEEDS[name][0])
+        yield
     finally:
         sys.path.remove(root)
         for key in [k for k in sys.modules if k == "api" or k.startswith("api.")]:
@@ -45,8 +46,8 @@ def project(name: str) -> Iterator[Any]:
 
 
 def classes(name: str) -> list[type[Any]]:
-    with project(name) as module:
-        return [getattr(module, kind) for kind in SEEDS[name][1]]
+    with project(name):
+        return [getattr(importlib.import_module(module), kind) for module, kind in SEEDS[name]]
 
 
 ALL = {name: classes(name) for name in SEEDS}
@@ -67,13 +68,25 @@ async def install(api: Client, kinds: list[type[Any]]) -> None:
     await api.wait_established([c["metadata"]["name"] for c in crds])
 
 
-def kind(name: str, kind_name: str) -> type[Any]:
-    return next(c for c in ALL[name] if c.__name__ == kind_name)
+def kind(name: str, kind_name: str, version: str | None = None) -> type[Any]:
+    return next(
+        c
+        for c in ALL[name]
+        if c.__name__ == kind_name and version in (None, c.__kubeforge__.gvk.version)
+    )
+
+
+def valid_object(cls: type[Any]) -> dict[str, Any]:
+    """A valid body for the class's kind, in its version."""
+    gvk = cls.__kubeforge__.gvk
+    objects = valid_objects()
+    return objects.get(f"{gvk.kind}/{gvk.version}") or objects[gvk.kind]
 
 
 def valid_objects() -> dict[str, dict[str, Any]]:
     return {
         "At": {"spec": {"schedule": "2026-11-21T09:00:00Z", "command": "echo hello"}},
+        "At/v1": {"spec": {"schedule": "2026-11-21T09:00:00Z", "command": ["echo", "hello"]}},
         "Machine": {"spec": {"switchPosition": "up", "switches": 3}},
         "Switch": {"spec": {"position": "down"}},
         "WebServer": {"spec": {"replicas": 2, "image": "nginx:1.27"}},
@@ -109,7 +122,7 @@ async def test_valid_objects_are_accepted_everywhere(api: Client) -> None:
         await install(api, ALL[name])
     for kinds in ALL.values():
         for cls in kinds:
-            body = full(cls, "ok", valid_objects()[cls.__name__])
+            body = full(cls, f"ok-{cls.__kubeforge__.gvk.version}", valid_object(cls))
             assert cls.validate_data(body) == [], (cls.__name__, cls.validate_data(body))
             created = await api.create(body)
             typed = cls.from_dict(created)
@@ -170,7 +183,7 @@ async def test_invalid_objects_fail_with_the_same_field_paths(
 
 
 async def test_a_failing_transition_rule_on_update(api: Client) -> None:
-    cls = kind("cnat", "At")
+    cls = kind("cnat", "At", "v1alpha1")
     await install(api, ALL["cnat"])
     created = await api.create(full(cls, "once", valid_objects()["At"]))
     changed = dict(created, spec=dict(created["spec"], schedule="2026-12-01T00:00:00Z"))

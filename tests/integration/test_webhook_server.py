@@ -642,7 +642,9 @@ async def test_registration_errors(kubeconfig: Path) -> None:
         manager.webhook_for(Gadget).defaulter(GadgetDefaulter()).complete()
         with pytest.raises(ValueError, match="already registered"):
             manager.webhook_for(Gadget).defaulter(GadgetDefaulter()).complete()
-        with pytest.raises(ValueError, match="needs a defaulter or a validator"):
+        with pytest.raises(
+            ValueError, match="needs a defaulter, a validator, or a kind whose versions convert"
+        ):
             manager.webhook_for(Gadget).complete()
         with pytest.raises(ValueError, match="does not match"):
             manager.webhook_for(Gadget).validator(GadgetValidator(), path="no-slash")

@@ -14,7 +14,6 @@ At deleted before it is DONE has its command stopped at once (its pod deleted) a
 from __future__ import annotations
 
 import logging
-import shlex
 from datetime import UTC, datetime
 
 import kubeforge
@@ -22,6 +21,7 @@ from kubeforge.models import Container, ObjectMeta, Pod, PodSpec
 
 from api.v1alpha1 import At, AtStatus
 from api.v1alpha1.at import Phase
+from api.v1alpha1.command import argv_of
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,7 @@ def pod_for(at: At) -> Pod:
             labels={"cnat.kubeforge.dev/at": at.metadata.name or ""},
         ),
         spec=PodSpec(
-            containers=[
-                Container(name="command", image=IMAGE, command=shlex.split(at.spec.command))
-            ],
+            containers=[Container(name="command", image=IMAGE, command=argv_of(at.spec.command))],
             restart_policy="OnFailure",
         ),
     )

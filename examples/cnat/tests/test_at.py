@@ -13,6 +13,9 @@ from api.v1alpha1 import At
 from controllers.at import FINALIZER, AtReconciler
 from main import setup
 
+# The version these tests write (kubectl's plain `at` is the preferred version, v1).
+V1ALPHA1 = "ats.v1alpha1.cnat.kubeforge.dev"
+
 
 def at_manifest(
     name: str, command: str, *, in_seconds: float = 1.0, schedule: str | None = None
@@ -51,7 +54,7 @@ async def test_an_at_runs_its_command_once_its_time_has_come(
     await eventually(lambda: phase_is(kubectl, "hello", "RUNNING"), timeout=15)
     await eventually(lambda: phase_is(kubectl, "hello", "DONE"), timeout=15)
 
-    wide = (await kubectl.run("get", "at", "hello", "-o", "wide")).rows()
+    wide = (await kubectl.run("get", V1ALPHA1, "hello", "-o", "wide")).rows()
     assert wide[0] == ["NAME", "SCHEDULE", "COMMAND", "PHASE", "AGE"]
     assert wide[1][2] == "echo hello from cnat" and wide[1][3] == "DONE"
 
@@ -135,7 +138,7 @@ async def test_invalid_schedules_are_rejected_with_the_field_path(
     await kubectl.apply(at_manifest("fixed", "echo", in_seconds=3600))
     moved = await kubectl.run(
         "patch",
-        "at",
+        V1ALPHA1,
         "fixed",
         "--type=merge",
         "-p",

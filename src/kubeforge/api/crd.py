@@ -4,8 +4,10 @@
     text = dump_yaml(crds[0])                       # what config/crd/bases/<file> holds
 
 Every class decorated with `@resource` is one version of a kind; the classes of one kind make
-one CRD (versions in Kubernetes priority order, exactly one of them stored). The YAML is
-deterministic: keys sorted, block style, no line wrapping, multi-line text as literal blocks.
+one CRD (versions in Kubernetes priority order, exactly one of them stored). When the versions
+are a hub and its spokes (api/conversion.py), the CRD converts between them through the
+conversion webhook (`spec.conversion`, strategy Webhook). The YAML is deterministic: keys
+sorted, block style, no line wrapping, multi-line text as literal blocks.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import yaml
 
 import kubeforge
+from kubeforge.api.conversion import conversion_versions
 from kubeforge.api.meta import PrinterColumn, ResourceInfo, WebhookConversion
 from kubeforge.api.schema import schema_for_model
 from kubeforge.api.versions import version_priority
@@ -79,7 +82,11 @@ def crd_for(resource_classes: Sequence[type]) -> dict[str, Any]:
         "scope": "Namespaced" if storage.namespaced else "Cluster",
         "versions": [_version(cls, info, cls is storage_class) for cls, info in order],
     }
-    conversion = _conversion(names, [i.conversion for i in infos])
+    try:
+        convertible = conversion_versions(classes) is not None
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    conversion = _conversion(names, [i.conversion for i in infos], convertible)
     if conversion is not None:
         spec["conversion"] = conversion
     annotations = {VERSION_ANNOTATION: kubeforge.__version__}
@@ -166,10 +173,16 @@ def _column(column: PrinterColumn) -> dict[str, Any]:
     return out
 
 
-def _conversion(names: str, choices: list[WebhookConversion | None]) -> dict[str, Any] | None:
+def _conversion(
+    names: str, choices: list[WebhookConversion | None], convertible: bool
+) -> dict[str, Any] | None:
+    """The Webhook strategy when the versions convert through a hub (the webhook's options
+    from `conversion=` on any of them, or the defaults) or when a version asks for it."""
     webhooks = {c for c in choices if c is not None}
     if not webhooks:
-        return None
+        if not convertible:
+            return None
+        webhooks = {WebhookConversion()}
     if len(webhooks) > 1:
         raise ValueError(f"{names}: the versions configure different conversion webhooks")
     hook = webhooks.pop()

@@ -51,12 +51,17 @@ class Files:
         path.write_text(content, encoding="utf-8")
         self._report("wrote", path)
 
-    def create(self, path: Path, content: str) -> None:
-        """Scaffolded content: written when missing, the project's own afterwards."""
+    def create(self, path: Path, content: str, *, replaces: tuple[str, ...] = ()) -> None:
+        """Scaffolded content: written when missing, the project's own afterwards; a file
+        still holding one of the scaffolds in `replaces` (never edited) is rewritten."""
         if not path.exists():
             self.write(path, content)
-        elif path.read_text(encoding="utf-8") == content:
+            return
+        current = path.read_text(encoding="utf-8")
+        if current == content:
             self._report("unchanged", path)
+        elif current in replaces:
+            self.write(path, content)
         else:
             self._report("kept", path)
 

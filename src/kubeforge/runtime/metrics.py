@@ -272,6 +272,10 @@ class WebhookMetricsAdapter:
         """Count a handler that raised an unexpected exception."""
         self._metrics.webhook_panics_total.inc()
 
+    def conversion_panic(self) -> None:
+        """Count a conversion that raised an unexpected exception."""
+        self._metrics.conversion_webhook_panics_total.inc()
+
     def certificate_read(self, ok: bool) -> None:
         """Count a read of the serving certificate, and its failure."""
         self._metrics.certwatcher_read_certificate_total.inc()
@@ -413,7 +417,8 @@ class Metrics:
         self._queue_times = _QueueTimesCollector()
         reg.register(self._queue_times)
 
-        # Webhook server (pkg/webhook/internal/metrics, admission/metrics, certwatcher/metrics).
+        # Webhook server (pkg/webhook/internal/metrics, admission/metrics, conversion/metrics,
+        # certwatcher/metrics).
         self.webhook_requests_total = Counter(
             "controller_runtime_webhook_requests_total",
             "Total number of admission requests by HTTP status code.",
@@ -436,6 +441,12 @@ class Metrics:
         self.webhook_panics_total = Counter(
             "controller_runtime_webhook_panics_total",
             "Total number of webhook panics",
+            registry=reg,
+        )
+        # pkg/webhook/conversion/metrics: no labels, published at zero.
+        self.conversion_webhook_panics_total = Counter(
+            "controller_runtime_conversion_webhook_panics_total",
+            "Total number of conversion webhook panics",
             registry=reg,
         )
         self.certwatcher_read_certificate_total = Counter(

@@ -1,5 +1,6 @@
-"""Testing operators: TestEnv (the envtest equivalent), kubectl and waiting helpers, and
-the pytest plugin (fixtures `testenv`, `kubeforge_client`, `manager`, `kubectl`).
+"""Testing operators: TestEnv (the envtest equivalent), kubectl and waiting helpers, round
+trips between versions (with Hypothesis strategies for objects), and the pytest plugin
+(fixtures `testenv`, `kubeforge_client`, `manager`, `kubectl`).
 
 Names are loaded on first use: pytest loads the plugin in every run of any project where
 kubeforge is installed, and that must not cost the import of the client and runtime.
@@ -19,10 +20,13 @@ __all__ = [
     "KubectlError",
     "KubectlResult",
     "TestEnv",
+    "assert_round_trips",
     "eventually",
     "find_kubectl",
     "metric_sum",
     "metric_value",
+    "object_metas",
+    "objects",
 ]
 
 # Public name -> the module that defines it.
@@ -38,6 +42,9 @@ _EXPORTS: dict[str, str] = {
     "InjectedFailure": "kubeforge.testing.faults",
     "metric_sum": "kubeforge.testing.metrics",
     "metric_value": "kubeforge.testing.metrics",
+    "assert_round_trips": "kubeforge.testing.roundtrip",
+    "objects": "kubeforge.testing.strategies",
+    "object_metas": "kubeforge.testing.strategies",
 }
 
 
@@ -59,4 +66,7 @@ if TYPE_CHECKING:
     from kubeforge.testing.kubectl import find_kubectl as find_kubectl
     from kubeforge.testing.metrics import metric_sum as metric_sum
     from kubeforge.testing.metrics import metric_value as metric_value
+    from kubeforge.testing.roundtrip import assert_round_trips as assert_round_trips
+    from kubeforge.testing.strategies import object_metas as object_metas
+    from kubeforge.testing.strategies import objects as objects
     from kubeforge.testing.waiting import eventually as eventually

@@ -7,6 +7,10 @@ controller-runtime's WebhookManagedBy: the defaulter is served at `/mutate-<grou
 takes its options from the `@admission_webhook` marker on the defaulter's or validator's class
 (or function), and defaults otherwise: create and update, failurePolicy Fail, sideEffects
 None, named `m<kind>-<version>.kb.io` / `v<kind>-<version>.kb.io`.
+
+When the kind's versions are a hub and its spokes, `complete()` also serves their conversion
+at `/convert`, as controller-runtime's builder does for convertible types; a convertible kind
+needs neither a defaulter nor a validator (`manager.webhook_for(v1.At).complete()`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from kubeforge.api.conversion import kind_versions
 from kubeforge.api.webhooks import (
     WebhookMarker,
     check_path,
@@ -78,9 +83,14 @@ class WebhookBuilder(Generic[T]):
         return self
 
     def complete(self) -> list[RegisteredWebhook]:
-        """Register the webhooks with the server (ValueError for a path already served)."""
-        if self._defaulter is None and self._validator is None:
-            raise ValueError(f"webhook_for({self.gvk.kind}) needs a defaulter or a validator")
+        """Register the webhooks with the server, the kind's conversion included when it has
+        a hub and spokes (ValueError for a path already served)."""
+        convertible = isinstance(self.kind, type) and kind_versions(self.kind) is not None
+        if self._defaulter is None and self._validator is None and not convertible:
+            raise ValueError(
+                f"webhook_for({self.gvk.kind}) needs a defaulter, a validator, or a kind whose "
+                "versions convert through a hub (kubeforge.Hub and kubeforge.Convertible)"
+            )
         registered = []
         if self._defaulter is not None:
             source, function, path = self._defaulter
@@ -91,6 +101,8 @@ class WebhookBuilder(Generic[T]):
             registered.append(
                 self._register(validator, ValidatingHandler(self.kind, validator), False, path)
             )
+        if convertible:
+            registered.append(self.server.register_conversion(self.kind))
         return registered
 
     def _register(

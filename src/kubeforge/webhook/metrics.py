@@ -1,5 +1,6 @@
 """What the webhook server reports, named by the manager's metrics (controller-runtime's
-`controller_runtime_webhook_*` and `certwatcher_*` families; see runtime/metrics.py).
+`controller_runtime_webhook_*`, `controller_runtime_conversion_webhook_panics_total` and
+`certwatcher_*` families; see runtime/metrics.py).
 
 A server run without a manager reports to nothing.
 """
@@ -26,6 +27,9 @@ class WebhookMetrics(Protocol):
     def panic(self) -> None:
         """A handler raised an unexpected exception (it was answered as an internal error)."""
 
+    def conversion_panic(self) -> None:
+        """A conversion raised an unexpected exception (answered as a failed conversion)."""
+
     def certificate_read(self, ok: bool) -> None:
         """The serving certificate was read (successfully or not)."""
 
@@ -43,6 +47,9 @@ class NoMetrics:
         pass
 
     def panic(self) -> None:
+        pass
+
+    def conversion_panic(self) -> None:
         pass
 
     def certificate_read(self, ok: bool) -> None:

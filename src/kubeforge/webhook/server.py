@@ -1,7 +1,8 @@
-"""The webhook server: HTTPS, one path per webhook, AdmissionReviews in and out.
+"""The webhook server: HTTPS, one path per webhook, AdmissionReviews and ConversionReviews.
 
     server = WebhookServer(host="127.0.0.1", port=9443, cert_dir=Path("certs"))
     server.register("/mutate--v1-pod", inject_sidecar)
+    server.register_conversion(v1.At)   # /convert, for At's hub and spokes
     await server.start()            # the manager does this; stop() ends it
 
 controller-runtime's webhook.Server in Python: port 9443, certificates `tls.crt` and `tls.key`
@@ -10,7 +11,8 @@ webhook instrumented with controller-runtime's metrics under its path. Every req
 registered path is answered 200 with an AdmissionReview, as controller-runtime answers:
 a malformed review (empty or oversized body, another content type, bad JSON, not an
 AdmissionReview) gets a response with `allowed: false` and a Status of code 400 (413 for the
-size) saying what is wrong, and an exception in a handler one of code 500.
+size) saying what is wrong, and an exception in a handler one of code 500. The conversion
+webhook answers as webhook/conversion.py describes.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from kubeforge.api.conversion import kind_versions
+from kubeforge.api.meta import ResourceInfo, WebhookConversion
 from kubeforge.api.webhooks import WebhookSpec, check_path, marker_for, markers_of
 from kubeforge.webhook.admission import (
     AdmissionHandler,
@@ -38,6 +42,7 @@ from kubeforge.webhook.admission import (
     response_for_error,
 )
 from kubeforge.webhook.certwatcher import CertWatcher
+from kubeforge.webhook.conversion import MAX_CONVERSION_REVIEW_BYTES, ConversionWebhook
 from kubeforge.webhook.metrics import NoMetrics, WebhookMetrics
 from kubeforge.webhook.review import (
     MAX_REVIEW_BYTES,
@@ -61,16 +66,21 @@ DEFAULT_CERT_DIR = Path(os.environ.get("TMPDIR") or "/tmp") / "k8s-webhook-serve
 _ERROR_REVIEW_VERSION = "admission.k8s.io/v1"
 
 
+Endpoint = Callable[[web.Request], Awaitable[tuple[int, bytes]]]
+
+
 @dataclass(frozen=True)
 class RegisteredWebhook:
     """A webhook the server serves: its path, handler, and, when known, the spec a
-    Mutating/ValidatingWebhookConfiguration needs to call it."""
+    Mutating/ValidatingWebhookConfiguration needs to call it. The conversion webhook has
+    `conversion=True` and a ConversionWebhook as its handler (its `kinds` say which)."""
 
     path: str
-    handler: AdmissionHandler | HandlerFunction
+    handler: AdmissionHandler | HandlerFunction | ConversionWebhook
     mutating: bool | None = None
     kind: Any = None
     spec: WebhookSpec | None = None
+    conversion: bool = False
 
 
 def _connect_host(host: str) -> str:
@@ -106,7 +116,7 @@ class WebhookServer:
         self.client_ca_name = client_ca_name
         self.cert_check_interval = cert_check_interval
         self.metrics: WebhookMetrics = metrics or NoMetrics()
-        self._hooks: dict[str, tuple[RegisteredWebhook, Callable[..., Any]]] = {}
+        self._hooks: dict[str, tuple[RegisteredWebhook, Endpoint]] = {}
         self._runner: web.AppRunner | None = None
         self._stopping = asyncio.Event()
         self._watch: asyncio.Task[None] | None = None
@@ -153,9 +163,51 @@ class WebhookServer:
             kind=kind,
             spec=spec,
         )
-        self._hooks[path] = (entry, answer)
+
+        async def admit(request: web.Request) -> tuple[int, bytes]:
+            return 200, await self._answer(request, answer, path)
+
+        self._hooks[path] = (entry, admit)
         self.metrics.registered(path)
         log.debug("registered webhook %s", path)
+        return entry
+
+    def register_conversion(self, kind: type) -> RegisteredWebhook:
+        """Convert between the versions of `kind` (its hub or any of its spokes) at the
+        kind's conversion path (`/convert` unless its `conversion=WebhookConversion(path=)`
+        says otherwise). One conversion webhook serves every kind registered at a path.
+
+        ValueError when the kind has no hub and spokes, or the path serves an admission
+        webhook."""
+        versions = kind_versions(kind)
+        name = getattr(kind, "__qualname__", repr(kind))
+        if versions is None:
+            raise ValueError(
+                f"{name}: its kind has no versions to convert between (a kubeforge.Hub and "
+                "classes that are kubeforge.Convertible to it)"
+            )
+        path = _conversion_path(list(versions.classes.values()))
+        found = self._hooks.get(path)
+        if found is None:
+            webhook = ConversionWebhook(on_panic=lambda: self.metrics.conversion_panic())
+            entry = RegisteredWebhook(path=path, handler=webhook, conversion=True)
+
+            async def convert(request: web.Request) -> tuple[int, bytes]:
+                try:
+                    body = await _read_body(request, MAX_CONVERSION_REVIEW_BYTES)
+                except ReviewError as exc:
+                    return webhook.refusal(exc)
+                return await webhook.answer(body)
+
+            self._hooks[path] = (entry, convert)
+            self.metrics.registered(path)
+            log.debug("registered the conversion webhook at %s", path)
+        else:
+            entry = found[0]
+            if not isinstance(entry.handler, ConversionWebhook):
+                raise ValueError(f"{path} already serves an admission webhook")
+            webhook = entry.handler
+        webhook.add(versions)
         return entry
 
     @property
@@ -257,21 +309,20 @@ class WebhookServer:
         found = self._hooks.get(request.path)
         if found is None:
             return web.Response(status=404, text="404 page not found\n")
-        entry, answer = found
+        entry, endpoint = found
         path = entry.path
         self.metrics.request_started(path)
         started = time.perf_counter()
         status = 500
         try:
-            body = await self._answer(request, answer, path)
-            status = 200
-            return web.Response(body=body, content_type="application/json")
+            status, body = await endpoint(request)
+            return web.Response(status=status, body=body, content_type="application/json")
         finally:
             self.metrics.request_finished(path, status, time.perf_counter() - started)
 
     async def _answer(self, request: web.Request, answer: Callable[..., Any], path: str) -> bytes:
         try:
-            body = await _read_body(request)
+            body = await _read_body(request, MAX_REVIEW_BYTES)
             api_version, review = decode_review(body, request.headers.get("Content-Type"))
         except ReviewError as exc:
             log.info("%s: bad request: %s", path, exc.message)
@@ -311,17 +362,26 @@ def _spec_from_marker(
         raise ValueError(f"{path}: {exc}") from None
 
 
-async def _read_body(request: web.Request) -> bytes:
-    """The request body, refusing more than MAX_REVIEW_BYTES (ReviewError 413)."""
-    too_large = ReviewError(413, f"request entity is too large; limit is {MAX_REVIEW_BYTES} bytes")
+def _conversion_path(classes: list[type]) -> str:
+    """The path a kind's CRD names for its conversion webhook (api/crd.py writes the same)."""
+    for cls in classes:
+        info = getattr(cls, "__kubeforge__", None)
+        if isinstance(info, ResourceInfo) and info.conversion is not None:
+            return info.conversion.path
+    return WebhookConversion().path
+
+
+async def _read_body(request: web.Request, limit: int) -> bytes:
+    """The request body, refusing more than `limit` bytes (ReviewError 413)."""
+    too_large = ReviewError(413, f"request entity is too large; limit is {limit} bytes")
     length = request.content_length
-    if length is not None and length > MAX_REVIEW_BYTES:
+    if length is not None and length > limit:
         raise too_large
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.content.iter_chunked(64 * 1024):
         size += len(chunk)
-        if size > MAX_REVIEW_BYTES:
+        if size > limit:
             raise too_large
         chunks.append(chunk)
     return b"".join(chunks)
