@@ -78,6 +78,7 @@ class Phase:
     peak_rss: int
     requests: dict[str, int] = field(default_factory=dict)
     minimum_writes: int = 0
+    driver: float = 0.0  # seconds this driver spent creating or changing the Widgets
 
     def count(self, verbs: set[str], *, code: str | None = None) -> int:
         total = 0
@@ -373,6 +374,7 @@ async def existing_then_update(
         cpu_before = cpu_seconds(proc.pid)
         started = time.monotonic()
         await server.change_sizes(changed)
+        driven = time.monotonic() - started
         converged = await watch.wait(changed, proc, timeout)
         after = await server.settle(settle)
         second = Phase(
@@ -384,6 +386,7 @@ async def existing_then_update(
             peak_rss(proc.pid),
             server.operator_requests(before, after, own),
             minimum_writes=2 * len(changed),
+            driver=driven,
         )
         await server.verify(count)
         await watch.stop()
@@ -421,6 +424,7 @@ async def created_while_running(
         names = [f"w-{i:05}" for i in range(count)]
         started = time.monotonic()
         await server.create_widgets(names)
+        driven = time.monotonic() - started
         converged = await watch.wait(names, proc, timeout)
         after = await server.settle(settle)
         phase = Phase(
@@ -432,6 +436,7 @@ async def created_while_running(
             peak_rss(proc.pid),
             server.operator_requests(before, after, own),
             minimum_writes=2 * count,
+            driver=driven,
         )
         await server.verify(count)
         await watch.stop()
@@ -449,7 +454,7 @@ async def created_while_running(
 def table(phases: list[Phase]) -> str:
     header = (
         f"{'case':<32} {'operator':<10} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} "
-        f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6}"
+        f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6} {'driver s':>8}"
     )
     lines = [header, "-" * len(header)]
     by_case: dict[str, dict[str, Phase]] = {}
@@ -460,7 +465,8 @@ def table(phases: list[Phase]) -> str:
             lines.append(
                 f"{case:<32} {LABELS[p.operator]:<10} {p.wall:>7.2f} {p.cpu:>7.2f} "
                 f"{p.peak_rss / 2**20:>7.0f} {p.writes:>7,} {p.minimum_writes:>6,} "
-                f"{p.conflicts:>4} {p.failed:>5} {p.reads:>6}"
+                f"{p.conflicts:>4} {p.failed:>5} {p.reads:>6} "
+                + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
             )
             case = ""
         if "kubeforge" in ops and "kopf" in ops:
@@ -484,14 +490,16 @@ async def run(args: argparse.Namespace) -> list[Phase]:
     with tempfile.TemporaryDirectory() as tmp_dir:
         tmp = Path(tmp_dir)
         for count in args.objects:
-            for operator in args.operators:
-                phases += await existing_then_update(
-                    operator, count, tmp, args.settle, args.timeout
-                )
-            for operator in args.operators:
-                phases.append(
-                    await created_while_running(operator, count, tmp, args.settle, args.timeout)
-                )
+            if "existing" in args.cases:
+                for operator in args.operators:
+                    phases += await existing_then_update(
+                        operator, count, tmp, args.settle, args.timeout
+                    )
+            if "running" in args.cases:
+                for operator in args.operators:
+                    phases.append(
+                        await created_while_running(operator, count, tmp, args.settle, args.timeout)
+                    )
     return phases
 
 
@@ -503,6 +511,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="N = 200 only, for a smoke run")
     parser.add_argument(
         "--operators", nargs="+", choices=sorted(OPERATORS), default=["kubeforge", "kopf"]
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=["existing", "running"],
+        default=["existing", "running"],
+        help="existing: created before the operator starts, then a spec change to every "
+        "tenth; running: created while it runs",
     )
     parser.add_argument(
         "--settle",
