@@ -8,6 +8,7 @@ ConfigMap and the generation it reflects.
 from __future__ import annotations
 
 import asyncio
+import os
 
 from widget import Widget, WidgetStatus, config_map_name
 
@@ -34,16 +35,20 @@ class WidgetReconciler(kubeforge.ObjectReconciler[Widget]):
         return None
 
 
-def setup(manager: kubeforge.Manager) -> None:
+def setup(manager: kubeforge.Manager, workers: int = 1) -> None:
     """Reconcile Widgets, and come back to one when its ConfigMap changes."""
-    manager.controller().for_(Widget).owns(ConfigMap).complete(WidgetReconciler())
+    builder = manager.controller().for_(Widget).owns(ConfigMap)
+    if workers != 1:
+        builder = builder.with_options(max_concurrent_reconciles=workers)
+    builder.complete(WidgetReconciler())
 
 
 async def main() -> None:
     # What `kubeforge run` does: text logs at INFO, a Manager with its default options.
     kubeforge.configure_logging("text")
     manager = kubeforge.Manager(kubeforge.load_config())
-    setup(manager)
+    # The benchmark's --workers (default: the controller's default, one).
+    setup(manager, int(os.environ.get("WIDGET_WORKERS", "1")))
     await manager.run()
 
 
