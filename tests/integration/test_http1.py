@@ -122,14 +122,14 @@ async def test_the_target_is_encoded_and_keeps_the_servers_path(peer: Peer) -> N
     try:
         await t.request(
             "GET",
-            "/api/v1/namespaces/default/configmaps/a b",
+            "/api/v1/namespaces/default/pods/p/proxy/a b/%2F/100%",
             params={"labelSelector": "app in (a,b),tier!=x", "limit": "5"},
         )
     finally:
         await t.close()
     target = peer.heads[0].split(b"\r\n")[0].split(b" ")[1]
     assert target == (
-        b"/prefix/api/v1/namespaces/default/configmaps/a%20b"
+        b"/prefix/api/v1/namespaces/default/pods/p/proxy/a%20b/%2F/100%25"
         b"?labelSelector=app+in+%28a%2Cb%29%2Ctier%21%3Dx&limit=5"
     )
 

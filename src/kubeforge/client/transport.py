@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -39,6 +40,7 @@ _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 # Path characters sent as they are (RFC 3986 pchar and "/"); anything else is percent-encoded.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_LONE_PERCENT = re.compile("%(?![0-9A-Fa-f]{2})")
 
 # Called after every request: (method, host, status code or "<error>", seconds).
 RequestObserver = Callable[[str, str, int | str, float], None]
@@ -222,7 +224,8 @@ class Transport:
     def _target(self, path: str, params: Mapping[str, str] | None) -> str:
         """The request target: the server's path prefix, the path (percent-encoded where it
         must be), the query."""
-        target = self._base_path + quote(path, safe=_PATH_SAFE)
+        # Escapes already in the path stay as they are (as aiohttp's URLs keep them).
+        target = self._base_path + quote(_LONE_PERCENT.sub("%25", path), safe=_PATH_SAFE + "%")
         if params:
             target += "?" + urlencode(params)
         return target
