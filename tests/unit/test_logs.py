@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -91,3 +92,15 @@ def test_a_reconcile_logger_tags_records_without_any_filter() -> None:
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="text or json"):
         kubeforge.configure_logging("xml")  # type: ignore[arg-type]
+
+
+def test_reconcile_ids_are_distinct_random_uuids() -> None:
+    from kubeforge.runtime.controller import _RECONCILE_IDS
+
+    ids = [next(_RECONCILE_IDS) for _ in range(600)]  # more than one block of 256
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122

@@ -1,4 +1,7 @@
-"""HTTP to the API server: one pooled aiohttp session, TLS, credentials and retries.
+"""HTTP to the API server: pooled keep-alive connections, TLS, credentials and retries.
+
+Whole request/response exchanges go through `http1.ConnectionPool`; watches and log streams
+(and every request when the cluster is reached through a proxy) through one aiohttp session.
 
 Retries follow client-go: a 429 is retried for any request (waiting Retry-After when the
 server gives one), 5xx answers and dropped connections only for reads (GET), with
@@ -11,25 +14,33 @@ from __future__ import annotations
 import asyncio
 import base64
 import random
+import re
+import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 import orjson
-from multidict import CIMultiDictProxy
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from kubeforge import __version__
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import error_from_status
+from kubeforge.client.http1 import Answer, ConnectionPool
 from kubeforge.client.refusals import report_refusal
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 
 USER_AGENT = f"kubeforge/{__version__} (python)"
 _IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+# Path characters sent as they are (RFC 3986 pchar and "/"); anything else is percent-encoded.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+_LONE_PERCENT = re.compile("%(?![0-9A-Fa-f]{2})")
 
 # Called after every request: (method, host, status code or "<error>", seconds).
 RequestObserver = Callable[[str, str, int | str, float], None]
@@ -81,6 +92,10 @@ class Transport:
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._host = config.server.split("://", 1)[-1]
+        self._pool: ConnectionPool | None = None
+        url = urlsplit(config.server)
+        self._base_path = url.path.rstrip("/")
+        self._netloc = url.netloc.rpartition("@")[2]
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -98,9 +113,28 @@ class Transport:
             )
         return self._session
 
+    def _http1_pool(self) -> ConnectionPool:
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        if self._pool is None:
+            url = urlsplit(self.config.server)
+            context: ssl.SSLContext | None = None
+            if url.scheme == "https":
+                configured = self.config.ssl_context()
+                context = configured if isinstance(configured, ssl.SSLContext) else _unverified()
+            self._pool = ConnectionPool(
+                url.hostname or "localhost",
+                url.port or (443 if url.scheme == "https" else 80),
+                ssl_context=context,
+                server_hostname=self.config.tls_server_name or url.hostname,
+            )
+        return self._pool
+
     async def close(self) -> None:
         """Close the connections; the transport cannot be used afterwards."""
         self._closed = True
+        if self._pool is not None:
+            self._pool.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -144,23 +178,23 @@ class Transport:
         """Send a request and read the whole answer; non-2xx answers raise ApiError."""
         attempt = 0
         refreshed = False
-        client_timeout = aiohttp.ClientTimeout(total=timeout or self.timeout)
+        seconds = timeout or self.timeout
+        # Through a proxy (and for HEAD, whose answer has no body to frame) aiohttp does it all.
+        direct = not self.config.proxy_url and method != "HEAD"
+        target = self._target(path, params) if direct else ""
         while True:
             started = time.monotonic()
             headers = await self._headers(accept, content_type)
             try:
-                async with self.session.request(
-                    method,
-                    self._url(path),
-                    params=params,
-                    data=body,
-                    headers=headers,
-                    timeout=client_timeout,
-                    **self._kwargs(),
-                ) as resp:
-                    data = await resp.read()
-                    status, resp_headers = resp.status, resp.headers
-            except (TimeoutError, aiohttp.ClientConnectionError) as exc:
+                if direct:
+                    answer = await self._exchange(method, target, headers, body, seconds)
+                    data, status = answer.body, answer.status
+                    resp_headers = CIMultiDictProxy(CIMultiDict(answer.headers))
+                else:
+                    status, resp_headers, data = await self._aiohttp_request(
+                        method, path, params, body, headers, seconds
+                    )
+            except (TimeoutError, OSError, aiohttp.ClientConnectionError) as exc:
                 self._observe(method, "<error>", started)
                 if method in _IDEMPOTENT and attempt < self.max_retries:
                     attempt += 1
@@ -186,6 +220,61 @@ class Transport:
             if status == 403:
                 report_refusal(method, path, params, status_body)
             raise error_from_status(status, status_body)
+
+    def _target(self, path: str, params: Mapping[str, str] | None) -> str:
+        """The request target: the server's path prefix, the path (percent-encoded where it
+        must be), the query."""
+        # Escapes already in the path stay as they are (as aiohttp's URLs keep them).
+        target = self._base_path + quote(_LONE_PERCENT.sub("%25", path), safe=_PATH_SAFE + "%")
+        if params:
+            target += "?" + urlencode(params)
+        return target
+
+    async def _exchange(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        seconds: float,
+    ) -> Answer:
+        lines = [
+            f"{method} {target} HTTP/1.1",
+            f"Host: {self._netloc}",
+            f"User-Agent: {self.user_agent}",
+            "Accept-Encoding: gzip",
+        ]
+        for name, value in headers.items():
+            if "\r" in value or "\n" in value:
+                raise ValueError(f"the {name} header contains a line break")
+            lines.append(f"{name}: {value}")
+        if body is not None or method in _WITH_BODY:
+            lines.append(f"Content-Length: {len(body or b'')}")
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        if body:
+            request += body
+        async with asyncio.timeout(seconds):
+            return await self._http1_pool().exchange(method, request)
+
+    async def _aiohttp_request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        headers: dict[str, str],
+        seconds: float,
+    ) -> tuple[int, CIMultiDictProxy[str], bytes]:
+        async with self.session.request(
+            method,
+            self._url(path),
+            params=params,
+            data=body,
+            headers=headers,
+            timeout=aiohttp.ClientTimeout(total=seconds),
+            **self._kwargs(),
+        ) as resp:
+            return resp.status, resp.headers, await resp.read()
 
     @asynccontextmanager
     async def stream(
@@ -231,6 +320,14 @@ class Transport:
         if self.on_retry is not None:
             self.on_retry(method, self._host, code, seconds)
         await asyncio.sleep(seconds)
+
+
+def _unverified() -> ssl.SSLContext:
+    """A TLS context that checks nothing (insecure-skip-tls-verify without a certificate)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

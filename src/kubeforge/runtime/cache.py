@@ -97,8 +97,24 @@ class CacheOptions:
     transform: Transform | None = strip_managed_fields
 
 
+# kind -> kind_key(kind): every cached read names its kind, usually the same few.
+_KIND_KEYS: dict[Any, str] = {}
+_MAX_KIND_KEYS = 4096
+
+
 def kind_key(kind: KindLike) -> str:
     """A stable name for a kind: `apps/v1/Deployment`."""
+    try:
+        return _KIND_KEYS[kind]
+    except (KeyError, TypeError):
+        pass
+    key = _kind_key(kind)
+    if len(_KIND_KEYS) < _MAX_KIND_KEYS:
+        _KIND_KEYS[kind] = key
+    return key
+
+
+def _kind_key(kind: KindLike) -> str:
     info = getattr(kind, "__kubeforge__", None)
     if info is not None:
         return str(info.gvk)

@@ -1,0 +1,599 @@
+"""One operator written with kubeforge and with Kopf, on the same API server: wall time to
+converge, requests counted at the server, CPU and peak RSS of the operator's process.
+
+    python benchmarks/operator.py                   # N = 1,000 and 5,000
+    python benchmarks/operator.py --quick           # N = 200
+    python benchmarks/operator.py -n 20 --operators kubeforge --json out.json
+
+The job (benchmarks/widgets/): for each Widget, create an owned ConfigMap holding its
+spec.size and set its status (the ConfigMap's name and the generation it reflects). Cases:
+N Widgets created before the operator starts, then a spec change to every tenth; and, on a
+fresh server, N Widgets created while the operator runs. The API server (`kubeforge
+apiserver`), each operator and this driver run in their own processes; the operator's CPU
+and peak RSS are read from /proc, its requests from the server's `apiserver_request_total`
+(the driver's own creates and patches taken out).
+"""
+
+# ruff: noqa: E402
+from __future__ import annotations
+
+import os
+import sys
+
+# Run as a script, this file's folder comes first on the path, and its name would hide the
+# standard library's `operator` module from everything imported after this line.
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.join(HERE, "widgets"))
+
+import argparse
+import asyncio
+import json
+import signal
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+from widget import GROUP, PLURAL, VERSION, config_map_name, widget_crd
+
+from kubeforge.client import Client, load_kubeconfig
+
+BIN = Path(sys.executable).parent
+WIDGETS = Path(HERE) / "widgets"
+OPERATORS = {
+    "kubeforge": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
+    "kopf": [
+        str(BIN / "kopf"),
+        "run",
+        "--standalone",
+        "--all-namespaces",
+        str(WIDGETS / "kopf_operator.py"),
+    ],
+}
+LABELS = {"kubeforge": "kubeforge", "kopf": "Kopf"}
+NAMESPACE = "default"
+API_VERSION = f"{GROUP}/{VERSION}"
+WRITES = {"POST", "PUT", "PATCH", "DELETE", "APPLY"}
+READS = {"GET", "LIST"}
+CREATE_CONCURRENCY = 32
+TICK = os.sysconf("SC_CLK_TCK")
+
+Key = tuple[str, str, str]  # verb, resource (with /subresource), code
+
+
+@dataclass
+class Phase:
+    """One case measured for one operator."""
+
+    case: str
+    operator: str
+    objects: int
+    wall: float
+    cpu: float
+    peak_rss: int
+    requests: dict[str, int] = field(default_factory=dict)
+    minimum_writes: int = 0
+    driver: float = 0.0  # seconds this driver spent creating or changing the Widgets
+
+    def count(self, verbs: set[str], *, code: str | None = None) -> int:
+        total = 0
+        for key, value in self.requests.items():
+            verb, _, status = key.split(" ")
+            if verb in verbs and (code is None or status == code):
+                total += value
+        return total
+
+    @property
+    def writes(self) -> int:
+        return self.count(WRITES)
+
+    @property
+    def conflicts(self) -> int:
+        return self.count(WRITES, code="409")
+
+    @property
+    def failed(self) -> int:
+        return (
+            sum(v for k, v in self.requests.items() if int(k.split(" ")[2]) >= 400) - self.conflicts
+        )
+
+    @property
+    def reads(self) -> int:
+        return self.count(READS)
+
+
+# processes ------------------------------------------------------------------------------------
+
+
+def start_server(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
+    """`kubeforge apiserver` on a free port; returns it and its kubeconfig."""
+    kubeconfig = tmp / "kubeconfig"
+    kubeconfig.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [str(BIN / "kubeforge"), "apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("kubeconfig written"):
+            break
+    else:
+        raise RuntimeError("the API server did not start")
+    return proc, kubeconfig
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time the process's threads have run so far, in nanoseconds' precision (the
+    scheduler's own count; /proc/<pid>/stat only counts 10 ms ticks)."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            continue  # the thread ended meanwhile
+    return total / 1e9
+
+
+def tick_seconds(pid: int) -> float:
+    """User + system CPU of the process, ended threads included, in 10 ms ticks."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def check_cpu(operator: str, pid: int) -> None:
+    """Threads that ended take their CPU time out of the per-thread count: say so."""
+    precise, ticks = cpu_seconds(pid), tick_seconds(pid)
+    if ticks > precise * 1.05 + 0.05:
+        print(
+            f"warning: {operator}'s ended threads used CPU not counted ({ticks:.2f} s > "
+            f"{precise:.2f} s)",
+            file=sys.stderr,
+        )
+
+
+def peak_rss(pid: int) -> int:
+    """The process's peak resident set size, bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# the server's view ------------------------------------------------------------------------------
+
+
+class Server:
+    """Reads the server's request counters and drives Widgets through one client."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.own: Counter[tuple[str, str]] = Counter()  # this driver's writes: (verb, code)
+
+    async def metrics(self) -> tuple[Counter[Key], float]:
+        """Requests served so far by (verb, resource, code), and watches open on Widgets."""
+        reply = await self.client.transport.request("GET", "/metrics", accept="text/plain")
+        counts: Counter[Key] = Counter()
+        watching = 0.0
+        for family in text_string_to_metric_families(reply.body.decode()):
+            for sample in family.samples:
+                labels = sample.labels
+                if sample.name == "apiserver_request_total" and labels["verb"] != "WATCH":
+                    resource = labels["resource"]
+                    if labels.get("subresource"):
+                        resource += "/" + labels["subresource"]
+                    counts[labels["verb"], resource, labels["code"]] += int(sample.value)
+                elif (
+                    sample.name == "apiserver_longrunning_requests"
+                    and labels.get("verb") == "WATCH"
+                    and labels.get("resource") == PLURAL
+                ):
+                    watching += sample.value
+        return counts, watching
+
+    async def settle(
+        self, seconds: float, pid: int | None = None, timeout: float = 120
+    ) -> tuple[Counter[Key], float]:
+        """Wait until no request has been served for `seconds`. The counts then, and the CPU
+        time process `pid` had used when its last request was seen (so that waiting here
+        counts for neither operator; Kopf alone uses about 20 ms a second when idle)."""
+        counts, _ = await self.metrics()
+        used = cpu_seconds(pid) if pid is not None else 0.0
+        quiet_since = time.monotonic()
+        deadline = quiet_since + timeout
+        while time.monotonic() - quiet_since < seconds:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the operator kept sending requests")
+            await asyncio.sleep(0.1)
+            latest, _ = await self.metrics()
+            if latest != counts:
+                counts, quiet_since = latest, time.monotonic()
+                used = cpu_seconds(pid) if pid is not None else 0.0
+        return counts, used
+
+    async def create_widgets(self, names: list[str]) -> dict[str, int]:
+        """Create the Widgets; their generations as created."""
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+        generations: dict[str, int] = {}
+
+        async def create(i: int, name: str) -> None:
+            body = {
+                "apiVersion": API_VERSION,
+                "kind": "Widget",
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": {"size": i % 7},
+            }
+            async with gate:
+                created = await self.client.create(body)
+            self.own["POST", "201"] += 1
+            generations[name] = created["metadata"]["generation"]
+
+        await asyncio.gather(*(create(i, name) for i, name in enumerate(names)))
+        return generations
+
+    async def change_sizes(self, names: list[str]) -> dict[str, int]:
+        """Change the Widgets' spec; their new generations."""
+        gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+        generations: dict[str, int] = {}
+
+        async def change(name: str) -> None:
+            async with gate:
+                changed = await self.client.patch(
+                    f"{API_VERSION}/Widget",
+                    name,
+                    {"spec": {"size": 100}},
+                    namespace=NAMESPACE,
+                )
+            self.own["PATCH", "200"] += 1
+            generations[name] = changed["metadata"]["generation"]
+
+        await asyncio.gather(*(change(name) for name in names))
+        return generations
+
+    def operator_requests(
+        self, before: Counter[Key], after: Counter[Key], own_before: Counter[tuple[str, str]]
+    ) -> dict[str, int]:
+        """The requests served between two readings, less this driver's own writes."""
+        delta = after - before
+        for (verb, code), n in (self.own - own_before).items():
+            delta[verb, PLURAL, code] -= n
+        return {" ".join(k): v for k, v in sorted(delta.items()) if v > 0}
+
+    async def verify(self, expected: int) -> None:
+        """Every Widget has its ConfigMap, holding its size and owned by it."""
+        widgets = await self.client.list(f"{API_VERSION}/Widget", namespace=NAMESPACE)
+        configs = {
+            c["metadata"]["name"]: c
+            for c in await self.client.list("v1/ConfigMap", namespace=NAMESPACE)
+        }
+        assert len(widgets) == expected, (len(widgets), expected)
+        for w in widgets:
+            name = w["metadata"]["name"]
+            config = configs[config_map_name(name)]
+            assert config["data"] == {"size": str(w["spec"]["size"])}, (name, config["data"])
+            owners = [r["uid"] for r in config["metadata"].get("ownerReferences", [])]
+            assert owners == [w["metadata"]["uid"]], (name, owners)
+            status = w.get("status") or {}
+            assert status.get("configMap") == config_map_name(name), (name, status)
+            assert status.get("observedGeneration") == w["metadata"]["generation"], (name, status)
+
+
+class Convergence:
+    """Follows Widgets through one watch; `wait(names)` returns when each of them has a
+    status reflecting its current generation."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.state: dict[str, tuple[int, int | None]] = {}
+        self.changed = asyncio.Event()
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        client = self.server.client
+        listed = await client.list(f"{API_VERSION}/Widget", namespace=NAMESPACE)
+        for obj in listed:
+            self._see(obj)
+        self.task = asyncio.create_task(self._follow(listed.resource_version))
+
+    async def _follow(self, resource_version: str) -> None:
+        async for event in self.server.client.watch(
+            f"{API_VERSION}/Widget",
+            namespace=NAMESPACE,
+            resource_version=resource_version,
+            timeout_seconds=3600,
+        ):
+            if event.type in ("ADDED", "MODIFIED"):
+                self._see(event.object)
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        observed = (obj.get("status") or {}).get("observedGeneration")
+        self.state[meta["name"]] = (meta["generation"], observed)
+        self.changed.set()
+
+    def done(self, name: str, generation: int) -> bool:
+        _, observed = self.state.get(name, (0, None))
+        return observed is not None and observed >= generation
+
+    async def wait(
+        self, generations: dict[str, int], proc: subprocess.Popen[Any], timeout: float
+    ) -> float:
+        """When the last of the Widgets had a status reflecting at least the generation
+        given (time.monotonic())."""
+        pending = dict(generations)
+        deadline = time.monotonic() + timeout
+        while True:
+            pending = {n: g for n, g in pending.items() if not self.done(n, g)}
+            if not pending:
+                return time.monotonic()
+            if proc.poll() is not None:
+                raise RuntimeError(f"the operator exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} widgets did not converge")
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), 1.0)
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            try:
+                await self.task
+            except asyncio.CancelledError:
+                pass
+
+
+# cases ----------------------------------------------------------------------------------------
+
+
+async def prepare(kubeconfig: Path) -> tuple[Server, Convergence]:
+    client = Client(load_kubeconfig(kubeconfig))
+    await client.create(widget_crd())
+    await client.wait_established([f"{PLURAL}.{GROUP}"])
+    server = Server(client)
+    watch = Convergence(server)
+    await watch.start()
+    return server, watch
+
+
+WORKERS = 1  # --workers: kubeforge's max_concurrent_reconciles (its default is 1)
+
+
+def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, KUBECONFIG=str(kubeconfig), WIDGET_WORKERS=str(WORKERS))
+    with log.open("wb") as out:
+        return subprocess.Popen(OPERATORS[operator], env=env, stdout=out, stderr=out)
+
+
+async def existing_then_update(
+    operator: str, count: int, tmp: Path, settle: float, timeout: float
+) -> list[Phase]:
+    """`count` Widgets exist before the operator starts; then every tenth one changes."""
+    server_proc, kubeconfig = start_server(tmp)
+    proc = None
+    try:
+        server, watch = await prepare(kubeconfig)
+        names = [f"w-{i:05}" for i in range(count)]
+        generations = await server.create_widgets(names)
+        before, _ = await server.settle(0.2)
+        own = Counter(server.own)
+        started = time.monotonic()
+        proc = launch(operator, kubeconfig, tmp / f"{operator}-existing-{count}.log")
+        converged = await watch.wait(generations, proc, timeout)
+        after, used = await server.settle(settle, proc.pid)
+        check_cpu(operator, proc.pid)
+        first = Phase(
+            f"{count:,} existing before start",
+            operator,
+            count,
+            converged - started,
+            used,
+            peak_rss(proc.pid),
+            server.operator_requests(before, after, own),
+            minimum_writes=2 * count,
+        )
+        await server.verify(count)
+
+        changed = names[::10]
+        (before, _), own = await server.settle(0.2), Counter(server.own)
+        cpu_before = cpu_seconds(proc.pid)
+        started = time.monotonic()
+        generations = await server.change_sizes(changed)
+        driven = time.monotonic() - started
+        converged = await watch.wait(generations, proc, timeout)
+        after, used = await server.settle(settle, proc.pid)
+        second = Phase(
+            f"spec change of {len(changed):,} of them",
+            operator,
+            len(changed),
+            converged - started,
+            used - cpu_before,
+            peak_rss(proc.pid),
+            server.operator_requests(before, after, own),
+            minimum_writes=2 * len(changed),
+            driver=driven,
+        )
+        await server.verify(count)
+        await watch.stop()
+        await server.client.close()
+        return [first, second]
+    finally:
+        if proc is not None:
+            stop(proc)
+        stop(server_proc)
+
+
+async def created_while_running(
+    operator: str, count: int, tmp: Path, settle: float, timeout: float
+) -> Phase:
+    """The operator runs (its caches synced, idle) when `count` Widgets are created."""
+    server_proc, kubeconfig = start_server(tmp)
+    proc = None
+    try:
+        server, watch = await prepare(kubeconfig)
+        _, watching = await server.metrics()
+        proc = launch(operator, kubeconfig, tmp / f"{operator}-running-{count}.log")
+        # Ready: it watches Widgets, and its CPU use has stopped growing (startup is over).
+        deadline = time.monotonic() + 60
+        while (await server.metrics())[1] <= watching:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{operator} did not start watching Widgets")
+            await asyncio.sleep(0.05)
+        seen = -1.0
+        while (now := tick_seconds(proc.pid)) != seen:
+            seen = now
+            await asyncio.sleep(0.3)
+        before, _ = await server.settle(0.2)
+        own = Counter(server.own)
+        cpu_before = cpu_seconds(proc.pid)
+        names = [f"w-{i:05}" for i in range(count)]
+        started = time.monotonic()
+        generations = await server.create_widgets(names)
+        driven = time.monotonic() - started
+        converged = await watch.wait(generations, proc, timeout)
+        after, used = await server.settle(settle, proc.pid)
+        phase = Phase(
+            f"{count:,} created while running",
+            operator,
+            count,
+            converged - started,
+            used - cpu_before,
+            peak_rss(proc.pid),
+            server.operator_requests(before, after, own),
+            minimum_writes=2 * count,
+            driver=driven,
+        )
+        await server.verify(count)
+        await watch.stop()
+        await server.client.close()
+        return phase
+    finally:
+        if proc is not None:
+            stop(proc)
+        stop(server_proc)
+
+
+# report ---------------------------------------------------------------------------------------
+
+
+def table(phases: list[Phase]) -> str:
+    header = (
+        f"{'case':<32} {'operator':<10} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} "
+        f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6} {'driver s':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    by_case: dict[str, dict[str, Phase]] = {}
+    for p in phases:
+        by_case.setdefault(p.case, {})[p.operator] = p
+    for case, ops in by_case.items():
+        for p in ops.values():
+            lines.append(
+                f"{case:<32} {LABELS[p.operator]:<10} {p.wall:>7.2f} {p.cpu:>7.2f} "
+                f"{p.peak_rss / 2**20:>7.0f} {p.writes:>7,} {p.minimum_writes:>6,} "
+                f"{p.conflicts:>4} {p.failed:>5} {p.reads:>6} "
+                + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
+            )
+            case = ""
+        if "kubeforge" in ops and "kopf" in ops:
+            ours, theirs = ops["kubeforge"], ops["kopf"]
+            lines.append(
+                f"{'':<32} {'ratio':<10} {ours.wall / theirs.wall:>6.2f}x "
+                f"{ours.cpu / max(theirs.cpu, 0.01):>6.2f}x "
+                f"{ours.peak_rss / theirs.peak_rss:>6.2f}x "
+                f"{ours.writes / max(theirs.writes, 1):>6.2f}x"
+            )
+    lines.append("")
+    lines.append("requests by verb, resource and code:")
+    for p in phases:
+        detail = ", ".join(f"{k} x{v:,}" for k, v in p.requests.items())
+        lines.append(f"  {p.case} / {LABELS[p.operator]}: {detail}")
+    return "\n".join(lines)
+
+
+async def run(args: argparse.Namespace) -> list[Phase]:
+    phases: list[Phase] = []
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        for count in args.objects:
+            if "existing" in args.cases:
+                for operator in args.operators:
+                    phases += await existing_then_update(
+                        operator, count, tmp, args.settle, args.timeout
+                    )
+            if "running" in args.cases:
+                for operator in args.operators:
+                    phases.append(
+                        await created_while_running(operator, count, tmp, args.settle, args.timeout)
+                    )
+    return phases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "-n", "--objects", type=int, nargs="+", default=[1_000, 5_000], help="Widgets per case"
+    )
+    parser.add_argument("--quick", action="store_true", help="N = 200 only, for a smoke run")
+    parser.add_argument(
+        "--operators", nargs="+", choices=sorted(OPERATORS), default=["kubeforge", "kopf"]
+    )
+    parser.add_argument(
+        "--cases",
+        nargs="+",
+        choices=["existing", "running"],
+        default=["existing", "running"],
+        help="existing: created before the operator starts, then a spec change to every "
+        "tenth; running: created while it runs",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=2.0,
+        help="seconds without a request after which an operator counts as done",
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to converge")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="kubeforge's max_concurrent_reconciles (default: its default, 1)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    if args.quick:
+        args.objects = [200]
+    global WORKERS
+    WORKERS = args.workers
+    phases = asyncio.run(run(args))
+    print(table(phases))
+    if args.json is not None:
+        rows = [
+            asdict(p)
+            | {"writes": p.writes, "conflicts": p.conflicts, "failed": p.failed, "reads": p.reads}
+            for p in phases
+        ]
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
