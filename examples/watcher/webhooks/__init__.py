@@ -1,0 +1,1 @@
+"""This project's admission webhooks."""
