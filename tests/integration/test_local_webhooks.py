@@ -164,7 +164,7 @@ async def test_registration_waits_until_the_server_answers(env: TestEnv) -> None
 
 async def test_a_server_that_never_starts_is_a_timeout(env: TestEnv) -> None:
     server = kubeforge.WebhookServer()
-    with pytest.raises(TimeoutError, match="did not start within 0.2 s"):
+    with pytest.raises(TimeoutError, match=r"did not start within 0\.2 s"):
         await wait_until_serving(server, 0.2)
 
 
@@ -235,5 +235,5 @@ def test_serving_a_given_certificate_directory_trusts_its_ca_or_the_certificate(
     local.cleanup()
     assert (tmp_path / "tls.crt").exists()  # a given directory is the user's: kept
 
-    with pytest.raises(kubeforge.CertificateError, match="no ca.crt and no tls.crt"):
+    with pytest.raises(kubeforge.CertificateError, match=r"no ca\.crt and no tls\.crt"):
         serve_locally(server, cert_dir=tmp_path / "missing")

@@ -131,10 +131,11 @@ async def test_kubeforge_run_registers_the_watcher_webhooks_with_kubeforge_dev(
         await run.wait()
         refused = await dev.run("apply", "-f", "-", stdin=pod("orphan"), check=False)
         assert refused.code == 1
-        assert (
-            f'failed calling webhook "mpod.watch.kubeforge.dev": failed to call webhook: Post "{first}?timeout=10s"'
-            in refused.err
+        expected = (
+            'failed calling webhook "mpod.watch.kubeforge.dev": failed to call webhook: '
+            f'Post "{first}?timeout=10s"'
         )
+        assert expected in refused.err
         assert "connect: connection refused" in refused.err
 
         # The next run takes the same names over, here with a certificate of our own
@@ -172,3 +173,26 @@ async def test_kubeforge_run_registers_the_watcher_webhooks_with_kubeforge_dev(
 async def _changed(kubectl: Kubectl, old: str) -> str:
     url = await url_of(kubectl)
     return url if url and url != old else ""
+
+
+async def test_a_missing_certificate_directory_ends_the_run_saying_so(
+    tmp_path: Path, kubeconfig: Path
+) -> None:
+    missing = tmp_path / "no-such-dir"
+    proc = await start(
+        "run",
+        "--dir",
+        str(WATCHER),
+        "--kubeconfig",
+        str(kubeconfig),
+        "--health-probe-bind-address",
+        "0",
+        "--webhook-cert-path",
+        str(missing),
+        cwd=tmp_path,
+    )
+    output, _ = await asyncio.wait_for(proc.communicate(), 60)
+    out = output.decode()
+    assert proc.returncode == 1, out
+    assert f"the webhook server cannot start: no ca.crt and no tls.crt in {missing}" in out, out
+    assert "Traceback" not in out

@@ -328,9 +328,8 @@ class _LocalWebhooks:
             await registration.remove()
         except (ApiError, OSError) as exc:
             log.warning(
-                "could not remove the webhook configurations %s: %s (the next run replaces "
-                "them; `kubectl delete mutatingwebhookconfiguration,"
-                "validatingwebhookconfiguration <name>` removes them)",
+                "could not remove the webhook configurations %s: %s (the next run takes "
+                "them over; kubectl delete removes them)",
                 ", ".join(names),
                 exc,
             )

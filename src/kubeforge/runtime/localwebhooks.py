@@ -149,14 +149,21 @@ class WebhookRegistration:
 
     async def remove(self) -> None:
         """Delete what was applied (once; later calls do nothing). An object deleted
-        meanwhile, or replaced by another (another uid: a later run's), is left alone."""
+        meanwhile, or replaced by another (another uid: a later run's), is left alone. Every
+        object is tried; the first error, if any, is raised after."""
         objects, self.objects = self.objects, []
+        failure: Exception | None = None
         for kind, name, uid in objects:
             try:
                 await self.client.delete(kind, name, preconditions={"uid": uid})
             except (NotFound, Conflict):
                 continue
+            except Exception as exc:
+                failure = failure or exc
+                continue
             log.info("removed %s %s", kind.rpartition("/")[2], name)
+        if failure is not None:
+            raise failure
 
 
 def _admission_configurations(
