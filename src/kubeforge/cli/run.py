@@ -217,7 +217,7 @@ async def _run(
 ) -> None:
     # The kubeconfig's credentials install RBAC and register webhooks; the controllers may
     # run as the project's ServiceAccount, which may do neither.
-    async with Client(config, field_manager=FIELD_MANAGER) as admin:
+    async with Client(config, field_manager="kubeforge") as admin:
         manager_config = config
         if as_service_account:
             from kubeforge.runtime.serviceaccount import as_service_account as account_config
@@ -298,7 +298,7 @@ class _LocalWebhooks:
     name_prefix: str
     registration: WebhookRegistration | None = None
 
-    async def run(self, server_stopping: asyncio.Event, manager: Manager) -> None:
+    async def run(self, stopping: asyncio.Event, manager: Manager) -> None:
         """Register once the server answers; unregister when the manager stops (before the
         webhook server, which it stops last)."""
         try:
@@ -312,7 +312,7 @@ class _LocalWebhooks:
         except (ApiError, OSError, TimeoutError) as exc:
             raise _NotRegistered(str(exc)) from None
         try:
-            await server_stopping.wait()
+            await stopping.wait()
         finally:
             await self.unregister()
 
