@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pytest
 
@@ -237,3 +238,72 @@ def test_serving_a_given_certificate_directory_trusts_its_ca_or_the_certificate(
 
     with pytest.raises(kubeforge.CertificateError, match=r"no ca\.crt and no tls\.crt"):
         serve_locally(server, cert_dir=tmp_path / "missing")
+
+
+class GadgetSpec(kubeforge.Model):
+    size: int = 1
+
+
+@kubeforge.resource(group="gadgets.example.com", version="v1")
+class Gadget(kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.Hub):
+    """The hub."""
+
+
+@kubeforge.resource(group="gadgets.example.com", version="v1alpha1", kind="Gadget", storage=False)
+class GadgetV1alpha1(
+    kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.Convertible[Gadget]
+):
+    def to_hub(self) -> Gadget:
+        return Gadget(metadata=self.metadata, spec=self.spec)
+
+    @classmethod
+    def from_hub(cls, hub: Gadget) -> Self:
+        return cls(metadata=hub.metadata, spec=hub.spec)
+
+
+async def test_the_conversion_webhook_is_not_taken_for_an_unmarked_handler(
+    env: TestEnv, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = kubeforge.WebhookServer()
+    server.register("/label", label_config_maps)
+    server.register("/unmarked", unmarked)
+    server.register_conversion(Gadget)
+    local = serve_locally(server)
+    await server.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="kubeforge.webhook"):
+            registration = await register_webhook_server(
+                env.client, server, ca_bundle=local.ca_bundle
+            )
+        # /convert is served; only admission webhooks make configurations, and only the raw
+        # handler without a marker is reported as not registered.
+        assert registration.names == ["mutating-webhook-configuration"]
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert warnings == [
+            "not registered (no @admission_webhook marker says what they admit): /unmarked"
+        ]
+        await registration.remove()
+    finally:
+        await server.stop()
+        local.cleanup()
+
+
+async def test_run_manager_serves_locally_even_with_a_certificate_where_the_server_looks(
+    env: TestEnv, tmp_path: Path
+) -> None:
+    # As envtest always generates its own serving certificate: a certificate some other
+    # process left in the webhook server's directory does not decide how a test runs.
+    certs = generate_certificates()
+    (tmp_path / "tls.crt").write_bytes(certs.cert_pem)
+    (tmp_path / "tls.key").write_bytes(certs.key_pem)
+
+    def with_certificate(manager: kubeforge.Manager) -> None:
+        setup_webhooks(manager)
+        manager.webhook_server.cert_dir = tmp_path
+
+    async with env.run_manager(with_certificate) as manager:
+        server = manager.webhook_server
+        assert server.cert_dir != tmp_path and server.bound is not None
+        assert server.bound[0] == "127.0.0.1"
+        stored = await env.client.create(config_map("through"))
+        assert stored["metadata"]["labels"] == {"seen": "yes"}

@@ -169,7 +169,9 @@ class WebhookRegistration:
 def _admission_configurations(
     server: WebhookServer, base_url: str, ca_bundle: bytes, name_prefix: str
 ) -> list[dict[str, Any]]:
-    unmarked = [entry.path for entry in server.webhooks if entry.spec is None]
+    unmarked = [
+        entry.path for entry in server.webhooks if entry.spec is None and not entry.conversion
+    ]
     if unmarked:
         log.warning(
             "not registered (no @admission_webhook marker says what they admit): %s",
@@ -202,8 +204,11 @@ async def register_webhook_server(
     """
     await wait_until_serving(server, timeout)
     documents = _admission_configurations(server, server.url, ca_bundle, name_prefix)
-    # Conversion webhooks served by this server register here too: the CRDs they convert
-    # get spec.conversion.webhook.clientConfig with the same URL and caBundle.
+    # The conversion webhook this server serves (entries with `conversion=True`, at
+    # /convert) registers here too: the CRDs of the kinds it converts get
+    # spec.conversion.webhook.clientConfig with the same URL (plus its path) and caBundle,
+    # as envtest's CRD installation does for convertible types. For now those CRDs keep the
+    # clientConfig their manifests give.
     registration = WebhookRegistration(client, [], server.url)
     try:
         for document in documents:
