@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import os
 import signal
+import ssl
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -196,3 +198,59 @@ async def test_a_missing_certificate_directory_ends_the_run_saying_so(
     assert proc.returncode == 1, out
     assert f"the webhook server cannot start: no ca.crt and no tls.crt in {missing}" in out, out
     assert "Traceback" not in out
+
+
+async def handshake(host: str, port: int, trust: ssl.SSLContext) -> bool:
+    """Whether a TLS handshake with host:port succeeds, verifying the certificate."""
+    try:
+        _, writer = await asyncio.open_connection(
+            host, port, ssl=trust, server_hostname="localhost"
+        )
+    except (OSError, ssl.SSLError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError, ssl.SSLError):
+        await writer.wait_closed()
+    return True
+
+
+async def test_the_manager_command_serves_on_every_interface_and_registers_nothing(
+    tmp_path: Path, kubeconfig: Path, kubectl: Kubectl
+) -> None:
+    # The container's entrypoint (main.main -> kubeforge.manager_main): in a pod the deployed
+    # configurations call the webhook server through its Service, so it listens on every
+    # interface with the certificate of --webhook-cert-path and registers nothing.
+    crd = WATCHER / "config" / "crd" / "bases" / "watch.kubeforge.dev_watchers.yaml"
+    await kubectl.run("apply", "--server-side", "-f", str(crd))
+    await kubectl.run("wait", "--for=condition=Established", "crd/watchers.watch.kubeforge.dev")
+    certs = generate_certificates(common_name="watcher-webhook")
+    cert_dir = tmp_path / "serving-certs"
+    cert_dir.mkdir()
+    (cert_dir / "tls.crt").write_bytes(certs.cert_pem)
+    (cert_dir / "tls.key").write_bytes(certs.key_pem)
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "main.py",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--health-probe-bind-address=0",
+        f"--webhook-port={port}",
+        f"--webhook-cert-path={cert_dir}",
+        cwd=WATCHER,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        # 127.0.0.2 is this machine too, but only a server bound to every interface answers
+        # there (Linux routes all of 127.0.0.0/8 to the loopback device).
+        trust = certs.client_context()
+        await eventually(lambda: handshake("127.0.0.2", port, trust), timeout=60)
+        await eventually(lambda: handshake("127.0.0.1", port, trust), timeout=10)
+    finally:
+        out = await finish(proc)
+    assert proc.returncode == 0, out
+    assert f"serving webhooks on https://127.0.0.1:{port}" in out, out
+    assert "registered" not in out, out
+    for kind in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations"):
+        assert (await kubectl.run("get", kind, "-o", "name")).out == ""
