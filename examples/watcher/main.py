@@ -1,5 +1,5 @@
-"""watcher's entry point: `setup(manager)` registers the controllers (used by `kubeforge run`,
-the tests and the container image alike)."""
+"""watcher's entry point: `setup(manager)` registers the controllers and the webhooks (used by
+`kubeforge run`, the tests and the container image alike)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from kubeforge.models import ConfigMap
 
 from api.v1alpha1 import Watcher
 from controllers.watcher import WatcherReconciler
+from webhooks.v1.pod import setup_pod_webhook
 from webhooks.v1alpha1.watcher import setup_watcher_webhook
 
 # +kubeforge:scaffold:imports
 
 
 def setup(manager: kubeforge.Manager) -> None:
-    """Reconcile Watchers, and come back to one whenever its ConfigMap changes or goes away."""
+    """Reconcile Watchers, and come back to one whenever its ConfigMap changes or goes away;
+    validate Watchers, and inject their containers into the pods that ask for them."""
     (
         manager.controller()
         .for_(Watcher)
@@ -22,6 +24,7 @@ def setup(manager: kubeforge.Manager) -> None:
         .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
     )
     setup_watcher_webhook(manager)
+    setup_pod_webhook(manager)
     # +kubeforge:scaffold:builder
 
 

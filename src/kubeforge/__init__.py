@@ -172,6 +172,10 @@ _EXPORTS: dict[str, str] = {
     "RegisteredWebhook": "kubeforge.webhook.server",
     "CertificateError": "kubeforge.webhook.certwatcher",
     "ConversionWebhook": "kubeforge.webhook.conversion",
+    "LocalServing": "kubeforge.runtime.localwebhooks",
+    "WebhookRegistration": "kubeforge.runtime.localwebhooks",
+    "register_webhook_server": "kubeforge.runtime.localwebhooks",
+    "serve_locally": "kubeforge.runtime.localwebhooks",
     "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
     "install_rbac": "kubeforge.runtime.serviceaccount",
     "as_service_account": "kubeforge.runtime.serviceaccount",
@@ -544,6 +548,12 @@ if TYPE_CHECKING:
     from kubeforge.runtime.leaderelection import (
         LeadershipLost as LeadershipLost,
     )
+    from kubeforge.runtime.localwebhooks import LocalServing as LocalServing
+    from kubeforge.runtime.localwebhooks import WebhookRegistration as WebhookRegistration
+    from kubeforge.runtime.localwebhooks import (
+        register_webhook_server as register_webhook_server,
+    )
+    from kubeforge.runtime.localwebhooks import serve_locally as serve_locally
     from kubeforge.runtime.logs import ReconcileContext as ReconcileContext
     from kubeforge.runtime.logs import ReconcileLogger as ReconcileLogger
     from kubeforge.runtime.logs import configure_logging as configure_logging

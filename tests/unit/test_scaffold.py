@@ -13,7 +13,7 @@ import yaml
 
 from kubeforge.cli.deploy import set_image, split_image
 from kubeforge.cli.run import _go_booleans
-from kubeforge.runtime.metricsauth import _self_signed, load_chain_from_memory
+from kubeforge.runtime.metricsauth import serving_context
 from kubeforge.scaffold.names import InvalidName, ResourceNames, check_domain
 from kubeforge.scaffold.projectfile import ProjectFile
 from kubeforge.scaffold.render import import_at_marker, insert_at_marker, render_tree, uncomment
@@ -153,8 +153,10 @@ def test_a_certificate_made_in_memory_loads_without_a_temporary_directory(
         raise OSError(30, "Read-only file system")
 
     monkeypatch.setattr("tempfile.TemporaryDirectory", no_temp)
-    cert, key = _self_signed("127.0.0.1")
-    load_chain_from_memory(ssl.create_default_context(ssl.Purpose.CLIENT_AUTH), cert, key)
+    # Secure metrics without --metrics-cert-path make their certificate in memory; loading
+    # it through a temporary directory would raise here.
+    context = serving_context(None, "127.0.0.1")
+    assert context.verify_mode == ssl.CERT_NONE  # no client certificates asked for
 
 
 def test_the_webhook_server_imports_without_a_writable_temporary_directory() -> None:

@@ -1,18 +1,15 @@
-"""A throwaway certificate authority and serving certificate for one server run."""
+"""The API server's credentials: a CA and serving certificate kept in its credentials
+directory. Generating them is `kubeforge.api.certificates`, shared with the webhook tooling."""
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
-import ssl
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from kubeforge.api.certificates import (
+    ServingCertificates,
+    client_certificate,
+    generate_certificates,
+)
 
 __all__ = [
     "ServingCertificates",
@@ -20,154 +17,6 @@ __all__ = [
     "generate_certificates",
     "load_or_generate",
 ]
-
-
-@dataclass(frozen=True)
-class ServingCertificates:
-    """PEM-encoded CA certificate, serving certificate and its private key, and the CA's
-    key (which signs client certificates)."""
-
-    ca_pem: bytes
-    cert_pem: bytes
-    key_pem: bytes
-    ca_key_pem: bytes = b""
-
-    def server_context(self) -> ssl.SSLContext:
-        """An SSL context that serves the certificate (loaded through a private temp dir) and
-        asks clients for a certificate signed by the CA, without requiring one: a client
-        certificate authenticates its user, as kube-apiserver's --client-ca-file does."""
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        ctx.load_verify_locations(cadata=self.ca_pem.decode())
-        ctx.verify_mode = ssl.CERT_OPTIONAL
-        with tempfile.TemporaryDirectory() as tmp:
-            cert = Path(tmp, "tls.crt")
-            key = Path(tmp, "tls.key")
-            cert.write_bytes(self.cert_pem + self.ca_pem)
-            key.write_bytes(self.key_pem)
-            key.chmod(0o600)
-            ctx.load_cert_chain(cert, key)
-        return ctx
-
-    def client_context(self) -> ssl.SSLContext:
-        """An SSL context that trusts only this CA."""
-        return ssl.create_default_context(cadata=self.ca_pem.decode())
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def generate_certificates(
-    hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1"), days: int = 365
-) -> ServingCertificates:
-    """Create a CA and a serving certificate valid for `hosts` (IP addresses or DNS names).
-
-    Elliptic-curve keys keep generation to a few milliseconds, so every server start (and
-    every test environment) gets fresh credentials.
-    """
-    now = dt.datetime.now(dt.UTC)
-    start = now - dt.timedelta(minutes=5)  # tolerate small clock differences
-    end = now + dt.timedelta(days=days)
-
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("kubeforge-ca")
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
-    )
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    alt_names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            alt_names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("kubeforge-apiserver"))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return ServingCertificates(
-        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
-        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-        key_pem=_key_pem(key),
-        ca_key_pem=_key_pem(ca_key),
-    )
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def client_certificate(
-    certs: ServingCertificates, user: str, groups: tuple[str, ...] = (), days: int = 365
-) -> tuple[bytes, bytes]:
-    """A client certificate for `user` (CN) in `groups` (one O each), signed by the CA:
-    (certificate PEM, key PEM)."""
-    if not certs.ca_key_pem:
-        raise ValueError("the CA's private key is not available to sign client certificates")
-    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("unexpected CA key type")
-    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
-    now = dt.datetime.now(dt.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 def load_or_generate(directory: Path, hosts: tuple[str, ...]) -> ServingCertificates:

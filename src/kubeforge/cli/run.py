@@ -9,6 +9,16 @@ With `--as-service-account` the project's `config/rbac` is installed first (with
 kubeconfig's credentials) and the controllers run with tokens of its ServiceAccount, so a
 permission their `@rbac` rules lack is refused here, before deploy; each refusal is logged
 with the rule that would allow it.
+
+When `setup` registers webhooks, the webhook server listens on this machine (127.0.0.1:9443
+by default) with a certificate generated for the run, and once it answers, the project's
+webhook configurations are registered with the cluster (with the kubeconfig's credentials)
+as `<project>-local-mutating-webhook-configuration` and `...-validating-...`, calling it by
+URL; they are deleted again on the way out.
+
+`manager_main` is the same manager as a project's own command (the container's `manager`):
+the same flags, but in a pod the webhook server listens on every interface and nothing is
+registered, since the deployed configurations call it through its Service.
 """
 
 from __future__ import annotations
@@ -32,6 +42,13 @@ from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime.leaderelection import LeadershipLost
+from kubeforge.runtime.localwebhooks import (
+    LOCAL_HOST,
+    LocalServing,
+    WebhookRegistration,
+    register_webhook_server,
+    serve_locally,
+)
 from kubeforge.runtime.logs import configure_logging
 from kubeforge.runtime.manager import Manager
 from kubeforge.webhook.certwatcher import CertificateError
@@ -52,6 +69,12 @@ class LogFormatChoice(StrEnum):
 class _NotSynced(Exception):
     """The caches did not sync; the message names the kinds that did not."""
 
+
+class _NotRegistered(Exception):
+    """The webhook configurations could not be registered with the cluster."""
+
+
+FIELD_MANAGER = "kubeforge-run"
 
 # The manager's flags, as kubebuilder's cmd/main.go declares them, shared by `kubeforge run`
 # and a project's `manager` command (manager_main).
@@ -83,16 +106,27 @@ LeaderElect = Annotated[
 LeaderElectionId = Annotated[
     str | None, typer.Option(help="The Lease's name (default: <project>-leader-election).")
 ]
+WebhookHost = Annotated[
+    str,
+    typer.Option(
+        help="The address the webhook server listens on; empty or 0.0.0.0: every interface "
+        "(`kubeforge run` registers it to be called at 127.0.0.1 then)."
+    ),
+]
+WebhookPort = Annotated[
+    int, typer.Option(help="The port the webhook server listens on; 0 picks a free one.")
+]
 WebhookCertPath = Annotated[
     str,
     typer.Option(
-        help="The directory holding the webhook server's certificate (default: "
-        "<tmp>/k8s-webhook-server/serving-certs)."
+        help="The directory holding the webhook server's certificate. The manager's default: "
+        "<tmp>/k8s-webhook-server/serving-certs; `kubeforge run`'s: a CA and certificate "
+        "generated for the run. `kubeforge run` registers the directory's ca.crt (or else the "
+        "certificate itself) as the caBundle."
     ),
 ]
 WebhookCertName = Annotated[str, typer.Option(help="The webhook certificate's file name.")]
 WebhookCertKey = Annotated[str, typer.Option(help="The webhook key's file name.")]
-WebhookPort = Annotated[int, typer.Option(help="The port the webhook server listens on.")]
 
 
 @dataclass(frozen=True)
@@ -105,13 +139,16 @@ class ManagerFlags:
     health_probe_bind_address: str = ":8081"
     leader_elect: bool = False
     leader_election_id: str | None = None
+    webhook_host: str = ""
+    webhook_port: int = DEFAULT_PORT
     webhook_cert_path: str = ""
     webhook_cert_name: str = "tls.crt"
     webhook_cert_key: str = "tls.key"
-    webhook_port: int = DEFAULT_PORT
 
     def manager(self, config: ClusterConfig, name: str) -> Manager:
+        """A Manager for `config` as the flags configure it (`name`: the project's)."""
         webhook_server = WebhookServer(
+            host=self.webhook_host,
             port=self.webhook_port,
             cert_dir=self.webhook_cert_path or None,
             cert_name=self.webhook_cert_name,
@@ -141,10 +178,11 @@ def run(
     health_probe_bind_address: HealthProbeBindAddress = ":8081",
     leader_elect: LeaderElect = False,
     leader_election_id: LeaderElectionId = None,
+    webhook_host: WebhookHost = LOCAL_HOST,
+    webhook_port: WebhookPort = DEFAULT_PORT,
     webhook_cert_path: WebhookCertPath = "",
     webhook_cert_name: WebhookCertName = "tls.crt",
     webhook_cert_key: WebhookCertKey = "tls.key",
-    webhook_port: WebhookPort = DEFAULT_PORT,
     as_service_account: Annotated[
         bool,
         typer.Option(
@@ -162,7 +200,7 @@ def run(
         ),
     ] = LogFormatChoice.text,
 ) -> None:
-    """Run the project's controllers until SIGTERM or SIGINT."""
+    """Run the project's controllers and webhooks until SIGTERM or SIGINT."""
     project = open_project(directory)
     config = cluster_config(kubeconfig, context)
     configure_logging(log_format.value)
@@ -173,10 +211,11 @@ def run(
         health_probe_bind_address=health_probe_bind_address,
         leader_elect=leader_elect,
         leader_election_id=leader_election_id,
+        webhook_host=webhook_host,
+        webhook_port=webhook_port,
         webhook_cert_path=webhook_cert_path,
         webhook_cert_name=webhook_cert_name,
         webhook_cert_key=webhook_cert_key,
-        webhook_port=webhook_port,
     )
     # Reconcilers may import project modules lazily, as they could under `python main.py`.
     sys.path.insert(0, str(project.root))
@@ -191,7 +230,10 @@ def manager_main(
     in-cluster configuration; runs `setup`'s controllers and webhooks until SIGTERM.
 
     `name` names the project (the default leader election Lease is `<name>-leader-election`).
-    Boolean flags also take Go's form, `--leader-elect=true`, `--metrics-secure=false`.
+    Boolean flags also take Go's form, `--leader-elect=true`, `--metrics-secure=false`. The
+    webhook server listens on every interface (port 9443) with the certificate of
+    --webhook-cert-path, as controller-runtime's does; it registers nothing with the cluster
+    (config/webhook's configurations, deployed with the manager, call it through its Service).
     """
     command = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -205,10 +247,11 @@ def manager_main(
         health_probe_bind_address: HealthProbeBindAddress = ":8081",
         leader_elect: LeaderElect = False,
         leader_election_id: LeaderElectionId = None,
+        webhook_host: WebhookHost = "",
+        webhook_port: WebhookPort = DEFAULT_PORT,
         webhook_cert_path: WebhookCertPath = "",
         webhook_cert_name: WebhookCertName = "tls.crt",
         webhook_cert_key: WebhookCertKey = "tls.key",
-        webhook_port: WebhookPort = DEFAULT_PORT,
     ) -> None:
         config = cluster_config(kubeconfig, context)
         flags = ManagerFlags(
@@ -218,10 +261,11 @@ def manager_main(
             health_probe_bind_address=health_probe_bind_address,
             leader_elect=leader_elect,
             leader_election_id=leader_election_id,
+            webhook_host=webhook_host,
+            webhook_port=webhook_port,
             webhook_cert_path=webhook_cert_path,
             webhook_cert_name=webhook_cert_name,
             webhook_cert_key=webhook_cert_key,
-            webhook_port=webhook_port,
         )
         _main(_run_setup(setup, name, config, flags), config)
 
@@ -260,6 +304,8 @@ def _main(step: Awaitable[None], config: ClusterConfig) -> None:
         raise fail("leader election lost: another instance leads now; exiting") from None
     except _NotSynced as exc:
         raise fail(str(exc)) from None
+    except _NotRegistered as exc:
+        raise fail(f"cannot register the webhooks with the cluster: {exc}") from None
     except ConnectionError as exc:
         raise fail(f"cannot reach the API server at {config.server}: {exc}") from None
     except ApiError as exc:
@@ -285,24 +331,27 @@ async def _coroutine(step: Awaitable[None]) -> None:
 async def _run(
     project: Project, config: ClusterConfig, flags: ManagerFlags, *, as_service_account: bool
 ) -> None:
-    if not as_service_account:
-        await _run_manager(project.call_setup, project.setup_error, project.name, config, flags)
-        return
-    from kubeforge.runtime.serviceaccount import as_service_account as account_config
-    from kubeforge.runtime.serviceaccount import install_rbac
-
+    # The kubeconfig's credentials install RBAC and register webhooks; the controllers may
+    # run as the project's ServiceAccount, which may do neither.
     async with Client(config, field_manager="kubeforge") as admin:
-        try:
-            account = await install_rbac(admin, project.root / "config" / "rbac")
-        except (OSError, ValueError) as exc:
-            raise ProjectError(f"cannot install config/rbac: {exc}") from None
-        log.info("installed config/rbac; running as service account %s", account)
+        manager_config = config
+        if as_service_account:
+            from kubeforge.runtime.serviceaccount import as_service_account as account_config
+            from kubeforge.runtime.serviceaccount import install_rbac
+
+            try:
+                account = await install_rbac(admin, project.root / "config" / "rbac")
+            except (OSError, ValueError) as exc:
+                raise ProjectError(f"cannot install config/rbac: {exc}") from None
+            log.info("installed config/rbac; running as service account %s", account)
+            manager_config = account_config(admin, config, account)
         await _run_manager(
             project.call_setup,
             project.setup_error,
             project.name,
-            account_config(admin, config, account),
+            manager_config,
             flags,
+            register_with=admin,
         )
 
 
@@ -329,24 +378,110 @@ async def _run_manager(
     name: str,
     config: ClusterConfig,
     flags: ManagerFlags,
+    *,
+    register_with: Client | None = None,
 ) -> None:
+    """Build the manager, let setup register with it, and run it. With `register_with` (the
+    admin client of `kubeforge run`), its webhooks are served on this machine and registered
+    with the cluster while it runs."""
     manager = flags.manager(config, name)
-    pending = call_setup(manager)
-    if pending is not None:
-        try:
-            await pending
-        except Exception as exc:
-            raise setup_error(exc) from None
-    names = ", ".join([*manager.controllers, *manager.runnables]) or "none"
-    where = f"context {config.context!r}" if config.context else config.server
-    log.info("project %s: controllers %s; cluster %s", name, names, where)
+    local: _LocalWebhooks | None = None
+    try:
+        pending = call_setup(manager)
+        if pending is not None:
+            try:
+                await pending
+            except Exception as exc:
+                raise setup_error(exc) from None
+        names = ", ".join([*manager.controllers, *manager.runnables]) or "none"
+        where = f"context {config.context!r}" if config.context else config.server
+        log.info("project %s: controllers %s; cluster %s", name, names, where)
+        if register_with is not None:
+            local = _serve_webhooks(name, manager, register_with, flags)
+    except BaseException:
+        await manager.api_reader.close()
+        raise
     try:
         await manager.run()
     except TimeoutError as exc:
         if manager.synced:
             raise
         raise _NotSynced(_sync_failure(manager)) from exc
+    finally:
+        if local is not None:
+            await local.unregister()
+            local.serving.cleanup()
     log.info("stopped")
+
+
+@dataclass
+class _LocalWebhooks:
+    """The webhook server of this run, on this machine, and its registration."""
+
+    serving: LocalServing
+    admin: Client
+    name_prefix: str
+    registration: WebhookRegistration | None = None
+
+    async def run(self, stopping: asyncio.Event, manager: Manager) -> None:
+        """Register once the server answers; unregister when the manager stops (before the
+        webhook server, which it stops last)."""
+        try:
+            self.registration = await register_webhook_server(
+                self.admin,
+                manager.webhook_server,
+                ca_bundle=self.serving.ca_bundle,
+                name_prefix=self.name_prefix,
+                field_manager=FIELD_MANAGER,
+            )
+        except (ApiError, OSError, TimeoutError) as exc:
+            raise _NotRegistered(str(exc)) from None
+        try:
+            await stopping.wait()
+        finally:
+            await self.unregister()
+
+    async def unregister(self) -> None:
+        """Delete the registration (once); a cluster that cannot be reached any more leaves
+        it behind, to be replaced by the next run."""
+        registration = self.registration
+        if registration is None:
+            return
+        self.registration = None
+        names = registration.names
+        try:
+            await registration.remove()
+        except (ApiError, OSError) as exc:
+            log.warning(
+                "could not remove the webhook configurations %s: %s (the next run takes "
+                "them over; kubectl delete removes them)",
+                ", ".join(names),
+                exc,
+            )
+
+
+def _serve_webhooks(
+    name: str, manager: Manager, admin: Client, flags: ManagerFlags
+) -> _LocalWebhooks | None:
+    """Serve the webhooks `setup` registered on this machine and register them with the
+    cluster while the manager runs (None when there are none)."""
+    server = manager.webhook_server
+    if not server.webhooks:
+        return None
+    serving = serve_locally(
+        server,
+        host=flags.webhook_host,
+        port=flags.webhook_port,
+        cert_dir=flags.webhook_cert_path or None,
+    )
+    local = _LocalWebhooks(serving, admin, f"{name}-local-")
+
+    async def register_webhooks(stopping: asyncio.Event) -> None:
+        await local.run(stopping, manager)
+
+    manager.add(register_webhooks, need_leader_election=False)
+    log.info("webhooks: %s", ", ".join(entry.path for entry in server.webhooks))
+    return local
 
 
 def _sync_failure(manager: Manager) -> str:

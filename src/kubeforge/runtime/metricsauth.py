@@ -12,21 +12,14 @@ metrics-auth-role); a scraper needs `get` on the nonResourceURL /metrics (metric
 
 from __future__ import annotations
 
-import datetime as dt
-import ipaddress
-import os
 import ssl
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from kubeforge.api.certificates import generate_certificates
 from kubeforge.client.client import Client
 
 __all__ = ["MetricsAuth", "serving_context"]
@@ -107,68 +100,14 @@ class MetricsAuth:
         return response
 
 
-def _self_signed(host: str) -> tuple[bytes, bytes]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubeforge-metrics")])
-    now = dt.datetime.now(dt.UTC)
-    try:
-        alt: x509.GeneralName = x509.IPAddress(ipaddress.ip_address(host))
-    except ValueError:
-        alt = x509.DNSName(host or "localhost")
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName([alt, x509.DNSName("localhost")]), False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
-
-
 def serving_context(cert_dir: str | None, host: str) -> ssl.SSLContext:
     """TLS for the metrics server: `tls.crt`/`tls.key` from `cert_dir`, or, without one, a
-    self-signed certificate made now (what controller-runtime does without a CertDir)."""
+    certificate made now by a throwaway CA that nobody else trusts (controller-runtime makes a
+    self-signed one without a CertDir: scrapers skip verification either way)."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     if cert_dir:
         ctx.load_cert_chain(Path(cert_dir) / "tls.crt", Path(cert_dir) / "tls.key")
         return ctx
-    cert, key = _self_signed(host)
-    load_chain_from_memory(ctx, cert, key)
-    return ctx
-
-
-def load_chain_from_memory(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """Load a PEM certificate and key made in memory. `ssl` reads them only from files: on
-    Linux, anonymous memory files (memfd), which need no writable directory (the manager's
-    pod has a read-only root filesystem); elsewhere a private temporary directory."""
-    if hasattr(os, "memfd_create"):
-        fds: list[int] = []
-        try:
-            for data in (cert, key):
-                fd = os.memfd_create("kubeforge-tls", 0)
-                fds.append(fd)
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-            ctx.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
-            return
-        except OSError:
-            pass  # no /proc: fall back to files
-        finally:
-            for fd in fds:
-                os.close(fd)
-    with tempfile.TemporaryDirectory() as tmp:
-        cert_path, key_path = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-        cert_path.write_bytes(cert)
-        key_path.write_bytes(key)
-        key_path.chmod(0o600)
-        ctx.load_cert_chain(cert_path, key_path)
+    hosts = (host or "localhost", "localhost")
+    generated = generate_certificates(hosts, common_name="kubeforge-metrics")
+    return generated.server_context(client_certificates=False)

@@ -25,8 +25,13 @@ import yaml
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.localwebhooks import (
+    LocalServing,
+    WebhookRegistration,
+    register_webhook_server,
+    serve_locally,
+)
 from kubeforge.runtime.manager import Manager
-from kubeforge.testing.webhooks import LocalWebhooks
 
 if TYPE_CHECKING:
     from kubeforge.cluster.devcluster import DevCluster
@@ -166,27 +171,45 @@ class TestEnv:
         setup: Callable[[Manager], Any] | None = None,
         *,
         config: ClusterConfig | None = None,
+        webhooks: bool = True,
         **options: Any,
     ) -> AsyncIterator[Manager]:
         """A Manager for this environment with the controllers `setup(manager)` registers
         (a sync or async function, as a project's main.setup), started and running while
         the block runs and stopped after it. `config` replaces the environment's admin
         settings (see service_account_config); `options` go to Manager(); a manager that
-        dies fails the block with its error."""
+        dies fails the block with its error.
+
+        The webhooks `setup` registers are served on 127.0.0.1 (a free port, a generated
+        certificate) and registered with the cluster before the block runs, so the test's
+        requests go through them; they are unregistered first thing after it. With
+        `webhooks=False` the webhook server is left as `setup` configured it and nothing is
+        registered."""
         if self.config is None:
             raise RuntimeError("the test environment is not started")
         manager = Manager(config or self.config, **options)
+        local: LocalServing | None = None
         try:
             if setup is not None:
                 pending = setup(manager)
                 if inspect.isawaitable(pending):
                     await pending
+            if webhooks and manager.webhook_server.webhooks:
+                local = serve_locally(manager.webhook_server)
         except BaseException:
             await manager.api_reader.close()
             raise
-        # Webhooks without a certificate are served locally, as envtest does.
-        local = LocalWebhooks(manager.webhook_server)
-        serving_locally = local.prepare()
+        try:
+            async with self._running(manager, local) as running:
+                yield running
+        finally:
+            if local is not None:
+                local.cleanup()
+
+    @contextlib.asynccontextmanager
+    async def _running(
+        self, manager: Manager, local: LocalServing | None
+    ) -> AsyncIterator[Manager]:
         task = asyncio.create_task(manager.start(), name="testenv manager")
         running = asyncio.create_task(manager.running.wait())
         try:
@@ -199,19 +222,27 @@ class TestEnv:
         finally:
             running.cancel()
         if task.done():
-            local.cleanup()
             task.result()  # raises what ended it
             raise RuntimeError("the manager stopped before it was running")
+        registration: WebhookRegistration | None = None
         try:
-            if serving_locally and self.cluster is not None:
-                await local.install(self.client, FIELD_MANAGER)
+            if local is not None:
+                registration = await register_webhook_server(
+                    self.client,
+                    manager.webhook_server,
+                    ca_bundle=local.ca_bundle,
+                    field_manager=FIELD_MANAGER,
+                )
             yield manager
         finally:
-            manager.stop()
             try:
-                await task
+                # Unregistered while the server still answers: a request in between would
+                # otherwise be refused by a failurePolicy Fail webhook that is gone.
+                if registration is not None:
+                    await registration.remove()
             finally:
-                local.cleanup()
+                manager.stop()
+                await task
 
     async def stop(self) -> None:
         """Close the client and stop the cluster this environment started (an existing

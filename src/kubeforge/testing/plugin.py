@@ -1,5 +1,5 @@
 """The kubeforge pytest plugin: a test environment with the project's CRDs, its controllers
-running, and kubectl pointed at it.
+and webhooks running, and kubectl pointed at it.
 
 pytest loads it by itself (the `pytest11` entry point `kubeforge`) wherever kubeforge is
 installed. ini options (relative paths are from the rootdir):
@@ -186,7 +186,8 @@ async def manager(
     kubeforge_setup: Callable[[Manager], Any], testenv: TestEnv, request: pytest.FixtureRequest
 ) -> AsyncIterator[Manager]:
     """The project's controllers (kubeforge_setup), running against `testenv` (as the
-    project's ServiceAccount when `kubeforge_as_service_account` is set)."""
+    project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
+    served on this machine and registered with the cluster."""
     if not request.config.getini("kubeforge_as_service_account"):
         async with testenv.run_manager(kubeforge_setup) as running:
             yield running

@@ -1,0 +1,1 @@
+"""Webhooks for the core/v1 API types."""

@@ -1,0 +1,207 @@
+"""Throwaway certificate authorities: a CA, a serving certificate it signs, client certificates.
+
+The one home of certificate generation (the `cryptography` package): the API server's
+credentials, the webhook server's certificate when webhooks are served from this machine
+(`kubeforge run`, TestEnv), the self-signed certificate of secure metrics. Generation is
+pure computation. Building an SSL context from the result is the exception to this package's
+no-I/O rule, and a small one: Python's `ssl` loads a key only from a file, so the key passes
+through an anonymous memory file (Linux) or else a private temporary directory removed at once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+__all__ = [
+    "ServingCertificates",
+    "client_certificate",
+    "generate_certificates",
+    "load_chain_from_memory",
+]
+
+
+@dataclass(frozen=True)
+class ServingCertificates:
+    """PEM-encoded CA certificate, serving certificate and its private key, and the CA's
+    key (which signs client certificates)."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+    ca_key_pem: bytes = b""
+
+    def server_context(self, *, client_certificates: bool = True) -> ssl.SSLContext:
+        """An SSL context that serves the certificate (see load_chain_from_memory) and,
+        unless `client_certificates` is off, asks clients for a certificate signed by the CA
+        without requiring one: a client certificate authenticates its user, as
+        kube-apiserver's --client-ca-file does."""
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        if client_certificates:
+            ctx.load_verify_locations(cadata=self.ca_pem.decode())
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+        load_chain_from_memory(ctx, self.cert_pem + self.ca_pem, self.key_pem)
+        return ctx
+
+    def client_context(self) -> ssl.SSLContext:
+        """An SSL context that trusts only this CA."""
+        return ssl.create_default_context(cadata=self.ca_pem.decode())
+
+
+def load_chain_from_memory(ctx: ssl.SSLContext, cert: bytes, key: bytes) -> None:
+    """Load a PEM certificate chain and key made in memory. `ssl` reads them only from files:
+    on Linux, anonymous memory files (memfd), which need no writable directory (the manager's
+    pod has a read-only root filesystem); elsewhere a private temporary directory."""
+    if hasattr(os, "memfd_create"):
+        fds: list[int] = []
+        try:
+            for data in (cert, key):
+                fd = os.memfd_create("kubeforge-tls", 0)
+                fds.append(fd)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            ctx.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
+            return
+        except OSError:
+            pass  # no /proc: fall back to files
+        finally:
+            for fd in fds:
+                os.close(fd)
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path, key_path = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
+        cert_path.write_bytes(cert)
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key)
+        ctx.load_cert_chain(cert_path, key_path)
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def generate_certificates(
+    hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1"),
+    days: int = 365,
+    *,
+    common_name: str = "kubeforge-apiserver",
+) -> ServingCertificates:
+    """Create a CA and a serving certificate valid for `hosts` (IP addresses or DNS names),
+    named `common_name`.
+
+    Elliptic-curve keys keep generation to a few milliseconds, so every server start (and
+    every test environment) gets fresh credentials.
+    """
+    now = dt.datetime.now(dt.UTC)
+    start = now - dt.timedelta(minutes=5)  # tolerate small clock differences
+    end = now + dt.timedelta(days=days)
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = _name("kubeforge-ca")
+    ca_cert = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    alt_names: list[x509.GeneralName] = []
+    for host in dict.fromkeys(h for h in hosts if h):  # once each, in order
+        try:
+            alt_names.append(x509.IPAddress(ipaddress.ip_address(host)))
+        except ValueError:
+            alt_names.append(x509.DNSName(host))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(_name(common_name))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(start)
+        .not_valid_after(end)
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return ServingCertificates(
+        ca_pem=ca_cert.public_bytes(serialization.Encoding.PEM),
+        cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+        key_pem=_key_pem(key),
+        ca_key_pem=_key_pem(ca_key),
+    )
+
+
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def client_certificate(
+    certs: ServingCertificates, user: str, groups: tuple[str, ...] = (), days: int = 365
+) -> tuple[bytes, bytes]:
+    """A client certificate for `user` (CN) in `groups` (one O each), signed by the CA:
+    (certificate PEM, key PEM)."""
+    if not certs.ca_key_pem:
+        raise ValueError("the CA's private key is not available to sign client certificates")
+    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("unexpected CA key type")
+    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
+    now = dt.datetime.now(dt.UTC)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attributes))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)

@@ -1,0 +1,201 @@
+"""The CEL `authorizer` of admission expressions asks the API server's own RBAC about the
+requesting user: the same expression decides differently for the administrator and for a
+ServiceAccount without the permission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeforge.apiserver import APIServer
+from tests.integration.admission_support import (
+    BINDINGS,
+    POLICIES,
+    VALIDATING,
+    WebhookServer,
+    configmap,
+    deny,
+    rule,
+    validating,
+    webhook,
+    webhook_server,
+)
+from tests.support import Client
+
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+ROBOT = "system:serviceaccount:default:robot"
+# May the requesting user delete secrets where it writes?
+MAY_DELETE_SECRETS = (
+    "authorizer.group('').resource('secrets').namespace(request.namespace)"
+    ".check('delete').allowed()"
+)
+
+
+async def created(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = await client.post(path, body)
+    assert reply.status == 201, reply.body
+    result: dict[str, Any] = reply.json()
+    return result
+
+
+async def robot_token(client: Client) -> dict[str, str]:
+    """A ServiceAccount that may create ConfigMaps in default, and nothing about Secrets."""
+    await created(
+        client,
+        "/api/v1/namespaces/default/serviceaccounts",
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
+    )
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    await created(
+        client,
+        f"{rbac}/roles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "configmap-writer"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}],
+        },
+    )
+    await created(
+        client,
+        f"{rbac}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "robot-writes-configmaps"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "configmap-writer",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+        },
+    )
+    issued = await created(
+        client,
+        "/api/v1/namespaces/default/serviceaccounts/robot/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    return {"Authorization": f"Bearer {issued['status']['token']}"}
+
+
+async def test_a_match_condition_with_the_authorizer_tells_the_admin_from_a_service_account(
+    server: APIServer, client: Client
+) -> None:
+    robot = await robot_token(client)
+    async with webhook_server() as hooks:
+        await review_only_those_who_may_not_delete_secrets(client, hooks)
+
+        # The administrator may delete secrets: the condition is false, no call, stored.
+        await created(client, CONFIGMAPS, configmap("by-admin"))
+        assert hooks.requests("/restrict") == []
+
+        # The ServiceAccount may not: the webhook is called for it, and refuses.
+        reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+        assert reply.status == 403, reply.body
+        assert reply.json()["message"] == (
+            'admission webhook "restrict.example.com" denied the request: only for those '
+            "who may delete secrets"
+        )
+        [request] = hooks.requests("/restrict")
+        assert request["userInfo"]["username"] == ROBOT
+        assert (await client.get(f"{CONFIGMAPS}/by-robot")).status == 404
+
+        # Granted the permission, the same user no longer matches.
+        await grant_secret_deletion(client)
+        reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+        assert reply.status == 201, reply.body
+        assert len(hooks.requests("/restrict")) == 1
+
+
+async def review_only_those_who_may_not_delete_secrets(
+    client: Client, hooks: WebhookServer
+) -> None:
+    hooks.route("/restrict", lambda request: deny("only for those who may delete secrets"))
+    config = validating(
+        "restrict",
+        webhook(
+            "restrict.example.com",
+            hooks,
+            "/restrict",
+            [rule(["configmaps"])],
+            failurePolicy="Fail",
+            matchConditions=[{"name": "may-not-delete", "expression": f"!{MAY_DELETE_SECRETS}"}],
+        ),
+    )
+    await created(client, VALIDATING, config)
+
+
+async def grant_secret_deletion(client: Client) -> None:
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    await created(
+        client,
+        f"{rbac}/roles",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "secret-deleter"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete"]}],
+        },
+    )
+    await created(
+        client,
+        f"{rbac}/rolebindings",
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "robot-deletes-secrets"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "Role",
+                "name": "secret-deleter",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+        },
+    )
+
+
+async def test_a_policy_with_the_authorizer_tells_the_admin_from_a_service_account(
+    server: APIServer, client: Client
+) -> None:
+    robot = await robot_token(client)
+    await created(
+        client,
+        POLICIES,
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": "secret-managers-only"},
+            "spec": {
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["CREATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {"expression": MAY_DELETE_SECRETS, "message": "secret managers only"}
+                ],
+            },
+        },
+    )
+    await created(
+        client,
+        BINDINGS,
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": "secret-managers-only"},
+            "spec": {"policyName": "secret-managers-only", "validationActions": ["Deny"]},
+        },
+    )
+    await created(client, CONFIGMAPS, configmap("by-admin"))
+    reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+    assert reply.status == 422, reply.body  # a validation's reason defaults to Invalid
+    assert reply.json()["message"].endswith(
+        "ValidatingAdmissionPolicy 'secret-managers-only' with binding 'secret-managers-only' "
+        "denied request: secret managers only"
+    )
