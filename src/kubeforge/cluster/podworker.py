@@ -221,6 +221,8 @@ class PodWorker:
     def observe(self, pod: dict[str, Any]) -> None:
         """A newer version of the pod was seen."""
         self.pod = pod
+        # The downward API reads the newest labels and annotations.
+        self.sources.meta = pod["metadata"]
         if pod["metadata"].get("deletionTimestamp"):
             self.deleting.set()
         elif (self.spec.get("readinessGates") or []) and not self.done and self._task is not None:
