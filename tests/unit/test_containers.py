@@ -145,13 +145,14 @@ def test_the_sandbox_holds_volumes_privately_at_their_mount_paths(tmp_path: Path
 
 def test_host_ports_are_kept_per_pod_and_released_with_it() -> None:
     ports = HostPorts()
-    first = ports.allocate("10.244.0.5", 8081)
-    assert ports.allocate("10.244.0.5", 8081) == first
-    other = ports.allocate("10.244.0.6", 8081)
+    first = ports.allocate("pod-a", "10.244.0.5", 8081)
+    assert ports.allocate("pod-a", "10.244.0.5", 8081) == first
+    other = ports.allocate("pod-b", "10.244.0.6", 8081)
     assert other != first
     assert ports.lookup("10.244.0.6", 8081) == other
-    ports.release("10.244.0.5")
+    ports.release("pod-a")
     assert ports.lookup("10.244.0.5", 8081) is None
+    assert ports.lookup("10.244.0.6", 8081) == other
 
 
 # -- images built from a project --------------------------------------------------------------

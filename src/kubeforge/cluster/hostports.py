@@ -39,9 +39,10 @@ class HostPorts:
     def __init__(self, free_port: Callable[[], int] = _free_port) -> None:
         self._free_port = free_port
         self._ports: dict[tuple[str, int], int] = {}
+        self._owners: dict[tuple[str, int], str] = {}
         self._given: set[int] = set()
 
-    def allocate(self, pod_ip: str, container_port: int) -> int:
+    def allocate(self, pod_uid: str, pod_ip: str, container_port: int) -> int:
         """The pod's port `container_port` on this machine (picked once, then kept)."""
         key = (pod_ip, container_port)
         port = self._ports.get(key)
@@ -50,15 +51,17 @@ class HostPorts:
             while port in self._given:  # freed by the kernel but still promised to a pod
                 port = self._free_port()
             self._ports[key] = port
+            self._owners[key] = pod_uid
             self._given.add(port)
         return port
 
     def lookup(self, pod_ip: str, container_port: int) -> int | None:
         return self._ports.get((pod_ip, container_port))
 
-    def release(self, pod_ip: str) -> None:
+    def release(self, pod_uid: str) -> None:
         """The pod is gone: its ports may be given out again."""
-        for key in [k for k in self._ports if k[0] == pod_ip]:
+        for key in [k for k, owner in self._owners.items() if owner == pod_uid]:
+            del self._owners[key]
             self._given.discard(self._ports.pop(key))
 
 

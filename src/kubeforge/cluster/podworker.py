@@ -565,7 +565,9 @@ class PodWorker:
         sandbox = self._sandbox_now()
         root, paths = sandbox.container_root(slot.name, spec.get("volumeMounts") or ())
         ports = {
-            int(p["containerPort"]): runtime.ports.allocate(self.pod_ip, int(p["containerPort"]))
+            int(p["containerPort"]): runtime.ports.allocate(
+                self.uid, self.pod_ip, int(p["containerPort"])
+            )
             for p in spec.get("ports") or ()
             if isinstance(p.get("containerPort"), int)
         }
@@ -620,8 +622,7 @@ class PodWorker:
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
-        if self.pod_ip:
-            self.node.local.ports.release(self.pod_ip)
+        self.node.local.ports.release(self.uid)
 
     @staticmethod
     def _terminated(
