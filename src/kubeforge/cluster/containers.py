@@ -31,12 +31,13 @@ import re
 import shutil
 import signal
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubeforge.client.config import SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
+from kubeforge.cluster.commandline import container_argv, expand_references
 from kubeforge.cluster.hostports import HostPorts
 from kubeforge.cluster.projects import ImageMap
 from kubeforge.cluster.shell import Output
@@ -50,6 +51,7 @@ __all__ = [
     "LocalRuntime",
     "PodSandbox",
     "StartError",
+    "local_launch",
     "rewrite",
 ]
 
@@ -197,6 +199,67 @@ class LocalRuntime:
             "KUBERNETES_SERVICE_PORT_HTTPS": port,
             "KUBERNETES_PORT": f"tcp://{address}:{port}",
         }
+
+
+def local_launch(
+    spec: Mapping[str, Any],
+    env: Mapping[str, str],
+    runtime: LocalRuntime,
+    *,
+    exec_pods: bool,
+    sandbox: Callable[[], PodSandbox],
+    pod_uid: str,
+    pod_ip: str,
+) -> LocalLaunch | None:
+    """How a container (`spec`, its resolved `env`) runs as a process of this machine: from
+    its project directory when its image is mapped, as its own command with `exec_pods`;
+    None when it is simulated. `sandbox()` gives the pod's private directory."""
+    directory = runtime.images.directory(str(spec.get("image") or ""))
+    if directory is None and not exec_pods:
+        return None
+    project = runtime.images.project(directory) if directory is not None else None
+    if project is not None:
+        command = [expand_references(str(c), env) for c in spec.get("command") or ()]
+        args = [expand_references(str(a), env) for a in spec.get("args") or ()]
+        argv = project.command_line(command, args)
+        if not argv:
+            raise StartError(f"no command specified: {directory} has no Dockerfile ENTRYPOINT")
+    else:
+        found = container_argv(spec, env)
+        if not found:
+            return None  # the image's own entrypoint: simulated, as there is no image
+        argv = found
+    root, paths = sandbox().container_root(
+        str(spec.get("name") or ""), spec.get("volumeMounts") or ()
+    )
+    ports = {
+        int(p["containerPort"]): runtime.ports.allocate(pod_uid, pod_ip, int(p["containerPort"]))
+        for p in spec.get("ports") or ()
+        if isinstance(p.get("containerPort"), int)
+    }
+    base = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
+    if project is not None:
+        base = project.environment(base)
+    full = {**base, **runtime.service_environment()}
+    full.update({key: rewrite(value, paths, ports) for key, value in env.items()})
+    full.setdefault("TMPDIR", str(root / "tmp"))
+    if SERVICE_ACCOUNT_MOUNT in paths:
+        full[SERVICE_ACCOUNT_DIR_ENV] = str(paths[SERVICE_ACCOUNT_MOUNT])
+    argv = [rewrite(part, paths, ports) for part in argv]
+    if project is None:
+        return LocalLaunch(argv, full)
+    full.setdefault("HOME", str(root / "tmp"))
+    bin_dir = root / "bin"
+    bin_dir.mkdir(mode=0o700)
+    for name, script in project.launchers().items():
+        launcher = bin_dir / name
+        launcher.write_text(script, encoding="utf-8")
+        launcher.chmod(0o700)
+    full["PATH"] = os.pathsep.join(filter(None, [str(bin_dir), full.get("PATH", "")]))
+    full["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(project.directory), full.get("PYTHONPATH", "")])
+    )
+    return LocalLaunch(argv, full, cwd=project.directory)
 
 
 # -- one run of a container ----------------------------------------------------------------------

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import os
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
@@ -25,16 +24,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import orjson
 
 from kubeforge.client.errors import ApiError, Conflict, NotFound
-from kubeforge.cluster.commandline import container_argv, expand_references, full_image
+from kubeforge.cluster.commandline import container_argv, full_image
 from kubeforge.cluster.containers import (
-    BASE_ENV_KEYS,
-    SERVICE_ACCOUNT_DIR_ENV,
-    SERVICE_ACCOUNT_MOUNT,
     ContainerProcess,
     LocalLaunch,
     PodSandbox,
     StartError,
-    rewrite,
+    local_launch,
 )
 from kubeforge.cluster.options import START_SECONDS_ANNOTATION
 from kubeforge.cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
@@ -543,56 +539,16 @@ class PodWorker:
     # local processes ----------------------------------------------------------------------------
 
     def _local_launch(self, slot: _Slot, env: Mapping[str, str]) -> LocalLaunch | None:
-        """How the container runs as a process of this machine: when its image is mapped to
-        a project directory, or with exec_pods; None when it is simulated."""
-        runtime = self.node.local
-        spec = slot.spec
-        directory = runtime.images.directory(str(spec.get("image") or ""))
-        if directory is None and not self.node.options.exec_pods:
-            return None
-        if directory is not None:
-            project = runtime.images.project(directory)
-            command = [expand_references(str(c), env) for c in spec.get("command") or ()]
-            args = [expand_references(str(a), env) for a in spec.get("args") or ()]
-            argv = project.command_line(command, args)
-            if not argv:
-                raise StartError(f"no command specified: {directory} has no Dockerfile ENTRYPOINT")
-        else:
-            found = container_argv(spec, env)
-            if not found:
-                return None  # an image's own entrypoint: simulated, there is no image
-            argv = found
-        sandbox = self._sandbox_now()
-        root, paths = sandbox.container_root(slot.name, spec.get("volumeMounts") or ())
-        ports = {
-            int(p["containerPort"]): runtime.ports.allocate(
-                self.uid, self.pod_ip, int(p["containerPort"])
-            )
-            for p in spec.get("ports") or ()
-            if isinstance(p.get("containerPort"), int)
-        }
-        base = {k: os.environ[k] for k in BASE_ENV_KEYS if k in os.environ}
-        if directory is not None:
-            base = project.environment(base)
-        full = {**base, **runtime.service_environment()}
-        full.update({key: rewrite(value, paths, ports) for key, value in env.items()})
-        full.setdefault("TMPDIR", str(root / "tmp"))
-        if SERVICE_ACCOUNT_MOUNT in paths:
-            full[SERVICE_ACCOUNT_DIR_ENV] = str(paths[SERVICE_ACCOUNT_MOUNT])
-        argv = [rewrite(part, paths, ports) for part in argv]
-        if directory is None:
-            return LocalLaunch(argv, full)
-        full.setdefault("HOME", str(root / "tmp"))
-        bin_dir = root / "bin"
-        bin_dir.mkdir(mode=0o700)
-        for name, script in project.launchers().items():
-            launcher = bin_dir / name
-            launcher.write_text(script, encoding="utf-8")
-            launcher.chmod(0o700)
-        full["PATH"] = os.pathsep.join(filter(None, [str(bin_dir), full.get("PATH", "")]))
-        python_path = [str(directory), full.get("PYTHONPATH", "")]
-        full["PYTHONPATH"] = os.pathsep.join(filter(None, python_path))
-        return LocalLaunch(argv, full, cwd=directory)
+        """How the container runs as a process of this machine, or None when simulated."""
+        return local_launch(
+            slot.spec,
+            env,
+            self.node.local,
+            exec_pods=self.node.options.exec_pods,
+            sandbox=self._sandbox_now,
+            pod_uid=self.uid,
+            pod_ip=self.pod_ip,
+        )
 
     def _sandbox_now(self) -> PodSandbox:
         """The pod's private directory, made (with its volumes' files) on first use; its
