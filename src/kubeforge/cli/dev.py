@@ -64,9 +64,9 @@ def dev(
         typer.Option(
             "--image",
             metavar="IMAGE=DIR",
-            help="Run containers of IMAGE as local processes from the project in DIR (its "
-            "Dockerfile's entrypoint, its console scripts, this Python environment), e.g. "
-            "--image controller:latest=./ ; repeatable.",
+            help="Run containers of IMAGE as local processes on THIS machine from the project "
+            "in DIR (its Dockerfile's entrypoint, its console scripts, this Python "
+            "environment), e.g. --image controller:latest=./ ; repeatable.",
         ),
     ] = None,
     cert_manager: Annotated[
