@@ -322,7 +322,7 @@ async def test_deploy_applies_config_default_and_undeploy_removes_it(
             "scheme": "HTTP",
         }
         assert set(container["resources"]) == {"limits", "requests"}
-        assert {p["containerPort"] for p in container["ports"]} == {8081, 9443}
+        assert {p["containerPort"] for p in container["ports"]} == {8081, 8443, 9443}
         assert container["volumeMounts"] == [
             {
                 "mountPath": "/tmp/k8s-webhook-server/serving-certs",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -412,6 +413,59 @@ async def test_kubectl_logs_follow_ends_with_the_container(
     assert result.out == "first\nsecond\n"
 
 
+# -- what simulated containers do ------------------------------------------------------------
+
+
+async def test_the_memcached_tutorial_command_keeps_running(
+    api: Client, kubectl: Kubectl, cluster: list[SimulatedNode]
+) -> None:
+    # The Memcached operator tutorial's container: -v is verbose, and a Deployment's pod
+    # keeps running; the same program in a pod meant to finish ends after the run time.
+    command = ["memcached", "--memory-limit=64", "-o", "modern", "-v"]
+    quick = {"annotations": {RUN_SECONDS_ANNOTATION: "0.05"}}
+    await api.create(pod("memcached", command, image="memcached:1.6.26-alpine3.19", metadata=quick))
+    await api.create(pod("once", command, restart="Never", metadata=quick))
+    await wait_phase(api, "once", "Succeeded")
+    running = await wait_phase(api, "memcached", "Running")
+    (container,) = running["status"]["containerStatuses"]
+    assert container["restartCount"] == 0 and container["ready"] is True
+    assert "running" in container["state"]
+    logs = await kubectl.run("logs", "memcached")
+    assert logs.out == "(simulated) memcached --memory-limit=64 -o modern -v: running\n"
+
+
+async def test_annotations_make_containers_fail_or_stay_unready(
+    api: Client, kubectl: Kubectl, cluster: list[SimulatedNode]
+) -> None:
+    failing = {
+        "annotations": {
+            "kubeforge.dev/exit-code": "2",
+            "kubeforge.dev/output": "cannot connect to the database",
+            RUN_SECONDS_ANNOTATION: "0.05",
+        }
+    }
+    await api.create(pod("broken", image="nginx:1.27", metadata=failing))
+    latest: dict[str, Any] = {}
+
+    async def crash_looping() -> bool:
+        latest.update(await api.get("v1/Pod", "broken", namespace=NS))
+        statuses = latest["status"].get("containerStatuses") or [{}]
+        return int(statuses[0].get("restartCount") or 0) >= 1
+
+    await eventually(crash_looping)
+    (container,) = latest["status"]["containerStatuses"]
+    assert container["lastState"]["terminated"]["exitCode"] == 2
+    previous = await kubectl.run("logs", "broken", "--previous")
+    assert previous.out == "cannot connect to the database\n"
+
+    unready = {"annotations": {"main.container.kubeforge.dev/ready": "false"}}
+    await api.create(pod("unready", image="nginx:1.27", metadata=unready))
+    running = await wait_phase(api, "unready", "Running")
+    assert condition(running, "Ready")["status"] == "False"
+    assert condition(running, "ContainersReady")["reason"] == "ContainersNotReady"
+    assert running["status"]["containerStatuses"][0]["started"] is True
+
+
 # -- running commands on this machine --------------------------------------------------------
 
 
@@ -451,6 +505,137 @@ async def test_exec_pods_run_the_command_as_a_local_process(
         assert terminated["reason"] == "StartError"
         assert terminated["exitCode"] == 128
         assert "executable file not found" in terminated["message"]
+
+
+HEALTH_SERVER = """
+import http.server, sys
+port = int(sys.argv[1])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/readyz" else 500)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+print("listening on", port, flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+
+async def test_probes_decide_readiness_and_restarts_of_local_processes(
+    api: Client, kubectl: Kubectl, server: APIServer, pod_logs: PodLogs
+) -> None:
+    options = ClusterOptions(pod_start_seconds=0.05, exec_pods=True)
+    async with running_cluster(server, pod_logs, options) as nodes:
+        container = {
+            "ports": [{"containerPort": 8080, "name": "http"}],
+            "readinessProbe": {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 1},
+            "livenessProbe": {
+                "httpGet": {"path": "/livez", "port": 8080},
+                "initialDelaySeconds": 1,
+                "periodSeconds": 1,
+                "failureThreshold": 2,
+            },
+        }
+        body = pod(
+            "probed",
+            [sys.executable, "-c", HEALTH_SERVER, "8080"],
+            container=container,
+            terminationGracePeriodSeconds=2,
+        )
+        await api.create(body)
+
+        async def ready() -> bool:
+            found = await api.get("v1/Pod", "probed", namespace=NS)
+            statuses = found["status"].get("containerStatuses") or [{}]
+            return statuses[0].get("ready") is True
+
+        await eventually(ready, timeout=15)
+        found = await api.get("v1/Pod", "probed", namespace=NS)
+        # The declared port became a port of this machine, and the process was told so.
+        port = nodes[0].local.ports.lookup(found["status"]["podIP"], 8080)
+        assert port is not None and port != 8080
+        assert (await kubectl.run("logs", "probed")).out == f"listening on {port}\n"
+
+        async def restarted() -> bool:
+            found.update(await api.get("v1/Pod", "probed", namespace=NS))
+            return int(found["status"]["containerStatuses"][0]["restartCount"]) >= 1
+
+        await eventually(restarted, timeout=20)
+        events = await api.list("events.k8s.io/v1/Event", namespace=NS)
+        notes = {(e["reason"], e.get("note")) for e in events}
+        assert ("Killing", "Container main failed liveness probe, will be restarted") in notes
+        assert (
+            "Unhealthy",
+            "Liveness probe failed: HTTP probe failed with statuscode: 500",
+        ) in notes
+
+
+async def test_local_processes_get_their_volumes_and_the_api_server(
+    api: Client, kubectl: Kubectl, server: APIServer, pod_logs: PodLogs
+) -> None:
+    options = ClusterOptions(pod_start_seconds=0.05, exec_pods=True)
+    async with running_cluster(server, pod_logs, options):
+        script = (
+            "cat /etc/creds/password; echo; cat /etc/app.conf; echo; "
+            'echo "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $CONFIG"; '
+            "test -d /scratch && echo scratch"
+        )
+        body = pod(
+            "mounted",
+            ["sh", "-c", script],
+            restart="Never",
+            container={
+                "env": [{"name": "CONFIG", "value": "--config=/etc/app.conf"}],
+                "volumeMounts": [
+                    {"name": "creds", "mountPath": "/etc/creds", "readOnly": True},
+                    {"name": "settings", "mountPath": "/etc/app.conf", "subPath": "app.conf"},
+                    {"name": "scratch", "mountPath": "/scratch"},
+                ],
+            },
+            volumes=[
+                {"name": "creds", "secret": {"secretName": "creds"}},
+                {"name": "settings", "configMap": {"name": "settings"}},
+                {"name": "scratch", "emptyDir": {}},
+            ],
+        )
+        await api.create(body)
+        await api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": NS},
+                "data": {"app.conf": "debug=true"},
+            }
+        )
+
+        # Until its Secret exists, the pod cannot be set up, as a kubelet reports it.
+        async def failed_mount() -> bool:
+            events = await api.list("events.k8s.io/v1/Event", namespace=NS)
+            return any(e.get("reason") == "FailedMount" for e in events)
+
+        await eventually(failed_mount)
+        events = await api.list("events.k8s.io/v1/Event", namespace=NS)
+        (event,) = [e for e in events if e.get("reason") == "FailedMount"]
+        assert event["note"] == (
+            'MountVolume.SetUp failed for volume "creds" : secret "creds" not found'
+        )
+        assert (await api.get("v1/Pod", "mounted", namespace=NS))["status"]["phase"] == "Pending"
+        await api.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "creds", "namespace": NS},
+                "stringData": {"password": "s3cret"},
+            }
+        )
+        await wait_phase(api, "mounted", "Succeeded")
+        lines = (await kubectl.run("logs", "mounted")).out.splitlines()
+        assert lines[:2] == ["s3cret", "debug=true"]
+        host = server.url.removeprefix("https://")
+        endpoint, config = lines[2].split(" ")
+        assert endpoint == host
+        assert config.startswith("--config=/") and config.endswith("/root/etc/app.conf")
+        assert lines[3:] == ["scratch"]
 
 
 # -- the log buffer --------------------------------------------------------------------------

@@ -1024,6 +1024,25 @@ def test_incluster_errors(service_account: Path, monkeypatch: pytest.MonkeyPatch
         load_incluster(directory=service_account)
 
 
+def test_incluster_reads_the_directory_its_variable_names(
+    service_account: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A pod of the development cluster run as a local process has its files elsewhere.
+    monkeypatch.setattr(config_module, "SERVICE_ACCOUNT_DIR", str(tmp_path / "absent"))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "6443")
+    monkeypatch.delenv("KUBEFORGE_SERVICE_ACCOUNT_DIR", raising=False)
+    with pytest.raises(ConfigError, match="absent/token"):
+        load_incluster()
+    monkeypatch.setenv("KUBEFORGE_SERVICE_ACCOUNT_DIR", str(service_account))
+    cfg = load_incluster()
+    assert (cfg.server, cfg.namespace) == ("https://127.0.0.1:6443", "team-a")
+    # An empty value is as good as unset.
+    monkeypatch.setenv("KUBEFORGE_SERVICE_ACCOUNT_DIR", "")
+    with pytest.raises(ConfigError, match="absent/token"):
+        load_incluster()
+
+
 def test_load_config_falls_back_to_incluster(
     service_account: Path, monkeypatch: pytest.MonkeyPatch, clean_env: Path, tmp_path: Path
 ) -> None:

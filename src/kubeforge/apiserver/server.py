@@ -22,7 +22,7 @@ import orjson
 import yaml
 
 from kubeforge.apiserver import nesting
-from kubeforge.apiserver.admission import Admission
+from kubeforge.apiserver.admission import Admission, ServiceResolver
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
@@ -111,6 +111,9 @@ class ServerConfig:
     # Paths open to requests without credentials (as system:anonymous, whom RBAC then
     # checks); None opens every path, as kube-apiserver's --anonymous-auth=true does.
     anonymous_paths: tuple[str, ...] | None = ("/healthz", "/livez", "/readyz")
+    # How a webhook's Service reference is reached: (namespace, name, port) -> (host, port);
+    # None: this machine, at the Service's target port (Admission.resolve_service).
+    resolve_service: ServiceResolver | None = None
 
 
 class APIServer:
@@ -148,7 +151,9 @@ class APIServer:
         issuer = TokenIssuer(load_or_generate_key(cfg.credentials_dir), cfg.service_account_issuer)
         anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
         self.auth = Auth(self.rest, self.token, issuer, anonymous)
-        self.admission = Admission(self.rest, authorize=self.auth.check)
+        self.admission = Admission(
+            self.rest, resolve_service=cfg.resolve_service, authorize=self.auth.check
+        )
         if cfg.service_account_admission:
             self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None

@@ -59,6 +59,24 @@ def dev(
             "isolation) so `kubectl logs` shows their real output. Off by default.",
         ),
     ] = False,
+    image: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--image",
+            metavar="IMAGE=DIR",
+            help="Run containers of IMAGE as local processes on THIS machine from the project "
+            "in DIR (its Dockerfile's entrypoint, its console scripts, this Python "
+            "environment), e.g. --image controller:latest=./ ; repeatable.",
+        ),
+    ] = None,
+    cert_manager: Annotated[
+        bool,
+        typer.Option(
+            "--cert-manager/--no-cert-manager",
+            help="Serve cert-manager's Issuer, ClusterIssuer and Certificate kinds (self-signed "
+            "and CA issuers, CA injection), as kubebuilder's config/default expects.",
+        ),
+    ] = True,
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
     body_timeout: BodyTimeout = DEFAULTS.body_timeout,
@@ -70,8 +88,18 @@ def dev(
     if ctx.invoked_subcommand is not None:
         return
     from kubeforge.apiserver.persistence import DataDirInUse
+    from kubeforge.cluster.projects import parse_image_mapping
 
-    options = ClusterOptions(nodes=nodes, exec_pods=exec_pods)
+    images: dict[str, Path] = {}
+    for mapping in image or ():
+        try:
+            name, directory = parse_image_mapping(mapping)
+        except ValueError as exc:
+            raise fail(f"--image {exc}") from None
+        images[name] = directory
+    options = ClusterOptions(
+        nodes=nodes, exec_pods=exec_pods, images=images, cert_manager=cert_manager
+    )
     limits = ConnectionLimits(
         header_timeout=header_timeout,
         body_timeout=body_timeout,
@@ -158,6 +186,10 @@ async def _run(
         f"  nodes: {options.nodes}"
         + ("  (--exec-pods: commands run locally)" if options.exec_pods else "")
     )
+    for name, directory in options.images.items():
+        typer.echo(f"  image {name}: runs from {directory} as local processes")
+    if options.cert_manager:
+        typer.echo("  cert-manager: Issuer, ClusterIssuer, Certificate (built in)")
     if data_dir is not None:
         typer.echo(f"  state kept in {data_dir}")
     typer.echo(f"kubeconfig written to {path} (context {CONTEXT!r}); try:")

@@ -33,6 +33,7 @@ from kubeforge.client.auth import (
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
+    "SERVICE_ACCOUNT_DIR_ENV",
     "ClusterConfig",
     "ConfigError",
     "CredentialError",
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 # Where the kubelet mounts a pod's service account; tests point it elsewhere.
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# When set, the directory that holds the service account's files instead: a process the
+# development cluster runs for a pod on this machine cannot have them at the absolute path.
+SERVICE_ACCOUNT_DIR_ENV = "KUBEFORGE_SERVICE_ACCOUNT_DIR"
 
 # The cluster extension whose value is handed to exec plugins as spec.cluster.config.
 EXEC_CLUSTER_EXTENSION = "client.authentication.k8s.io/exec"
@@ -163,7 +167,9 @@ def load_kubeconfig(
 def load_incluster(*, directory: str | os.PathLike[str] | None = None) -> ClusterConfig:
     """The cluster of the pod this runs in, through its service account.
 
-    `directory` replaces SERVICE_ACCOUNT_DIR (token, ca.crt, namespace).
+    The account's files (token, ca.crt, namespace) are read from `directory`, else from the
+    directory $KUBEFORGE_SERVICE_ACCOUNT_DIR names when it is set (a pod of the development
+    cluster run as a local process), else from SERVICE_ACCOUNT_DIR.
     """
     host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
     port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
@@ -174,7 +180,9 @@ def load_incluster(*, directory: str | os.PathLike[str] | None = None) -> Cluste
         )
     if ":" in host and not host.startswith("["):
         host = f"[{host}]"
-    base = Path(directory if directory is not None else SERVICE_ACCOUNT_DIR)
+    if directory is None:
+        directory = os.environ.get(SERVICE_ACCOUNT_DIR_ENV) or SERVICE_ACCOUNT_DIR
+    base = Path(directory)
     token = TokenFile(base / "token")
     try:
         token.read()

@@ -25,6 +25,8 @@ from kubeforge.apiserver.server import APIServer, ServerConfig
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
+from kubeforge.cluster import certmanager
+from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
     deployment,
@@ -36,9 +38,11 @@ from kubeforge.cluster.controllers import (
     serviceaccount,
     tokens,
 )
+from kubeforge.cluster.hostports import HostPorts, ServiceRouter
 from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
+from kubeforge.cluster.projects import ImageMap
 from kubeforge.runtime.manager import Manager
 
 __all__ = ["CONTEXT", "DevCluster"]
@@ -74,6 +78,16 @@ class DevCluster:
     ) -> None:
         self.options = options or ClusterOptions()
         self.logs = PodLogs()
+        # Ports of this machine given to pods run as local processes; webhook calls through
+        # a Service reach them there.
+        self.host_ports = HostPorts()
+        router = ServiceRouter(
+            lambda: self.server.store,
+            self.host_ports,
+            lambda namespace, name, port: self.server.admission.resolve_service(
+                namespace, name, port
+            ),
+        )
         self.backend = SQLiteBackend(data_dir) if data_dir is not None else None
         config = ServerConfig(
             host=host,
@@ -94,11 +108,13 @@ class DevCluster:
             # the probes and /version, nothing else.
             anonymous_paths=None,
             connections=connections or ConnectionLimits(),
+            resolve_service=router,
         )
         self.server = APIServer(config, logs=self.logs)
         self.client: Client | None = None
         self.manager: Manager | None = None
         self.nodes: list[SimulatedNode] = []
+        self.local: LocalRuntime | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self._clients: list[Client] = []
 
@@ -131,6 +147,8 @@ class DevCluster:
         await self.server.start()
         # The controllers and nodes are clients like any other, over HTTPS.
         self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
+        if self.options.cert_manager:
+            await certmanager.install(self.client)
         manager = Manager(
             client=Client(self.cluster_config(), field_manager="kube-controller-manager")
         )
@@ -140,8 +158,16 @@ class DevCluster:
         rootca.setup(manager, self.server.ca_pem)
         tokens.setup(manager, self.server.auth.issuer, self.server.ca_pem)
         clusterroles.setup(manager)
+        if self.options.cert_manager:
+            certmanager.setup(manager, self.server.ca_pem)
         self.manager = manager
         self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
+        self.local = LocalRuntime(
+            self.server.config.host,
+            self.server.port,
+            ImageMap(self.options.images),
+            self.host_ports,
+        )
         for i in range(self.options.nodes):
             node_client = Client(self.cluster_config(), field_manager="kubelet")
             self._clients.append(node_client)
@@ -151,6 +177,7 @@ class DevCluster:
                 self.options,
                 self.logs,
                 index=i,
+                local=self.local,
             )
             self.nodes.append(node)
             self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
-__all__ = ["RUN_SECONDS_ANNOTATION", "START_SECONDS_ANNOTATION", "ClusterOptions"]
+__all__ = [
+    "EXIT_CODE_ANNOTATION",
+    "OUTPUT_ANNOTATION",
+    "READY_ANNOTATION",
+    "READY_SECONDS_ANNOTATION",
+    "RUN_SECONDS_ANNOTATION",
+    "START_SECONDS_ANNOTATION",
+    "ClusterOptions",
+]
 
-# Per-pod overrides of the simulated timings, so tests can make pods quick (or slow).
+# Per-pod settings of simulated containers (docs/devcluster.md lists the rules), so tests can
+# make pods quick or slow, and make containers fail or stay unready on purpose. Each also
+# exists per container: `<container>.container.kubeforge.dev/<name>`.
 START_SECONDS_ANNOTATION = "kubeforge.dev/start-seconds"
 RUN_SECONDS_ANNOTATION = "kubeforge.dev/run-seconds"
+EXIT_CODE_ANNOTATION = "kubeforge.dev/exit-code"
+OUTPUT_ANNOTATION = "kubeforge.dev/output"
+READY_ANNOTATION = "kubeforge.dev/ready"
+READY_SECONDS_ANNOTATION = "kubeforge.dev/ready-seconds"
 
 
 @dataclass
@@ -19,10 +34,16 @@ class ClusterOptions:
     # Run containers' commands as local processes (opt-in: it executes commands on this
     # machine, without any image or isolation) instead of simulating them.
     exec_pods: bool = False
+    # Images whose containers run as local processes in a project directory:
+    # image reference -> directory (`kubeforge dev --image controller:latest=./`).
+    images: dict[str, Path] = field(default_factory=dict)
+    # A built-in subset of cert-manager: its Issuer, ClusterIssuer and Certificate kinds
+    # (self-signed and CA issuers) and CA injection into webhook configurations and CRDs.
+    cert_manager: bool = False
     # Seconds from a pod being scheduled to running (per pod: START_SECONDS_ANNOTATION).
     pod_start_seconds: float = 0.1
-    # Seconds a finite command (`sleep` aside, which takes its own argument) runs for when
-    # simulated (per pod: RUN_SECONDS_ANNOTATION).
+    # Seconds a program the simulation does not model runs for when its pod is meant to
+    # finish (per pod: RUN_SECONDS_ANNOTATION).
     command_run_seconds: float = 0.1
     service_cidr: str = "10.96.0.0/12"
     pod_cidr: str = "10.244.0.0/16"

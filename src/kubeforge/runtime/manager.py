@@ -131,7 +131,10 @@ class Manager:
         self.retry_period = retry_period
         self.release_on_cancel = release_on_cancel
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
-        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        # As client-go's os.Hostname() in a pod: the pod's name (HOSTNAME, which the kubelet
+        # sets, also for a pod the development cluster runs as a local process).
+        host = os.environ.get("HOSTNAME") or socket.gethostname()
+        self.identity = identity or f"{host}_{uuid.uuid4()}"
         self._healthz: dict[str, Check] = {"ping": lambda: True}
         self._readyz: dict[str, Check] = {"ping": lambda: True}
         self._runnables: list[tuple[Runnable, bool]] = []
