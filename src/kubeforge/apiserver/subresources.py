@@ -11,6 +11,7 @@ from kubeforge.api.fielderror import FieldError
 from kubeforge.api.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.deleteoptions import decode_delete_options
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.preconditions import requested_version
@@ -259,7 +260,8 @@ class Subresources:
         if review is not None and isinstance(body, dict):
             body = await review.mutate("CREATE", _typed(body, "policy/v1", "Eviction"), None)
             await review.validate("CREATE", body, None)
-        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        given = body.get("deleteOptions") if isinstance(body, dict) else None
+        options = {} if given is None else decode_delete_options(given)
         await self.rest.delete(replace(call, admission=None), options)
         return _success()
 
