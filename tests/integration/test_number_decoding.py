@@ -189,3 +189,19 @@ async def test_embedded_resources_metadata_is_object_meta(client: Client) -> Non
         "labels": {"a": "b"},
         "creationTimestamp": None,
     }
+
+
+async def test_scale_replicas_are_an_int32(client: Client) -> None:
+    assert (await client.request("POST", DEPLOYMENTS, raw=deployment_text("web"))).status == 201
+    scale = f"{DEPLOYMENTS}/web/scale"
+    for replicas in (2.0, 2**31):
+        body = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}
+        reply = await client.put(scale, dict(body, spec={"replicas": replicas}))
+        assert reply.status == 400, reply.body
+        assert "Go struct field ScaleSpec.spec.replicas of type int32" in reply.json()["message"]
+    assert (await client.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 1
+    strategic = await client.patch(
+        scale, {"spec": {"replicas": 3.0}}, "application/strategic-merge-patch+json"
+    )
+    assert strategic.status == 200, strategic.body
+    assert (await client.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 3
