@@ -91,9 +91,12 @@ class Fuzzer:
         *,
         what: str = "",
         watch: bool = False,
+        accept: str = "application/json",
     ) -> Answer:
         data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
-        answer = self.client.request(method, target, data, content_type, read_body=not watch)
+        answer = self.client.request(
+            method, target, data, content_type, read_body=not watch, accept=accept
+        )
         return self._answer(answer, what or f"{method} {target}")
 
     def _violate(self, message: str) -> None:
@@ -132,7 +135,9 @@ class Fuzzer:
         target = path + ("?" + scope.expand(op.query) if op.query else "")
         body = scope.expand(op.body) if isinstance(op.body, str) else op.body
         what = op.describe()
-        answer = self._send(op.method, target, body, op.content_type, what=what, watch=op.watch)
+        answer = self._send(
+            op.method, target, body, op.content_type, what=what, watch=op.watch, accept=op.accept
+        )
         self.stats.by_request[f"{op.method} {answer.status}"] += 1
         if not op.write:
             return

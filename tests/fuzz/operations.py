@@ -48,6 +48,7 @@ class Op:
     name: str | None  # the object the request is about
     dry_run: bool
     watch: bool = False
+    accept: str = "application/json"
 
     @property
     def write(self) -> bool:
@@ -56,7 +57,10 @@ class Op:
     def describe(self) -> str:
         body = self.body if isinstance(self.body, str) else repr(self.body)
         shown = (body or "")[:2000]
-        return f"{self.method} {self.path}?{self.query} [{self.content_type}] {shown}"
+        return (
+            f"{self.method} {self.path}?{self.query} [{self.content_type}] "
+            f"(Accept: {self.accept}) {shown}"
+        )
 
 
 @dataclass
@@ -65,6 +69,22 @@ class Example:
     seed: dict[str, Any] | None  # a valid object created first, as NAMES[0]
     ops: list[Op]
 
+
+# What reads may ask for: plain JSON or YAML, Tables (what kubectl get asks for), partial
+# metadata, or something the server does not serve.
+_ACCEPT = st.sampled_from(
+    [
+        "application/json",
+        "application/yaml",
+        "application/json;as=Table;v=v1;g=meta.k8s.io",
+        "application/json;as=Table;v=v1beta1;g=meta.k8s.io, application/json",
+        "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io",
+        "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io",
+        "application/vnd.kubernetes.protobuf",
+        "text/html",
+        "*/*",
+    ]
+)
 
 # -- query strings -------------------------------------------------------------------------
 
@@ -528,13 +548,14 @@ def _op(draw: st.DrawFn, kind: Kind, current: dict[str, Any]) -> Op:
         return Op("DELETE", "", query, None, None, None, dry)
     if verb == "get":
         query, _ = draw(_query("get"))
-        return Op("GET", f"/{url_name}", query, None, None, name, False)
+        return Op("GET", f"/{url_name}", query, None, None, name, False, accept=draw(_ACCEPT))
     if verb == "list":
         query, _ = draw(_query("list"))
-        return Op("GET", "", query, None, None, None, False, watch="watch" in query)
+        watching = "watch" in query
+        return Op("GET", "", query, None, None, None, False, watching, draw(_ACCEPT))
     if verb == "watch":
         query, _ = draw(_query("watch", {"watch": "true"}))
-        return Op("GET", "", query, None, None, None, False, watch=True)
+        return Op("GET", "", query, None, None, None, False, True, draw(_ACCEPT))
     sub = draw(st.sampled_from(kind.subresources))
     method = draw(st.sampled_from(["GET", "PUT", "PATCH"]))
     if sub == "scale":

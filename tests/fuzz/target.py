@@ -134,9 +134,10 @@ class Client:
         content_type: str | None = None,
         *,
         read_body: bool = True,
+        accept: str = "application/json",
     ) -> Answer:
         """One request; `read_body=False` (for watches) takes the head and drops the stream."""
-        headers = {"Authorization": f"Bearer {self.target.token}", "Accept": "application/json"}
+        headers = {"Authorization": f"Bearer {self.target.token}", "Accept": accept}
         if content_type is not None:
             headers["Content-Type"] = content_type
         for attempt in (1, 2):
