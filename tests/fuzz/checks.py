@@ -191,8 +191,32 @@ class Fuzzer:
             if problems:
                 self._violate(f"a stored {kind.kind} {name} is malformed: {problems}")
 
+    def _check_round_trip(self, scope: _Scope, objects: dict[str, Any]) -> None:
+        """A stored object is one the server accepts again: putting it back unchanged is a
+        200 that writes nothing (the same resourceVersion)."""
+        for name, obj in objects.items():
+            answer = self._send(
+                "PUT",
+                f"{scope.collection}/{name}",
+                orjson.dumps(obj),
+                "application/json",
+                what=f"putting back {name}",
+            )
+            back = answer.json()
+            if answer.status != 200 or not isinstance(back, dict):
+                self._violate(
+                    f"putting back a stored {scope.kind.kind} answered {answer.status}: "
+                    f"{answer.body[:500]!r}\n  object: {_short(obj)}"
+                )
+            elif back != obj:
+                self._violate(
+                    f"putting back a stored {scope.kind.kind} unchanged changed it\n"
+                    f"  before: {_short(obj)}\n  after: {_short(back)}"
+                )
+
     def _check_agreement(self, scope: _Scope) -> None:
         """Every object of the example: the list, a get and the watcher show the same."""
+        self._check_round_trip(scope, self._snapshot(scope))
         listed = self._snapshot(scope)
         self._check_shapes(scope, listed)
         watcher = self.watchers[scope.kind.plural]

@@ -30,7 +30,7 @@ BUILTIN = (
 )
 
 BOUNDED = settings(
-    max_examples=150,
+    max_examples=200,
     derandomize=True,
     database=None,
     deadline=None,
