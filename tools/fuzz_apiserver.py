@@ -6,7 +6,8 @@ Sends the property-based examples of tests/fuzz/ (hostile JSON and YAML bodies, 
 type, query strings; built-in kinds and a custom resource) with fresh random seeds until the
 time is up, checks the same invariants as the suite's bounded run (no 5xx, nothing
 half-written, lists, gets and watches agree, the server stays healthy), and prints the
-requests sent, a histogram of status codes and every violation. Exits 1 if there was any.
+requests sent, a histogram of status codes and every violation (as soon as it is found).
+Exits 1 if there was any.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> int:
     deadline = time.monotonic() + args.minutes * 60
     started = time.monotonic()
     batches = 0
+    reported = 0
     with ServerThread() as target:
         fuzzer = Fuzzer(target, strict=False)
 
@@ -64,6 +66,9 @@ def main() -> int:
             except Exception as exc:  # a broken example must not end the run
                 fuzzer.stats.violations.append(f"seed {first_seed + batches}: {exc!r}")
             batches += 1
+            for violation in fuzzer.stats.violations[reported:]:
+                print(f"\n--- violation\n{violation}\n", flush=True)
+            reported = len(fuzzer.stats.violations)
             print(
                 f"[{time.monotonic() - started:6.0f}s] seed {first_seed + batches - 1}: "
                 f"{fuzzer.stats.examples} examples, {fuzzer.stats.requests} requests, "
@@ -77,8 +82,6 @@ def main() -> int:
     print("requests by method and status:")
     for key, count in sorted(fuzzer.stats.by_request.items()):
         print(f"  {key}: {count}")
-    for i, violation in enumerate(fuzzer.stats.violations, 1):
-        print(f"\n--- violation {i}\n{violation}")
     return 1 if fuzzer.stats.violations else 0
 
 
