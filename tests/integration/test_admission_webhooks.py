@@ -543,6 +543,9 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
         lambda req: patch({"op": "add", "path": "/spec/notAField", "value": 1}),
     )
     hooks.route("/broken", lambda req: patch({"op": "remove", "path": "/spec/missing"}))
+    hooks.route(
+        "/float", lambda req: patch({"op": "replace", "path": "/spec/replicas", "value": 2.0})
+    )
     await install(
         client,
         mutating(
@@ -569,6 +572,13 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
                 [rule(["deployments"], groups=["apps"])],
                 objectSelector={"matchLabels": {"break": "patch"}},
             ),
+            webhook(
+                "float.example.com",
+                hooks,
+                "/float",
+                [rule(["deployments"], groups=["apps"])],
+                objectSelector={"matchLabels": {"break": "float"}},
+            ),
         ),
     )
     reply = await client.post(CONFIGMAPS, configmap("cm"))
@@ -588,6 +598,12 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
     assert reply.json()["reason"] == "InternalError"
     assert "cannot unmarshal string" in reply.json()["message"]
     assert (await client.get(f"{DEPLOYMENTS}/typed")).status == 404
+
+    # A JSON patch keeps its literal 2.0, which Go's decoder cannot put into an int32.
+    reply = await client.post(DEPLOYMENTS, labelled("floated", "float"))
+    assert reply.status == 500
+    assert "cannot unmarshal number 2.0 into Go struct field" in reply.json()["message"]
+    assert (await client.get(f"{DEPLOYMENTS}/floated")).status == 404
 
     reply = await client.post(DEPLOYMENTS, labelled("pruned", "unknown"))
     assert reply.status == 201, reply.body

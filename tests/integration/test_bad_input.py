@@ -67,3 +67,21 @@ async def test_server_keeps_data_after_bad_requests(client: Client) -> None:
     await client.request("POST", CMS, raw=b"\xff\xfe", content_type="application/json")
     got = await client.get(f"{CMS}/keep")
     assert got.status == 200 and got.json()["data"] == {"a": "1"}
+
+
+async def test_warnings_quoting_any_text_still_answer(client: Client) -> None:
+    # Unknown fields are named in Warning headers: UTF-8, and no text ends the header.
+    body = {"metadata": {"name": "warned"}, "💥": 1, "a\r\nSet-Cookie: x": 2}
+    reply = await client.post(CMS, body)
+    assert reply.status == 201
+    warnings = reply.headers.getall("Warning")
+    assert '299 - "unknown field \\"💥\\""' in warnings
+    assert '299 - "unknown field \\"a  Set-Cookie: x\\""' in warnings
+    assert "Set-Cookie" not in reply.headers
+    assert (await client.get(f"{CMS}/warned")).status == 200
+
+
+async def test_an_empty_dry_run_is_no_supported_value(client: Client) -> None:
+    reply = await client.post(f"{CMS}?dryRun=", {"metadata": {"name": "dry"}})
+    assert reply.status == 422
+    assert (await client.get(f"{CMS}/dry")).status == 404

@@ -126,3 +126,52 @@ async def test_field_validation_modes(client: Client) -> None:
     patched = await client.patch(f"{CMS}/x?fieldValidation=Strict", {"bogus": 1}, MERGE)
     assert patched.status == 400
     assert (await client.post(f"{CMS}?fieldValidation=Loose", body)).status == 400
+
+
+async def test_a_dry_run_asked_for_in_the_body_changes_nothing(client: Client) -> None:
+    await client.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
+    before = (await client.get(f"{CMS}/keep")).json()
+    options = {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}
+    orphaning = await client.delete(f"{CMS}/keep", dict(options, propagationPolicy="Orphan"))
+    assert orphaning.status == 200
+    assert orphaning.json()["metadata"]["finalizers"] == ["orphan"]
+    deleting = await client.delete(f"{CMS}/keep", options)
+    assert deleting.status == 200
+    assert (await client.get(f"{CMS}/keep")).json() == before
+
+
+async def test_delete_options_of_the_wrong_shape_are_refused(client: Client) -> None:
+    await client.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
+    before = (await client.get(f"{CMS}/keep")).json()
+    cases = {
+        '{"dryRun": ["x"]}': (422, 'dryRun: Unsupported value: []string{"x"}'),
+        '{"dryRun": [{"a": 1}]}': (
+            400,
+            "json: cannot unmarshal object into Go struct field DeleteOptions.dryRun of type "
+            "string",
+        ),
+        '{"gracePeriodSeconds": 1.5}': (
+            400,
+            "json: cannot unmarshal number 1.5 into Go struct field "
+            "DeleteOptions.gracePeriodSeconds of type int64",
+        ),
+        '{"preconditions": "x"}': (400, "DeleteOptions.preconditions of type v1.Preconditions"),
+        '{"orphanDependents": "yes"}': (400, "DeleteOptions.orphanDependents of type bool"),
+        "[1]": (400, "cannot unmarshal array into Go value of type v1.DeleteOptions"),
+    }
+    for body, (status, message) in cases.items():
+        reply = await client.request("DELETE", f"{CMS}/keep", raw=body.encode())
+        assert reply.status == status, (body, reply.body)
+        assert message in reply.json()["message"], (body, reply.body)
+    for query in ("dryRun=", "gracePeriodSeconds=1e3", "gracePeriodSeconds=99999999999999999999"):
+        reply = await client.delete(f"{CMS}/keep?{query}")
+        assert reply.status in (400, 422), (query, reply.body)
+    assert (await client.get(f"{CMS}/keep")).json() == before
+
+
+async def test_a_body_s_options_are_the_ones_used(client: Client) -> None:
+    # As kube-apiserver reads them: from the body when there is one, else from the query.
+    await client.post(CMS, {"metadata": {"name": "gone"}})
+    reply = await client.delete(f"{CMS}/gone?propagationPolicy=Sideways&dryRun=All", {})
+    assert reply.status == 200
+    assert (await client.get(f"{CMS}/gone")).status == 404

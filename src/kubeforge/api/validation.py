@@ -73,6 +73,7 @@ _OBJECT_META_FIELDS = frozenset(
     managedFields""".split()  # noqa: SIM905
 )
 _NO_DEFAULT: Any = object()
+_MAX_JSON_INTEGER = 2**53 - 1
 
 
 # -- formats ---------------------------------------------------------------------------------
@@ -721,6 +722,14 @@ def _kind(value: Any) -> str:
     return ""
 
 
+def _json_integer(value: Any) -> bool:
+    """Whether a float counts as an integer for `type: integer`: a whole number JSON can
+    hold exactly, within +-(2**53 - 1) (kube-openapi's validator, via go-openapi/swag's
+    IsFloat64AJSONInteger)."""
+    number = float(value)
+    return number.is_integer() and abs(number) <= _MAX_JSON_INTEGER
+
+
 def _type_error(report: _Report, name: str, type_label: str, shown: str) -> None:
     detail = f"{name} in body must be of type {type_label}: {_quote(shown)}"
     report.add(FieldErrorType.TYPE_INVALID, name, shown, detail)
@@ -740,7 +749,7 @@ def _check(n: Node, value: Any, name: str, report: _Report) -> None:
         if n.fmt and kind not in ("string", "array"):
             if not (
                 kind in types
-                or (kind == "number" and "integer" in types and float(value).is_integer())
+                or (kind == "number" and "integer" in types and _json_integer(value))
                 or (kind == "integer" and "number" in types)
             ):
                 go_fmt = "int64" if kind == "integer" else "float64" if kind == "number" else ""
@@ -748,7 +757,7 @@ def _check(n: Node, value: Any, name: str, report: _Report) -> None:
         elif n.fmt and "number" not in types and "integer" not in types:
             pass  # strings and arrays pass the type check of a formatted non-number
         elif kind not in types and not (
-            (kind == "number" and "integer" in types and float(value).is_integer())
+            (kind == "number" and "integer" in types and _json_integer(value))
             or (kind == "integer" and "number" in types)
         ):
             _type_error(report, name, n.type_label, kind)

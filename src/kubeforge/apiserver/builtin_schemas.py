@@ -23,7 +23,13 @@ from kubeforge.api.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
 from kubeforge.api.fielderror import FieldError, join_path
 from kubeforge.api.schemaview import SchemaView
 
-__all__ = ["DEFAULT_VERSION", "BuiltinSchemas", "DecodeError"]
+__all__ = [
+    "CONVERTED_INTEGERS",
+    "DEFAULT_VERSION",
+    "STRICT_INTEGERS",
+    "BuiltinSchemas",
+    "DecodeError",
+]
 
 _REF_PREFIX = "#/$defs/"
 _REGISTRY_URI = "urn:kubeforge:builtin-definitions"
@@ -119,7 +125,7 @@ class _Shape:
     struct's map and list fields that Go leaves out when empty (`omitempty`).
     """
 
-    __slots__ = ("fields", "items", "name", "omit_empty", "values", "walk")
+    __slots__ = ("fields", "integer", "items", "name", "omit_empty", "values", "walk")
 
     def __init__(self) -> None:
         self.fields: dict[str, _Shape] | None = None
@@ -128,9 +134,25 @@ class _Shape:
         self.name = ""
         self.walk = False
         self.omit_empty: frozenset[str] = frozenset()
+        # An integer field: its Go type and range (int32 or int64).
+        self.integer: tuple[str, int, int] | None = None
 
 
 _LEAF = _Shape()
+
+
+def _integer_leaf(go_type: str, low: int, high: int) -> _Shape:
+    shape = _Shape()
+    shape.integer = (go_type, low, high)
+    return shape
+
+
+_INT32 = _integer_leaf("int32", -(2**31), 2**31 - 1)
+_INT64 = _integer_leaf("int64", -(2**63), 2**63 - 1)
+
+# How a walk treats integer fields (see BuiltinSchemas.drop_unknown_fields).
+STRICT_INTEGERS = "strict"
+CONVERTED_INTEGERS = "converted"
 
 # Definitions whose zero value encodes as null rather than being left out.
 _NULL_KEPT = frozenset({"Time", "MicroTime"})
@@ -175,6 +197,40 @@ def _json_kind(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def _go_number_text(value: int | float) -> str:
+    """A number as it would have been written in JSON (Go's decoder quotes the literal)."""
+    if value.__class__ is float:
+        text = repr(value)
+        return text.replace("e+", "e") if "e" in text else text
+    return str(value)
+
+
+def _instance_path(obj: Any, path: str, key: str | int) -> list[str | int]:
+    """The path, as keys and indices, of the value a walk reached at `path` + `key` (the
+    walk's string paths cannot be split back, since keys may hold dots)."""
+
+    def search(value: Any, at: str, parts: list[str | int]) -> list[str | int] | None:
+        if at == path:
+            return [*parts, key]
+        if isinstance(value, dict):
+            for k, v in value.items():
+                child = f"{at}.{k}" if at else str(k)
+                if path == child or path.startswith((child + ".", child + "[")):
+                    found = search(v, child, [*parts, k])
+                    if found is not None:
+                        return found
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                child = f"{at}[{i}]"
+                if path == child or path.startswith((child + ".", child + "[")):
+                    found = search(v, child, [*parts, i])
+                    if found is not None:
+                        return found
+        return None
+
+    return search(obj, "", []) or [key]
 
 
 def _types(node: Mapping[str, Any]) -> list[str]:
@@ -498,6 +554,8 @@ class BuiltinSchemas:
             name = ref[len(_REF_PREFIX) :]
             shape = self._shapes.get(name)
             return shape if shape is not None else self._compile_def(name)
+        if _types(node) == ["integer"]:
+            return _INT32 if node.get("format") == "int32" else _INT64
         shape = _Shape()
         self._fill(shape, node)
         return shape if (shape.fields, shape.values, shape.items) != (None, None, None) else _LEAF
@@ -516,10 +574,10 @@ class BuiltinSchemas:
             shape.omit_empty = self._omitted_when_empty(definition, node, props)
         elif isinstance(extra, Mapping):
             shape.values = self._compile(extra)
-            shape.walk = shape.values.walk
+            shape.walk = shape.values.walk or shape.values.integer is not None
         elif kinds == ["array"]:
             shape.items = self._compile(node.get("items"))
-            shape.walk = shape.items.walk
+            shape.walk = shape.items.walk or shape.items.integer is not None
         elif kinds == ["object"] and extra is None:
             # An empty struct: everything sent inside it is unknown.
             shape.fields = {}
@@ -554,19 +612,66 @@ class BuiltinSchemas:
             if not value and value.__class__ in _CONTAINERS:
                 del obj[key]
 
+    def _integer(
+        self,
+        definition: str,
+        obj: Any,
+        value: Any,
+        bounds: tuple[str, int, int],
+        mode: str | None,
+        path: str,
+        key: str | int,
+    ) -> int:
+        """The integer a field that holds something else becomes, or DecodeError."""
+        go_type, low, high = bounds
+        if (
+            mode == CONVERTED_INTEGERS
+            and value.__class__ is float
+            and value.is_integer()
+            and low <= value <= high
+        ):
+            return int(value)
+        field = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+        what = _json_kind(value)
+        if what == "number":
+            what = f"number {_go_number_text(value)}"
+        _, go_path, struct = self._locate(self._shape(definition), _instance_path(obj, path, key))
+        target = f"Go struct field {struct}.{go_path}" if struct else "Go value"
+        raise DecodeError(field, f"json: cannot unmarshal {what} into {target} of type {go_type}")
+
     def unknown_fields(self, definition: str, obj: Any) -> list[str]:
         """Paths of fields in `obj` the type does not declare, in document order
         (`spec.foo`, `spec.containers[0].bar`), as strict decoding reports them."""
         return self._unknown(definition, obj, drop=False)
 
-    def drop_unknown_fields(self, definition: str, obj: Any, omit_empty: bool = False) -> list[str]:
+    def drop_unknown_fields(
+        self,
+        definition: str,
+        obj: Any,
+        omit_empty: bool = False,
+        integers: str | None = None,
+    ) -> list[str]:
         """Remove undeclared fields, and declared ones set to null, from `obj` in place (what
         typed decoding and encoding do); return the undeclared fields' paths. With
-        `omit_empty`, also the empty maps and lists Go's encoder leaves out (`omitempty`)."""
-        return self._unknown(definition, obj, drop=True, omit_empty=omit_empty)
+        `omit_empty`, also the empty maps and lists Go's encoder leaves out (`omitempty`).
+
+        `integers` checks the integer fields as Go fills them. STRICT_INTEGERS is Go's JSON
+        decoder reading a body: only an integer literal in the field type's range fits, so a
+        fraction, an exponent form (`1.0`, `1e3`) or an overflow raises DecodeError.
+        CONVERTED_INTEGERS is apimachinery's unstructured converter filling the object a
+        strategic merge patch or an apply produced: a whole-number float becomes the
+        integer; anything else still raises DecodeError (where the converter would wrap an
+        out-of-range number round, this server refuses it).
+        """
+        return self._unknown(definition, obj, drop=True, omit_empty=omit_empty, integers=integers)
 
     def _unknown(
-        self, definition: str, obj: Any, drop: bool, omit_empty: bool = False
+        self,
+        definition: str,
+        obj: Any,
+        drop: bool,
+        omit_empty: bool = False,
+        integers: str | None = None,
     ) -> list[str]:
         found: list[str] = []
         # Entries are (shape, value, path) to visit or a bare path to report; pushed in
@@ -602,6 +707,14 @@ class BuiltinSchemas:
                             nulls.append(key)
                     elif child.walk:
                         pending.append((child, child_value, f"{path}.{key}" if path else key))
+                    elif integers is not None and child.integer is not None:
+                        bounds = child.integer
+                        if child_value.__class__ is not int or not (
+                            bounds[1] <= child_value <= bounds[2]
+                        ):
+                            value[key] = self._integer(
+                                definition, obj, child_value, bounds, integers, path, key
+                            )
                 if drop:
                     for key in doomed:
                         del value[key]
@@ -611,15 +724,33 @@ class BuiltinSchemas:
                 if not isinstance(value, dict):
                     continue
                 child = shape.values
+                item_bounds = child.integer if integers is not None else None
                 for key, child_value in value.items():
-                    if child_value is not None:
+                    if item_bounds is not None:
+                        if child_value is not None and (
+                            child_value.__class__ is not int
+                            or not item_bounds[1] <= child_value <= item_bounds[2]
+                        ):
+                            value[key] = self._integer(
+                                definition, obj, child_value, item_bounds, integers, path, key
+                            )
+                    elif child_value is not None:
                         pending.append((child, child_value, f"{path}.{key}" if path else key))
             elif shape.items is not None:
                 if not isinstance(value, list):
                     continue
                 child = shape.items
+                item_bounds = child.integer if integers is not None else None
                 for i, child_value in enumerate(value):
-                    if child_value is not None:
+                    if item_bounds is not None:
+                        if child_value is not None and (
+                            child_value.__class__ is not int
+                            or not item_bounds[1] <= child_value <= item_bounds[2]
+                        ):
+                            value[i] = self._integer(
+                                definition, obj, child_value, item_bounds, integers, path, i
+                            )
+                    elif child_value is not None:
                         pending.append((child, child_value, f"{path}[{i}]"))
             pending.reverse()
             stack.extend(pending)

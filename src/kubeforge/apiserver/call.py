@@ -47,8 +47,9 @@ class Call:
     @property
     def dry_run(self) -> bool:
         value = self.query.get("dryRun")
-        if value is None or value == "":
+        if value is None:
             return False
+        # An empty value is the one-item list [""], which is no supported value either.
         if value != "All":
             options = {"create": "CreateOptions", "update": "UpdateOptions"}.get(
                 self.info.verb, "DeleteOptions" if "delete" in self.info.verb else "PatchOptions"

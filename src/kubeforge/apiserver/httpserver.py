@@ -232,7 +232,8 @@ class Response:
         if not keep_alive:
             head.append("Connection: close\r\n")
         head.append("\r\n")
-        return "".join(head).encode("latin-1") + body
+        # Header values are written as UTF-8, as Go's server writes them.
+        return "".join(head).encode("utf-8", "replace") + body
 
 
 class ResponseStream:
@@ -255,7 +256,7 @@ class ResponseStream:
         lines.extend(f"{name}: {value}\r\n" for name, value in headers.items())
         framing = "Transfer-Encoding: chunked" if chunked else "Connection: close"
         lines.append(f"Date: {_date()}\r\n{framing}\r\n\r\n")
-        conn.send_now("".join(lines).encode("latin-1"))
+        conn.send_now("".join(lines).encode("utf-8", "replace"))
 
     async def write(self, data: bytes) -> None:
         """Send one chunk; waits while the client reads slower than we write.

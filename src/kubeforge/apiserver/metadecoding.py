@@ -15,7 +15,7 @@ from typing import Any
 
 from kubeforge.api.durations import parse_time
 
-__all__ = ["MetadataDecodeError", "decode_object_meta"]
+__all__ = ["OBJECT_META_FIELDS", "MetadataDecodeError", "decode_object_meta"]
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -61,6 +61,8 @@ _OBJECT_META = {
     "ownerReferences": "[]v1.OwnerReference",
     "managedFields": "[]v1.ManagedFieldsEntry",
 }
+OBJECT_META_FIELDS = frozenset(_OBJECT_META)
+"""The JSON fields of ObjectMeta."""
 _OWNER_REFERENCE = {
     "apiVersion": "string",
     "kind": "string",

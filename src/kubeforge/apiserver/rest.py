@@ -21,7 +21,9 @@ import orjson
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
 from kubeforge.apiserver import managedfields, nesting, patch, preconditions
+from kubeforge.apiserver.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.customobjects import settle_numbers
 from kubeforge.apiserver.errors import StatusError, status_success
 from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.objectmeta import (
@@ -219,8 +221,14 @@ class Rest:
                 ],
             )
 
-    def _decode(self, call: Call, obj: dict[str, Any], prefix: str = "") -> None:
-        unknown = self.types.decode(call.rt, obj)
+    def _decode(
+        self,
+        call: Call,
+        obj: dict[str, Any],
+        prefix: str = "",
+        integers: str = STRICT_INTEGERS,
+    ) -> None:
+        unknown = self.types.decode(call.rt, obj, integers)
         call.report_unknown_fields(unknown, prefix)
 
     def _validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -239,6 +247,8 @@ class Rest:
             errors += check(rt, obj, old)
         if errors:
             raise StatusError.invalid(rt.group, rt.kind, meta.get("name", ""), errors)
+        if rt.is_crd:
+            settle_numbers(obj)
         for admit in self.admitters:
             admit(call, obj, old)
 
@@ -504,7 +514,14 @@ class Rest:
                 f"the name of the object ({meta.get('name')}) does not match the name on the "
                 f"URL ({call.name})"
             )
-        self._decode(call, obj, "json patch " if ctype == JSON_PATCH else "")
+        # JSON and merge patches keep the number literals they carry, so the result is
+        # decoded as a body is; a strategic merge patch's result is converted from maps.
+        self._decode(
+            call,
+            obj,
+            "json patch " if ctype == JSON_PATCH else "",
+            CONVERTED_INTEGERS if ctype == STRATEGIC_PATCH else STRICT_INTEGERS,
+        )
         return await self.write_update(call, obj, old)
 
     async def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
@@ -535,7 +552,7 @@ class Rest:
         wanted = preconditions.requested_version(applied["metadata"])
         self._check_namespace(call, applied)
         # The intent is pruned but not defaulted: defaults are not the manager's to own.
-        call.report_unknown_fields(self.types.prune(rt, applied))
+        call.report_unknown_fields(self.types.prune(rt, applied, integers=CONVERTED_INTEGERS))
         old = self.store.get(rt.group_resource, call.namespace, call.name)
         live = None if old is None else self.served(rt, old)
         try:
@@ -560,7 +577,7 @@ class Rest:
         if wanted is not None:
             # write_update (or, for a new object, check_create) holds it against the store.
             result["metadata"]["resourceVersion"] = wanted
-        self._decode(call, result)
+        self._decode(call, result, integers=CONVERTED_INTEGERS)
         if old is None:
             if call.info.subresource:
                 raise self._not_found(rt, call.name)

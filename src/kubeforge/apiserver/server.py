@@ -30,6 +30,7 @@ from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.crds import CRDController
+from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.gc import GarbageCollector
@@ -48,7 +49,7 @@ from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.objectmeta import new_uid
 from kubeforge.apiserver.openapi import OpenAPIV3
 from kubeforge.apiserver.openapiv2 import OpenAPIV2
-from kubeforge.apiserver.queryparams import parse_bool, query_flag
+from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
 from kubeforge.apiserver.resource import ResourceType
@@ -63,6 +64,7 @@ from kubeforge.apiserver.tls import (
     load_or_generate,
 )
 from kubeforge.apiserver.validation import TypeSupport
+from kubeforge.apiserver.warningheaders import warning_headers
 from kubeforge.apiserver.watch import WatchStreams
 
 __all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
@@ -325,7 +327,7 @@ class APIServer:
         return result
 
     def _status(self, exc: StatusError, warnings: list[str] | None = None) -> Response:
-        headers = list(exc.headers.items()) + _warning_headers(warnings)
+        headers = list(exc.headers.items()) + warning_headers(warnings)
         return Response(exc.code, orjson.dumps(exc.status()), headers=headers)
 
     def _internal_error(self, request: Request, audit_id: str) -> Response:
@@ -446,7 +448,7 @@ class APIServer:
         if fmt == "yaml":
             data = yaml.safe_dump(orjson.loads(data), sort_keys=False).encode()
             ctype = "application/yaml"
-        return Response(code, data, ctype, _warning_headers(warnings))
+        return Response(code, data, ctype, warning_headers(warnings))
 
     # writes -------------------------------------------------------------------------------
 
@@ -532,7 +534,7 @@ class APIServer:
             call.admission = self.admission.begin(call, ("CREATE", "UPDATE"))
             return self._finish(call, self.rest.patch(call, raw, ctype, decoded))
         if verb == "delete":
-            options = self._delete_options(request)
+            options = self._delete_options(request, call)
             call.admission = self.admission.begin(call, ("DELETE",))
             return self._finish(call, self.rest.delete(call, options))
         if verb == "deletecollection":
@@ -549,24 +551,17 @@ class APIServer:
         nesting.check_body(request.body, decoded, content_type)
         return decoded
 
-    def _delete_options(self, request: Request) -> dict[str, Any]:
-        raw = request.body
-        options: dict[str, Any] = {}
-        if raw.strip():
-            decoded = self._decode(request, request.headers.get("Content-Type"))
-            if not isinstance(decoded, dict):
-                raise StatusError.bad_request("the request body must be DeleteOptions")
-            options = decoded
-        q = request.query
-        if "propagationPolicy" in q:
-            options["propagationPolicy"] = q["propagationPolicy"]
-        if "gracePeriodSeconds" in q:
-            try:
-                options["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-            except ValueError:
-                raise StatusError.bad_request("invalid gracePeriodSeconds") from None
-        if "orphanDependents" in q:
-            options["orphanDependents"] = parse_bool(q["orphanDependents"])
+    def _delete_options(self, request: Request, call: Call) -> dict[str, Any]:
+        """The request's DeleteOptions: from its body, or from its query when it has none
+        (as kube-apiserver reads them); the dry run they ask for becomes the call's."""
+        if request.body.strip():
+            options = decode_delete_options(self._body(request))
+        else:
+            options = delete_options_from_query(request.query)
+        query = {k: v for k, v in call.query.items() if k != "dryRun"}
+        if options.get("dryRun"):
+            query["dryRun"] = "All"
+        call.query = query
         return options
 
     def _served(self, rt: ResourceType) -> Any:
@@ -661,7 +656,7 @@ class APIServer:
 
     async def _delete_items(self, request: Request, call: Call) -> Written:
         rt = call.rt
-        options = self._delete_options(request)
+        options = self._delete_options(request, call)
         selection = Selection.parse(rt, call.query)
         result = list_objects(
             self.store, rt, call.info.namespace, selection, ListOptions(0, None, None, False)
@@ -821,7 +816,7 @@ def _audit_id(request: Request) -> str:
     """The client's Audit-ID when it sent a usable one (kube-apiserver echoes it), else a new
     random (version 4) UUID."""
     given = request.headers.get("Audit-Id")
-    if given and len(given) <= 256 and given.isprintable():
+    if given and len(given) <= 256 and given.isascii() and given.isprintable():
         return str(given)
     return new_uid()
 
@@ -832,15 +827,6 @@ def _connect_unsupported(call: Call) -> StatusError:
         f'{call.rt.plural} "{call.name}": {what} is not supported: this API server has no '
         "kubelet or container runtime behind it to connect to"
     )
-
-
-def _warning_headers(warnings: list[str] | None) -> list[tuple[str, str]]:
-    """`Warning: 299 - "text"` headers, quoted as Kubernetes quotes them."""
-    headers = []
-    for text in warnings or ():
-        escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-        headers.append(("Warning", f'299 - "{escaped}"'))
-    return headers
 
 
 async def _written(code: int, pending: Awaitable[dict[str, Any]]) -> Written:

@@ -11,6 +11,7 @@ from kubeforge.api.fielderror import FieldError
 from kubeforge.api.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.deleteoptions import decode_delete_options
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.preconditions import requested_version
@@ -140,7 +141,10 @@ class Subresources:
         if review is not None:
             scale = await review.mutate("UPDATE", scale, current)
         wanted = _requested_version(scale, "Scale")
-        replicas = (scale.get("spec") or {}).get("replicas")
+        spec = scale.get("spec")
+        replicas = spec.get("replicas") if isinstance(spec, dict) else None
+        strategic = (content_type or "").split(";")[0].strip() == STRATEGIC_PATCH
+        replicas = _scale_replicas(replicas, converted=strategic)
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise StatusError.invalid(
                 "autoscaling",
@@ -259,7 +263,8 @@ class Subresources:
         if review is not None and isinstance(body, dict):
             body = await review.mutate("CREATE", _typed(body, "policy/v1", "Eviction"), None)
             await review.validate("CREATE", body, None)
-        options = (body or {}).get("deleteOptions") or {} if isinstance(body, dict) else {}
+        given = body.get("deleteOptions") if isinstance(body, dict) else None
+        options = {} if given is None else decode_delete_options(given)
         await self.rest.delete(replace(call, admission=None), options)
         return _success()
 
@@ -279,6 +284,20 @@ class Subresources:
         if not finalizers:
             del obj["spec"]["finalizers"]
         return await self.rest.write_update(call, obj, old, track_fields=False)
+
+
+def _scale_replicas(value: Any, converted: bool) -> Any:
+    """Scale.spec.replicas as Go fills its int32: from a body an integer literal in range
+    only; from a strategic merge patch's result a whole-number float too (see
+    builtin_schemas.py). Anything else numeric is a 400."""
+    if converted and value.__class__ is float and value.is_integer():
+        value = int(value)
+    if value.__class__ is float or (value.__class__ is int and not -(2**31) <= value <= 2**31 - 1):
+        raise StatusError.bad_request(
+            'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+            f"number {value!r} into Go struct field ScaleSpec.spec.replicas of type int32"
+        )
+    return value
 
 
 def _requested_version(body: dict[str, Any], kind: str) -> str | None:

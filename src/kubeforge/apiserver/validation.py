@@ -13,7 +13,8 @@ from kubeforge.api import validation as crv
 from kubeforge.api.definitions import OBJECT_META
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.schemaview import SchemaView
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
+from kubeforge.apiserver.builtin_schemas import STRICT_INTEGERS, BuiltinSchemas, DecodeError
+from kubeforge.apiserver.customobjects import EmbeddedMetadataError, decode_embedded_metadata
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.strategies import Strategy, strategy_for
@@ -48,22 +49,41 @@ class TypeSupport:
     def forget(self, rt: ResourceType) -> None:
         self._views.pop(id(rt), None)
 
-    def prune(self, rt: ResourceType, obj: dict[str, Any], omit_empty: bool = False) -> list[str]:
+    def prune(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        omit_empty: bool = False,
+        integers: str | None = STRICT_INTEGERS,
+    ) -> list[str]:
         """Drop, in place, fields the type does not know; returns their paths.
 
         With `omit_empty`, built-in objects also lose the empty maps and lists that Go's
         encoder leaves out (`labels: {}`, `env: []`), as a typed round trip does; custom
         objects keep theirs, except in `metadata`, which the server reads as an ObjectMeta.
+        Built-in objects' integer fields are read as `integers` says (builtin_schemas.py):
+        strictly, as from a request body, or converted, as from a strategic merge patch or
+        an apply; a value that does not fit is a 400.
         """
         if rt.schema is not None:
             unknown = crv.prune(obj, rt.schema)
+            try:
+                decode_embedded_metadata(obj, rt.schema)
+            except EmbeddedMetadataError as exc:
+                raise StatusError.bad_request(
+                    f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                    f"{exc.error}"
+                ) from None
             meta = obj.get("metadata")
             if omit_empty and isinstance(meta, dict):
                 self.schemas.drop_empty_fields(OBJECT_META, meta)
             return unknown
         if rt.definition is None:
             return []
-        return self.schemas.drop_unknown_fields(rt.definition, obj, omit_empty)
+        try:
+            return self.schemas.drop_unknown_fields(rt.definition, obj, omit_empty, integers)
+        except DecodeError as exc:
+            raise StatusError.bad_request(exc.status_message(rt.kind, rt.version)) from None
 
     def default(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Apply the type's defaults in place."""
@@ -72,9 +92,11 @@ class TypeSupport:
         elif rt.definition is not None:
             self.strategy(rt).default(obj)
 
-    def decode(self, rt: ResourceType, obj: dict[str, Any]) -> list[str]:
+    def decode(
+        self, rt: ResourceType, obj: dict[str, Any], integers: str = STRICT_INTEGERS
+    ) -> list[str]:
         """Prune and default, as decoding a request body does; returns the pruned paths."""
-        unknown = self.prune(rt, obj, omit_empty=True)
+        unknown = self.prune(rt, obj, omit_empty=True, integers=integers)
         self.default(rt, obj)
         return unknown
 

@@ -221,7 +221,13 @@ class Admission:
                 types.schemas.validate(rt.definition, obj)
             except DecodeError as exc:
                 raise internal_error(exc.detail) from None
-        types.decode(rt, obj)
+        try:
+            types.decode(rt, obj)
+        except StatusError as exc:
+            if exc.code != 400:
+                raise
+            # An integer field the patch filled with what Go cannot decode into it.
+            raise internal_error(exc.message) from None
 
     def param_type(self, api_version: str, kind: str) -> ResourceType | None:
         group, _, version = api_version.rpartition("/")
