@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kubeforge.apiserver.conversion import CRDConversion
 
 __all__ = [
     "ALL_VERBS",
@@ -91,6 +94,8 @@ class ResourceType:
     deprecated: bool = False
     deprecation_warning: str | None = None
     scale: ScalePaths | None = None
+    # CRD-defined: how objects convert between the CRD's versions (conversion.py).
+    conversion: CRDConversion | None = None
     # Storage sharing (see Converter); None means stored as served under its own plural.
     storage: GroupResource | None = None
     to_storage: Converter | None = None
@@ -114,6 +119,20 @@ class ResourceType:
     @property
     def is_crd(self) -> bool:
         return self.crd_name is not None
+
+    @property
+    def webhook_conversion(self) -> CRDConversion | None:
+        """The CRD's conversion when a webhook converts its objects (None: apiVersion is
+        all that changes between versions)."""
+        conversion = self.conversion
+        return conversion if conversion is not None and conversion.webhook is not None else None
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects are written in (a CRD's storage version)."""
+        if self.is_crd and self.storage_version:
+            return f"{self.group}/{self.storage_version}"
+        return self.api_version
 
     @property
     def has_status(self) -> bool:
