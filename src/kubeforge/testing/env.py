@@ -186,32 +186,40 @@ class TestEnv:
             raise
         # Webhooks without a certificate are served locally, as envtest does.
         local = LocalWebhooks(manager.webhook_server)
-        serving_locally = local.prepare()
+        serving_locally = local.prepare() and self.cluster is not None
         task = asyncio.create_task(manager.start(), name="testenv manager")
-        running = asyncio.create_task(manager.running.wait())
         try:
-            await asyncio.wait({task, running}, return_when=asyncio.FIRST_COMPLETED)
+            if serving_locally:
+                # Installed as soon as the webhook server answers, before the caches list
+                # objects a conversion webhook may have to convert.
+                await _until(task, manager.webhook_server.serving)
+                if not task.done():
+                    await local.install(self.client, FIELD_MANAGER)
+            await _until(task, manager.running)
         except BaseException:
-            # Cancelled while the manager starts: leave nothing running.
+            # Cancelled or failed while the manager starts: leave nothing running.
             manager.stop()
             await asyncio.gather(task, return_exceptions=True)
+            await local.uninstall()
+            local.cleanup()
             raise
-        finally:
-            running.cancel()
         if task.done():
+            await local.uninstall()
             local.cleanup()
             task.result()  # raises what ended it
             raise RuntimeError("the manager stopped before it was running")
         try:
-            if serving_locally and self.cluster is not None:
-                await local.install(self.client, FIELD_MANAGER)
             yield manager
         finally:
             manager.stop()
             try:
                 await task
             finally:
-                local.cleanup()
+                # The CRDs get their conversion back once the manager no longer reads them.
+                try:
+                    await local.uninstall()
+                finally:
+                    local.cleanup()
 
     async def stop(self) -> None:
         """Close the client and stop the cluster this environment started (an existing
@@ -234,3 +242,12 @@ class TestEnv:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+async def _until(task: asyncio.Task[None], event: asyncio.Event) -> None:
+    """Wait until `event` is set or `task` ends, whichever comes first."""
+    waiting = asyncio.create_task(event.wait())
+    try:
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
