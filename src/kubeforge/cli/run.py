@@ -5,6 +5,9 @@ kubeconfig, the project's `setup(manager)` registers its controllers, and the ma
 until SIGTERM or SIGINT (exit 0). Losing leadership or caches that never sync end it with
 status 1.
 
+A conversion webhook setup() registers is served from this machine and the CRDs it converts
+are pointed at it while the manager runs (cli/runconversion.py).
+
 With `--as-service-account` the project's `config/rbac` is installed first (with the
 kubeconfig's credentials) and the controllers run with tokens of its ServiceAccount, so a
 permission their `@rbac` rules lack is refused here, before deploy; each refusal is logged
@@ -14,6 +17,7 @@ with the rule that would allow it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import inspect
 import logging
@@ -28,6 +32,7 @@ import typer
 
 from kubeforge.cli.install import ContextOption, KubeconfigOption, cluster_config
 from kubeforge.cli.project import Project, ProjectError, fail, open_project
+from kubeforge.cli.runconversion import conversion_served_locally
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
@@ -286,7 +291,14 @@ async def _run(
     project: Project, config: ClusterConfig, flags: ManagerFlags, *, as_service_account: bool
 ) -> None:
     if not as_service_account:
-        await _run_manager(project.call_setup, project.setup_error, project.name, config, flags)
+        await _run_manager(
+            project.call_setup,
+            project.setup_error,
+            project.name,
+            config,
+            flags,
+            local_conversion=config,
+        )
         return
     from kubeforge.runtime.serviceaccount import as_service_account as account_config
     from kubeforge.runtime.serviceaccount import install_rbac
@@ -303,6 +315,7 @@ async def _run(
             project.name,
             account_config(admin, config, account),
             flags,
+            local_conversion=config,
         )
 
 
@@ -329,7 +342,12 @@ async def _run_manager(
     name: str,
     config: ClusterConfig,
     flags: ManagerFlags,
+    *,
+    local_conversion: ClusterConfig | None = None,
 ) -> None:
+    """Run the manager `call_setup` configures. `local_conversion` (kubeforge run's): serve
+    its conversion webhook from this machine and point the CRDs at it with those
+    credentials (cli/runconversion.py)."""
     manager = flags.manager(config, name)
     pending = call_setup(manager)
     if pending is not None:
@@ -341,7 +359,12 @@ async def _run_manager(
     where = f"context {config.context!r}" if config.context else config.server
     log.info("project %s: controllers %s; cluster %s", name, names, where)
     try:
-        await manager.run()
+        async with contextlib.AsyncExitStack() as stack:
+            if local_conversion is not None:
+                await stack.enter_async_context(
+                    conversion_served_locally(manager, local_conversion)
+                )
+            await manager.run()
     except TimeoutError as exc:
         if manager.synced:
             raise
