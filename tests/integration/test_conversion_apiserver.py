@@ -617,3 +617,55 @@ async def test_a_changed_crd_ends_the_watches_on_its_objects(
     )
     assert events[0]["object"]["spec"]["colour"] == "blue"
     assert hook.reviews.get("/moved")
+
+
+async def test_a_dry_run_in_another_version_converts_and_stores_nothing(
+    server: APIServer, client: Client, converter: Converter
+) -> None:
+    revision = server.store.revision
+    r = await client.post(f"{V2}?dryRun=All", gadget("dry", "v2", "blue", 2))
+    assert r.status == 201, r.body
+    assert r.json()["spec"] == {"colour": "blue", "copies": 2}
+    assert [q["desiredAPIVersion"] for q in converter.requests()] == [f"{GROUP}/v1"]
+    assert server.store.revision == revision
+    assert (await client.get(f"{V1}/dry")).status == 404
+
+
+async def test_garbage_collection_rewrites_converted_dependents(
+    gc_server: APIServer, gc: Client, hook: WebhookServer
+) -> None:
+    # A dependent stored in v1 while v2 is the storage version: dropping the reference to
+    # a deleted owner reads and writes it through the conversion webhook.
+    converter = Converter(hook)
+    await install(gc, gadget_crd(hook))
+    owners = []
+    for name in ("keep", "drop"):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+        created = (await gc.post("/api/v1/namespaces/default/configmaps", cm)).json()
+        owners.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": name,
+                "uid": created["metadata"]["uid"],
+            }
+        )
+    dependent = gadget("dep", "v1")
+    dependent["metadata"]["ownerReferences"] = owners
+    await create(gc, V1, dependent)
+    crd = (await gc.get(f"{CRDS}/{CRD_NAME}")).json()
+    for version in crd["spec"]["versions"]:
+        version["storage"] = version["name"] == "v2"
+    assert (await gc.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+
+    r = await gc.delete("/api/v1/namespaces/default/configmaps/drop")
+    assert r.status == 200
+
+    async def one_owner_left() -> bool:
+        got = (await gc.get(f"{V1}/dep")).json()
+        return [o["name"] for o in got["metadata"]["ownerReferences"]] == ["keep"]
+
+    await eventually(one_owner_left)
+    assert any(r["desiredAPIVersion"] == f"{GROUP}/v2" for r in converter.requests())
+    stored = gc_server.store.get(_gr(), "default", "dep")
+    assert stored is not None and stored.obj["apiVersion"] == f"{GROUP}/v2"
