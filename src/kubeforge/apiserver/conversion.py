@@ -76,6 +76,12 @@ class CRDConversion:
     schemas: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     webhook: ClientConfig | None = None
     review_versions: tuple[str, ...] = ()
+    # `<group>/<version>` of every version of the CRD.
+    api_versions: frozenset[str] = field(init=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        api_versions = frozenset(f"{self.group}/{v}" for v in self.schemas)
+        object.__setattr__(self, "api_versions", api_versions)
 
     @classmethod
     def of(cls, crd: Mapping[str, Any]) -> CRDConversion:
@@ -107,8 +113,7 @@ class CRDConversion:
 
     def knows(self, api_version: Any) -> bool:
         """Whether objects of `api_version` are of one of the CRD's versions."""
-        group, _, version = str(api_version).rpartition("/")
-        return group == self.group and version in self.schemas
+        return api_version in self.api_versions
 
 
 class Conversions:

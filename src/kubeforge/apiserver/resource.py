@@ -103,6 +103,14 @@ class ResourceType:
     # create-only review resources (SelfSubjectAccessReview ...) are answered, never stored.
     virtual: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    # `conversion` when a webhook converts the objects (None: apiVersion is all that changes
+    # between versions); the one check the read and write paths make.
+    webhook_conversion: CRDConversion | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        conversion = self.conversion
+        if conversion is not None and conversion.webhook is not None:
+            self.webhook_conversion = conversion
 
     @property
     def api_version(self) -> str:
@@ -119,13 +127,6 @@ class ResourceType:
     @property
     def is_crd(self) -> bool:
         return self.crd_name is not None
-
-    @property
-    def webhook_conversion(self) -> CRDConversion | None:
-        """The CRD's conversion when a webhook converts its objects (None: apiVersion is
-        all that changes between versions)."""
-        conversion = self.conversion
-        return conversion if conversion is not None and conversion.webhook is not None else None
 
     @property
     def storage_api_version(self) -> str:

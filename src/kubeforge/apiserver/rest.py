@@ -111,17 +111,19 @@ class Rest:
     def to_served(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         if rt.from_storage is not None:
             return rt.from_storage(obj)
+        wanted = rt.api_version
         current = obj.get("apiVersion")
-        if current != rt.api_version:
+        if current != wanted:
             conversion = rt.conversion
-            if conversion is not None:
-                if not conversion.knows(current):
+            if conversion is not None and (
+                conversion.webhook is not None or current not in conversion.api_versions
+            ):
+                if conversion.webhook is None:
                     raise invalid_source_version(str(current))
-                if conversion.webhook is not None:
-                    raise RuntimeError(
-                        f"{rt.qualified()} converts through a webhook: read it with read_as"
-                    )
-            obj["apiVersion"] = rt.api_version
+                raise RuntimeError(
+                    f"{rt.qualified()} converts through a webhook: read it with read_as"
+                )
+            obj["apiVersion"] = wanted
         return obj
 
     def _conversions(self) -> Conversions:
