@@ -134,7 +134,13 @@ class Converter:
         return [review["request"] for review in self.reviews]
 
     def answer(self, request: dict[str, Any]) -> web.Response:
-        review = self.reviews[-1]
+        # The review this request came in (whichever path it was posted to).
+        review = next(
+            r
+            for reviews in self.server.reviews.values()
+            for r in reviews
+            if r["request"] is request
+        )
         desired = request["desiredAPIVersion"]
         response: dict[str, Any] = {
             "uid": request["uid"],

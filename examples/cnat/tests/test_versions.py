@@ -71,9 +71,13 @@ async def test_a_watch_in_either_version_sees_writes_in_the_other(
     shown = "-o=jsonpath={.metadata.name}={.spec.command}{'\\n'}"
     old_watch = await kubectl.start("get", V1ALPHA1, "--watch", shown)
     new_watch = await kubectl.start("get", V1, "--watch", shown)
+    # kubectl's own table, its columns those of v1alpha1.
+    table_watch = await kubectl.start("get", V1ALPHA1, "--watch", "-o", "wide")
     try:
         await kubectl.apply(v1_manifest("from-v1", ["echo", "from v1"], in_seconds=LATER))
         assert await _line_with(old_watch, "from-v1=") == "from-v1=echo 'from v1'"
+        row = (await _line_with(table_watch, "from-v1 ")).split()
+        assert row[0] == "from-v1" and "echo 'from v1'" in " ".join(row)
         await kubectl.apply(at_manifest("from-v1alpha1", "echo from v1alpha1", in_seconds=LATER))
         assert await _line_with(new_watch, "from-v1alpha1=") == (
             'from-v1alpha1=["echo","from","v1alpha1"]'
@@ -84,7 +88,7 @@ async def test_a_watch_in_either_version_sees_writes_in_the_other(
         )
         assert await _line_with(old_watch, "from-v1=echo new") == "from-v1=echo new"
     finally:
-        for process in (old_watch, new_watch):
+        for process in (old_watch, new_watch, table_watch):
             process.kill()
             await process.wait()
 
