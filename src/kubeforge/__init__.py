@@ -115,6 +115,9 @@ _EXPORTS: dict[str, str] = {
     "ServiceAccountToken": "kubeforge.client.auth",
     "Backoff": "kubeforge.client.retry",
     "retry_on_conflict": "kubeforge.client.retry",
+    "migrate_storage": "kubeforge.client.storagemigration",
+    "MigrationProgress": "kubeforge.client.storagemigration",
+    "MigrationError": "kubeforge.client.storagemigration",
     # reconcile contract
     "Reconciler": "kubeforge.runtime.reconcile",
     "SyncReconciler": "kubeforge.runtime.reconcile",
@@ -473,6 +476,9 @@ if TYPE_CHECKING:
     from kubeforge.client.protocols import Writer as Writer
     from kubeforge.client.retry import Backoff as Backoff
     from kubeforge.client.retry import retry_on_conflict as retry_on_conflict
+    from kubeforge.client.storagemigration import MigrationError as MigrationError
+    from kubeforge.client.storagemigration import MigrationProgress as MigrationProgress
+    from kubeforge.client.storagemigration import migrate_storage as migrate_storage
     from kubeforge.client.watch import WatchEvent as WatchEvent
     from kubeforge.runtime.builder import Builder as Builder
     from kubeforge.runtime.cache import ALL_NAMESPACES as ALL_NAMESPACES

@@ -15,6 +15,7 @@ import pytest
 
 import kubeforge
 from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.crd import crd_for
 from kubeforge.runtime.localwebhooks import (
     register_webhook_server,
     serve_locally,
@@ -23,6 +24,8 @@ from kubeforge.runtime.localwebhooks import (
 from kubeforge.testing import TestEnv
 
 MUTATING = "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration"
+CRD_KIND = "apiextensions.k8s.io/v1/CustomResourceDefinition"
+GADGETS = "gadgets.gadgets.example.com"
 VALIDATING = "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
 
 
@@ -261,9 +264,13 @@ class GadgetV1alpha1(
         return cls(metadata=hub.metadata, spec=hub.spec)
 
 
-async def test_the_conversion_webhook_is_not_taken_for_an_unmarked_handler(
+async def test_the_conversion_webhook_registers_its_crds_and_is_not_an_unmarked_handler(
     env: TestEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
+    crd = crd_for([Gadget, GadgetV1alpha1])
+    await env.client.apply(crd, force=True)
+    await env.client.wait_established([GADGETS])
+    installed = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]
     server = kubeforge.WebhookServer()
     server.register("/label", label_config_maps)
     server.register("/unmarked", unmarked)
@@ -275,14 +282,29 @@ async def test_the_conversion_webhook_is_not_taken_for_an_unmarked_handler(
             registration = await register_webhook_server(
                 env.client, server, ca_bundle=local.ca_bundle
             )
-        # /convert is served; only admission webhooks make configurations, and only the raw
-        # handler without a marker is reported as not registered.
+        # /convert makes no configuration: its CRD calls the server. Only the raw handler
+        # without a marker is reported as not registered.
         assert registration.names == ["mutating-webhook-configuration"]
+        assert registration.crds == [GADGETS]
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert warnings == [
             "not registered (no @admission_webhook marker says what they admit): /unmarked"
         ]
+        webhook = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]["webhook"]
+        assert webhook["clientConfig"] == {
+            "url": f"{server.url}/convert",
+            "caBundle": base64.b64encode(local.ca_bundle).decode(),
+        }
+        # Read in the version it is not stored in: converted by the server.
+        await env.client.create(
+            Gadget(metadata=kubeforge.ObjectMeta(name="g"), spec=GadgetSpec(size=3))
+        )
+        old = await env.client.get(GadgetV1alpha1, "g")
+        assert (old.api_version, old.spec.size) == ("gadgets.example.com/v1alpha1", 3)
+
         await registration.remove()
+        assert await configurations(env) == []
+        assert (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"] == installed
     finally:
         await server.stop()
         local.cleanup()

@@ -939,7 +939,10 @@ def test_crd_group_is_immutable_and_versions_must_stay_stored() -> None:
         'spec.group: Invalid value: "example.org": field is immutable'
     ]
     assert update_errors(EXT, "CustomResourceDefinition", crd(), drop_v1) == [
-        'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions'
+        'status.storedVersions[0]: Invalid value: "v1": missing from spec.versions; v1 was '
+        "previously a storage version, and must remain in spec.versions until a storage "
+        "migration ensures no data remains persisted in v1 and removes v1 from "
+        "status.storedVersions"
     ]
 
 

@@ -2256,7 +2256,13 @@ def _validate_stored_versions(obj: Obj, versions: list[Any]) -> Errors:
         remaining.pop(name, None)
     for name, i in sorted(remaining.items(), key=lambda item: item[1]):
         errs.append(
-            FieldError.invalid(f"status.storedVersions[{i}]", name, "must appear in spec.versions")
+            FieldError.invalid(
+                f"status.storedVersions[{i}]",
+                name,
+                f"missing from spec.versions; {name} was previously a storage version, and must "
+                f"remain in spec.versions until a storage migration ensures no data remains "
+                f"persisted in {name} and removes {name} from status.storedVersions",
+            )
         )
     return errs
 
