@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
+from kubeforge.apiserver.server import ServerConfig
 from tests.integration.admission_support import WebhookServer, free_port, webhook_server
 from tests.integration.conversion_support import (
     CRD_NAME,
@@ -25,7 +26,7 @@ from tests.integration.conversion_support import (
     gadget,
     gadget_crd,
 )
-from tests.support import Client, eventually
+from tests.support import Client, connect, eventually
 
 MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"
@@ -513,6 +514,38 @@ async def test_a_service_reference_is_called_on_this_machine(client: Client) -> 
         await install(client, crd)
         await create(client, V1, gadget("svc", "v1"))
         assert (await client.get(f"{V2}/svc")).json()["spec"]["colour"] == "red"
+        assert len(converter.reviews) == 1
+
+
+async def test_a_service_reference_leads_where_the_servers_resolver_says() -> None:
+    # The development cluster's resolver sends a Service to the port of this machine a pod
+    # run as a local process was given; conversion calls follow it as admission calls do.
+    async with webhook_server(("127.0.0.1", "gadget-webhook.default.svc")) as hook:
+        converter = Converter(hook)
+        asked: list[tuple[str, str, int]] = []
+
+        def resolve(namespace: str, name: str, port: int) -> tuple[str, int]:
+            asked.append((namespace, name, port))
+            return "127.0.0.1", hook.port
+
+        # No Service at all: only the resolver knows where the webhook is.
+        server = APIServer(ServerConfig(resolve_service=resolve))
+        async with server, connect(server) as client:
+            crd = gadget_crd(hook)
+            crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
+                "service": {
+                    "name": "gadget-webhook",
+                    "namespace": "default",
+                    "path": PATH,
+                    "port": 8443,
+                },
+                "caBundle": hook.ca_bundle,
+            }
+            await install(client, crd)
+            await create(client, V1, gadget("routed", "v1", "green"))
+            got = (await client.get(f"{V2}/routed")).json()
+            assert got["spec"]["colour"] == "green"
+        assert asked and set(asked) == {("default", "gadget-webhook", 8443)}
         assert len(converter.reviews) == 1
 
 
