@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -329,3 +330,60 @@ async def test_run_manager_serves_locally_even_with_a_certificate_where_the_serv
         assert server.bound[0] == "127.0.0.1"
         stored = await env.client.create(config_map("through"))
         assert stored["metadata"]["labels"] == {"seen": "yes"}
+
+
+async def test_crds_left_pointing_at_a_killed_run_get_their_own_conversion_back_from_the_next(
+    env: TestEnv,
+) -> None:
+    crd = crd_for([Gadget, GadgetV1alpha1])
+    await env.client.apply(crd, force=True)
+    await env.client.wait_established([GADGETS])
+    own = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]
+
+    async def register_and_kill() -> str:
+        """A registration whose process died: never removed, its server gone."""
+        server = kubeforge.WebhookServer()
+        server.register_conversion(Gadget)
+        local = serve_locally(server)
+        await server.start()
+        try:
+            await register_webhook_server(env.client, server, ca_bundle=local.ca_bundle)
+            return server.url
+        finally:
+            await server.stop()
+            local.cleanup()
+
+    async def register_and_remove() -> None:
+        server = kubeforge.WebhookServer()
+        server.register_conversion(Gadget)
+        local = serve_locally(server)
+        await server.start()
+        try:
+            registration = await register_webhook_server(
+                env.client, server, ca_bundle=local.ca_bundle
+            )
+            assert registration.crds == [GADGETS]
+            await registration.remove()
+        finally:
+            await server.stop()
+            local.cleanup()
+
+    async def conversion() -> dict[str, Any]:
+        stored = await env.client.get(CRD_KIND, GADGETS)
+        return dict(stored["spec"]["conversion"])
+
+    killed = await register_and_kill()
+    assert (await conversion())["webhook"]["clientConfig"]["url"] == f"{killed}/convert"
+    await register_and_remove()
+    assert await conversion() == own
+    stored = await env.client.get(CRD_KIND, GADGETS)
+    assert "kubeforge.dev/local-conversion" not in (stored["metadata"].get("annotations") or {})
+
+    # Replaced after a killed run (kubectl replace, say): what the CRD says now comes back.
+    await register_and_kill()
+    replaced = await env.client.get(CRD_KIND, GADGETS)
+    replaced["spec"]["conversion"] = copy.deepcopy(own)
+    replaced["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"] = 8443
+    await env.client.update(replaced)
+    await register_and_remove()
+    assert (await conversion())["webhook"]["clientConfig"]["service"]["port"] == 8443

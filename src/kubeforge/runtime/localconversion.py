@@ -7,6 +7,14 @@ every CRD the server converts (the kinds registered with `manager.webhook_for(..
 the CA that signed its certificate; `ConversionRegistration.restore()` puts back the
 conversion each CRD had, unless something changed it since.
 
+The conversion replaced is also kept on the CRD, in the annotation
+`kubeforge.dev/local-conversion` (with the URL set), until it is restored. A run killed
+before it could restore leaves the CRD pointing at a server that is gone; the next
+registration finds its own URL still there, takes the conversion to restore from the
+annotation rather than from the stale spec, and so restores the CRD's own conversion when it
+ends. A CRD installed again meanwhile (its conversion no longer the URL noted) is taken as it
+is.
+
 It is one part of registering a webhook server (runtime/localwebhooks.py's
 `register_webhook_server`, which also applies the admission configurations), called once the
 server answers: until then every read of a version other than the one an object is stored in
@@ -18,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +42,8 @@ __all__ = ["ConversionRegistration", "conversion_crds", "register_conversion_web
 log = logging.getLogger("kubeforge.webhook")
 
 CRD_KIND = GroupVersionKind("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+ANNOTATION = "kubeforge.dev/local-conversion"
+_ANNOTATION_PATH = "/metadata/annotations/" + ANNOTATION.replace("~", "~0").replace("/", "~1")
 
 
 def conversion_crds(server: WebhookServer) -> dict[str, str]:
@@ -85,10 +96,15 @@ class ConversionRegistration:
         if (crd.get("spec") or {}).get("conversion") != ours:
             return
         replacement = before if before is not None else {"strategy": "None"}
+        operations: list[dict[str, Any]] = [
+            {"op": "replace", "path": "/spec/conversion", "value": replacement}
+        ]
+        if ANNOTATION in (crd["metadata"].get("annotations") or {}):
+            operations.append({"op": "remove", "path": _ANNOTATION_PATH})
         await self.client.patch(
             CRD_KIND,
             name,
-            [{"op": "replace", "path": "/spec/conversion", "value": replacement}],
+            operations,
             patch_type="json",
             field_manager=self.field_manager,
         )
@@ -133,7 +149,7 @@ async def _register(
                 "the conversion webhook at %s converts %s, which is not installed", path, name
             )
             continue
-        before = (crd.get("spec") or {}).get("conversion")
+        before = _replaced(crd)
         versions = ((before or {}).get("webhook") or {}).get("conversionReviewVersions")
         ours = {
             "strategy": "Webhook",
@@ -145,12 +161,44 @@ async def _register(
                 "conversionReviewVersions": versions or ["v1"],
             },
         }
+        note = json.dumps({"url": url + path, "replaced": before}, sort_keys=True)
+        annotations = crd["metadata"].get("annotations")
         stored = await client.patch(
             CRD_KIND,
             name,
-            [{"op": "replace", "path": "/spec/conversion", "value": ours}],
+            [
+                {"op": "replace", "path": "/spec/conversion", "value": ours},
+                {"op": "add", "path": _ANNOTATION_PATH, "value": note}
+                if annotations is not None
+                else {"op": "add", "path": "/metadata/annotations", "value": {ANNOTATION: note}},
+            ],
             patch_type="json",
             field_manager=registration.field_manager,
         )
         registration.changed[name] = (stored["spec"]["conversion"], before)
         log.info("CRD %s converts through %s", name, url + path)
+
+
+def _replaced(crd: dict[str, Any]) -> dict[str, Any] | None:
+    """The conversion a registration replaces: the CRD's, unless it is a registration that
+    was never restored (the URL its note records), whose note then has the CRD's own."""
+    current: dict[str, Any] | None = (crd.get("spec") or {}).get("conversion")
+    raw = (crd["metadata"].get("annotations") or {}).get(ANNOTATION)
+    if raw is None or current is None:
+        return current
+    try:
+        note = json.loads(raw)
+    except ValueError:
+        return current
+    if not isinstance(note, dict):
+        return current
+    url = ((current.get("webhook") or {}).get("clientConfig") or {}).get("url")
+    replaced = note.get("replaced")
+    if url is None or url != note.get("url") or not isinstance(replaced, dict | None):
+        return current
+    log.info(
+        "CRD %s still calls %s, registered by a run that did not end cleanly",
+        crd["metadata"]["name"],
+        url,
+    )
+    return replaced
