@@ -449,15 +449,15 @@ class _LocalWebhooks:
 
 async def _unregister(registration: WebhookRegistration) -> None:
     """Delete the configurations and restore the CRDs' conversion; a cluster that cannot be
-    reached any more leaves them behind, the configurations to be replaced by the next run."""
+    reached any more keeps them, for the next run to take over and remove."""
     names, crds = registration.names, registration.crds
     try:
         await registration.remove()
     except (ApiError, OSError) as exc:
         log.warning(
             "could not remove the webhook registration (configurations %s; conversion of %s): "
-            "%s (the next run takes the configurations over; kubectl delete removes them, "
-            "kubeforge install restores the CRDs)",
+            "%s (the next run takes it over and removes it when it stops; kubectl delete "
+            "removes the configurations)",
             ", ".join(names) or "none",
             ", ".join(crds) or "no CRD",
             exc,
