@@ -178,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "LocalServing": "kubeforge.runtime.localwebhooks",
     "WebhookRegistration": "kubeforge.runtime.localwebhooks",
     "register_webhook_server": "kubeforge.runtime.localwebhooks",
+    "registered_while_serving": "kubeforge.runtime.localwebhooks",
     "serve_locally": "kubeforge.runtime.localwebhooks",
     "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
     "install_rbac": "kubeforge.runtime.serviceaccount",
@@ -558,6 +559,9 @@ if TYPE_CHECKING:
     from kubeforge.runtime.localwebhooks import WebhookRegistration as WebhookRegistration
     from kubeforge.runtime.localwebhooks import (
         register_webhook_server as register_webhook_server,
+    )
+    from kubeforge.runtime.localwebhooks import (
+        registered_while_serving as registered_while_serving,
     )
     from kubeforge.runtime.localwebhooks import serve_locally as serve_locally
     from kubeforge.runtime.logs import ReconcileContext as ReconcileContext
