@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/runtime.py
 	$(BIN)/python benchmarks/workqueue.py
 	$(BIN)/python benchmarks/devcluster.py
-	$(BIN)/python benchmarks/operator.py
+	$(BIN)/python benchmarks/operators.py
 
 dev: $(STAMP)
 	$(BIN)/kubeforge dev --data-dir .kubeforge/data

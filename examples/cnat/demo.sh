@@ -35,6 +35,10 @@ say "The pod it ran, and what the command printed."
 run kubectl get pods -l cnat.kubeforge.dev/at=hello
 run kubectl logs hello
 
+say "Written as v1alpha1, stored as v1: each version shows the command its own way (the manager's conversion webhook converts)."
+run kubectl get ats.v1alpha1.cnat.kubeforge.dev hello -o jsonpath='{.spec.command}{"\n"}'
+run kubectl get ats.v1.cnat.kubeforge.dev hello -o jsonpath='{.spec.command}{"\n"}'
+
 say "A schedule that is not an RFC 3339 UTC time is rejected by the CRD's schema."
 if run kubectl apply -f - <<YAML
 apiVersion: cnat.kubeforge.dev/v1alpha1

@@ -115,6 +115,9 @@ _EXPORTS: dict[str, str] = {
     "ServiceAccountToken": "kubeforge.client.auth",
     "Backoff": "kubeforge.client.retry",
     "retry_on_conflict": "kubeforge.client.retry",
+    "migrate_storage": "kubeforge.client.storagemigration",
+    "MigrationProgress": "kubeforge.client.storagemigration",
+    "MigrationError": "kubeforge.client.storagemigration",
     # reconcile contract
     "Reconciler": "kubeforge.runtime.reconcile",
     "SyncReconciler": "kubeforge.runtime.reconcile",
@@ -175,6 +178,7 @@ _EXPORTS: dict[str, str] = {
     "LocalServing": "kubeforge.runtime.localwebhooks",
     "WebhookRegistration": "kubeforge.runtime.localwebhooks",
     "register_webhook_server": "kubeforge.runtime.localwebhooks",
+    "registered_while_serving": "kubeforge.runtime.localwebhooks",
     "serve_locally": "kubeforge.runtime.localwebhooks",
     "ServiceAccountRef": "kubeforge.runtime.serviceaccount",
     "install_rbac": "kubeforge.runtime.serviceaccount",
@@ -473,6 +477,9 @@ if TYPE_CHECKING:
     from kubeforge.client.protocols import Writer as Writer
     from kubeforge.client.retry import Backoff as Backoff
     from kubeforge.client.retry import retry_on_conflict as retry_on_conflict
+    from kubeforge.client.storagemigration import MigrationError as MigrationError
+    from kubeforge.client.storagemigration import MigrationProgress as MigrationProgress
+    from kubeforge.client.storagemigration import migrate_storage as migrate_storage
     from kubeforge.client.watch import WatchEvent as WatchEvent
     from kubeforge.runtime.builder import Builder as Builder
     from kubeforge.runtime.cache import ALL_NAMESPACES as ALL_NAMESPACES
@@ -552,6 +559,9 @@ if TYPE_CHECKING:
     from kubeforge.runtime.localwebhooks import WebhookRegistration as WebhookRegistration
     from kubeforge.runtime.localwebhooks import (
         register_webhook_server as register_webhook_server,
+    )
+    from kubeforge.runtime.localwebhooks import (
+        registered_while_serving as registered_while_serving,
     )
     from kubeforge.runtime.localwebhooks import serve_locally as serve_locally
     from kubeforge.runtime.logs import ReconcileContext as ReconcileContext

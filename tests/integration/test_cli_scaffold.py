@@ -1,6 +1,9 @@
 """The kubebuilder workflow through the CLI: `init`, `create api`, `create webhook`, then the
 generated project's own checks, its kustomize build, `deploy` onto a development cluster and
-`undeploy`; and what each command does when run again or given bad names."""
+`undeploy`; and what each command does when run again or given bad names.
+
+The project's Frigate has two versions: v1 (defaulting and validating webhooks, the hub) and
+v2, which converts to and from it (`create webhook --conversion --spoke v2`)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from tests.integration.test_cli_project import kubeforge, kustomize
 ROOT = Path(__file__).resolve().parents[2]
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 PROJECT = "fleet"
+FRIGATE_WEBHOOK = ("create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate")
 NAMESPACE = f"{PROJECT}-system"
 DEPLOYMENT = f"{PROJECT}-controller-manager"
 # mypy's cache for generated projects outlives the test, so later runs check in a second.
@@ -75,20 +79,13 @@ def scaffold(root: Path, *, webhook: bool = True) -> None:
         ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate"),
     ]
     if webhook:
-        steps.append(
-            (
-                "create",
-                "webhook",
-                "--group",
-                "ship",
-                "--version",
-                "v1",
-                "--kind",
-                "Frigate",
-                "--defaulting",
-                "--programmatic-validation",
-            )
-        )
+        hook = ("create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate")
+        api_v2 = ("create", "api", "--group", "ship", "--version", "v2", "--kind", "Frigate")
+        steps += [
+            (*hook, "--defaulting", "--programmatic-validation"),
+            (*api_v2, "--no-controller"),
+            (*hook, "--conversion", "--spoke", "v2"),
+        ]
     for step in steps:
         done = cli(*step, cwd=root)
         assert done.returncode == 0, (step, done.stdout, done.stderr)
@@ -159,6 +156,10 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
         "webhooks/v1/frigate.py",
         "tests/test_frigate.py",
         "tests/test_frigate_webhook.py",
+        "api/v2/frigate.py",
+        "tests/test_frigate_conversion.py",
+        "config/crd/patches/webhook_in_frigates.yaml",
+        "config/crd/patches/cainjection_in_frigates.yaml",
     ]:
         assert (project / path).is_file(), path
     makefile = (project / "Makefile").read_text()
@@ -199,14 +200,50 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
                 "kind": "Frigate",
                 "path": "api/v1",
                 "version": "v1",
-                "webhooks": {"defaulting": True, "validation": True, "webhookVersion": "v1"},
-            }
+                "webhooks": {
+                    "conversion": True,
+                    "defaulting": True,
+                    "spoke": ["v2"],
+                    "validation": True,
+                    "webhookVersion": "v1",
+                },
+            },
+            {
+                "api": {"crdVersion": "v1", "namespaced": True},
+                "domain": "example.com",
+                "group": "ship",
+                "kind": "Frigate",
+                "path": "api/v2",
+                "version": "v2",
+            },
         ],
         "version": "3",
     }
     main = (project / "main.py").read_text()
     assert "manager.controller().for_(Frigate).complete(FrigateReconciler())" in main
     assert "setup_frigate_webhook(manager)" in main
+
+
+def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path) -> None:
+    assert (
+        "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], kubeforge.Hub):"
+        in (project / "api" / "v1" / "frigate.py").read_text()
+    )
+    spoke = (project / "api" / "v2" / "frigate.py").read_text()
+    assert "kubeforge.Convertible[v1.Frigate]" in spoke
+    assert "def to_hub(self) -> v1.Frigate:" in spoke
+    assert "def from_hub(cls, hub: v1.Frigate) -> Self:" in spoke
+    # Both versions are imported with the API package, so the hub always knows its spoke.
+    assert (
+        'from api import v1, v2\n\n__all__ = ["v1", "v2"]'
+        in (project / "api" / "__init__.py").read_text()
+    )
+    crd = yaml.safe_load((project / "config/crd/bases/ship.example.com_frigates.yaml").read_text())
+    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
+    assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["path"] == "/convert"
+    kustomization = (project / "config" / "crd" / "kustomization.yaml").read_text()
+    assert "\n- path: patches/webhook_in_frigates.yaml\n" in kustomization
+    assert "\n- path: patches/cainjection_in_frigates.yaml\n" in kustomization
 
 
 async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project: Path) -> None:
@@ -219,7 +256,7 @@ async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project:
     )
     for code, out in checks:
         assert code == 0, out
-    assert "4 passed" in checks[3][1], checks[3][1]
+    assert "6 passed" in checks[3][1], checks[3][1]
 
 
 # build and deploy ----------------------------------------------------------------------------
@@ -402,6 +439,14 @@ async def test_build_installer_writes_what_kustomize_builds(project: Path, tmp_p
     assert installer == [o for o in await kustomize(copy / "config" / "default") if o]
     (deployment,) = [o for o in installer if o["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "fleet:dev"
+    # The CRD calls the conversion webhook through the project's Service, with the CA
+    # cert-manager injects from the serving certificate.
+    (crd,) = [o for o in installer if o["kind"] == "CustomResourceDefinition"]
+    assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        f"{NAMESPACE}/{PROJECT}-serving-cert"
+    )
+    service = crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]
+    assert (service["name"], service["namespace"]) == (f"{PROJECT}-webhook-service", NAMESPACE)
 
 
 # running again, and errors -----------------------------------------------------------------
@@ -442,6 +487,10 @@ def test_commands_run_again_refuse_in_one_line_and_change_nothing(project: Path)
                 "--defaulting",
             ),
             "no Sloop in ship.example.com/v1",
+        ),
+        (
+            (*FRIGATE_WEBHOOK, "--conversion", "--spoke", "v2"),
+            "already has a conversion webhook",
         ),
     ]
     for args, message in cases:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 import kubeforge
 from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.crd import crd_for
 from kubeforge.runtime.localwebhooks import (
     register_webhook_server,
     serve_locally,
@@ -23,6 +25,8 @@ from kubeforge.runtime.localwebhooks import (
 from kubeforge.testing import TestEnv
 
 MUTATING = "admissionregistration.k8s.io/v1/MutatingWebhookConfiguration"
+CRD_KIND = "apiextensions.k8s.io/v1/CustomResourceDefinition"
+GADGETS = "gadgets.gadgets.example.com"
 VALIDATING = "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
 
 
@@ -261,9 +265,13 @@ class GadgetV1alpha1(
         return cls(metadata=hub.metadata, spec=hub.spec)
 
 
-async def test_the_conversion_webhook_is_not_taken_for_an_unmarked_handler(
+async def test_the_conversion_webhook_registers_its_crds_and_is_not_an_unmarked_handler(
     env: TestEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
+    crd = crd_for([Gadget, GadgetV1alpha1])
+    await env.client.apply(crd, force=True)
+    await env.client.wait_established([GADGETS])
+    installed = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]
     server = kubeforge.WebhookServer()
     server.register("/label", label_config_maps)
     server.register("/unmarked", unmarked)
@@ -275,14 +283,29 @@ async def test_the_conversion_webhook_is_not_taken_for_an_unmarked_handler(
             registration = await register_webhook_server(
                 env.client, server, ca_bundle=local.ca_bundle
             )
-        # /convert is served; only admission webhooks make configurations, and only the raw
-        # handler without a marker is reported as not registered.
+        # /convert makes no configuration: its CRD calls the server. Only the raw handler
+        # without a marker is reported as not registered.
         assert registration.names == ["mutating-webhook-configuration"]
+        assert registration.crds == [GADGETS]
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert warnings == [
             "not registered (no @admission_webhook marker says what they admit): /unmarked"
         ]
+        webhook = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]["webhook"]
+        assert webhook["clientConfig"] == {
+            "url": f"{server.url}/convert",
+            "caBundle": base64.b64encode(local.ca_bundle).decode(),
+        }
+        # Read in the version it is not stored in: converted by the server.
+        await env.client.create(
+            Gadget(metadata=kubeforge.ObjectMeta(name="g"), spec=GadgetSpec(size=3))
+        )
+        old = await env.client.get(GadgetV1alpha1, "g")
+        assert (old.api_version, old.spec.size) == ("gadgets.example.com/v1alpha1", 3)
+
         await registration.remove()
+        assert await configurations(env) == []
+        assert (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"] == installed
     finally:
         await server.stop()
         local.cleanup()
@@ -307,3 +330,60 @@ async def test_run_manager_serves_locally_even_with_a_certificate_where_the_serv
         assert server.bound[0] == "127.0.0.1"
         stored = await env.client.create(config_map("through"))
         assert stored["metadata"]["labels"] == {"seen": "yes"}
+
+
+async def test_crds_left_pointing_at_a_killed_run_get_their_own_conversion_back_from_the_next(
+    env: TestEnv,
+) -> None:
+    crd = crd_for([Gadget, GadgetV1alpha1])
+    await env.client.apply(crd, force=True)
+    await env.client.wait_established([GADGETS])
+    own = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]
+
+    async def register_and_kill() -> str:
+        """A registration whose process died: never removed, its server gone."""
+        server = kubeforge.WebhookServer()
+        server.register_conversion(Gadget)
+        local = serve_locally(server)
+        await server.start()
+        try:
+            await register_webhook_server(env.client, server, ca_bundle=local.ca_bundle)
+            return server.url
+        finally:
+            await server.stop()
+            local.cleanup()
+
+    async def register_and_remove() -> None:
+        server = kubeforge.WebhookServer()
+        server.register_conversion(Gadget)
+        local = serve_locally(server)
+        await server.start()
+        try:
+            registration = await register_webhook_server(
+                env.client, server, ca_bundle=local.ca_bundle
+            )
+            assert registration.crds == [GADGETS]
+            await registration.remove()
+        finally:
+            await server.stop()
+            local.cleanup()
+
+    async def conversion() -> dict[str, Any]:
+        stored = await env.client.get(CRD_KIND, GADGETS)
+        return dict(stored["spec"]["conversion"])
+
+    killed = await register_and_kill()
+    assert (await conversion())["webhook"]["clientConfig"]["url"] == f"{killed}/convert"
+    await register_and_remove()
+    assert await conversion() == own
+    stored = await env.client.get(CRD_KIND, GADGETS)
+    assert "kubeforge.dev/local-conversion" not in (stored["metadata"].get("annotations") or {})
+
+    # Replaced after a killed run (kubectl replace, say): what the CRD says now comes back.
+    await register_and_kill()
+    replaced = await env.client.get(CRD_KIND, GADGETS)
+    replaced["spec"]["conversion"] = copy.deepcopy(own)
+    replaced["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"] = 8443
+    await env.client.update(replaced)
+    await register_and_remove()
+    assert (await conversion())["webhook"]["clientConfig"]["service"]["port"] == 8443

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
+from kubeforge.api.certificates import generate_certificates
 from kubeforge.client import Client, load_kubeconfig
 from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge.webhook.review import AdmissionResponse
+from kubeforge.webhook.server import WebhookServer
 from tests.support import eventually
 
 CM = "v1/ConfigMap"
@@ -365,3 +370,94 @@ async def test_a_runnable_that_returns_early_leaves_the_manager_running(kubeconf
     assert not task.done()
     mgr.stop()
     await asyncio.wait_for(task, 30)
+
+
+def serve_a_webhook(mgr: Manager, cert_dir: Path) -> None:
+    """Give the manager a webhook (so it starts its server) on a free port."""
+    certs = generate_certificates(("127.0.0.1",))
+    cert_dir.mkdir()
+    (cert_dir / "tls.crt").write_bytes(certs.cert_pem)
+    (cert_dir / "tls.key").write_bytes(certs.key_pem)
+    mgr.webhook_server.cert_dir = cert_dir
+    mgr.webhook_server.port = 0
+    mgr.webhook_server.register("/allow", lambda request: AdmissionResponse.allow())
+
+
+class JournalClient(Client):
+    """A client that notes when lists start and watches end."""
+
+    def __init__(self, config: Any, journal: list[str]) -> None:
+        super().__init__(config)
+        self.journal = journal
+
+    async def list_pages(self, kind: Any, **options: Any) -> AsyncIterator[Any]:
+        self.journal.append("list")
+        async for page in super().list_pages(kind, **options):
+            yield page
+
+    async def watch(self, kind: Any, **options: Any) -> AsyncIterator[Any]:
+        try:
+            async for event in super().watch(kind, **options):
+                yield event
+        finally:
+            self.journal.append("watch ended")
+
+
+async def test_webhook_registrations_come_before_the_caches_and_end_after_them(
+    kubeconfig: Path, api: Client
+) -> None:
+    journal: list[str] = []
+    client = JournalClient(load_kubeconfig(kubeconfig), journal)
+    mgr = Manager(client=client)
+    recorder = Recorder()
+    mgr.controller().for_(CM).complete(recorder)
+    serve_a_webhook(mgr, kubeconfig.parent / "webhook-certs")
+
+    @contextlib.asynccontextmanager
+    async def registered(server: WebhookServer) -> AsyncIterator[None]:
+        # Called with the started server, before anything is listed.
+        journal.append(f"registered, answering: {await server.ready()}")
+        try:
+            yield
+        finally:
+            journal.append(f"unregistered, answering: {await server.ready()}")
+
+    mgr.add_webhook_registration(registered)
+    task = asyncio.create_task(mgr.start())
+    try:
+        await asyncio.wait_for(mgr.running.wait(), 30)
+        await api.create(cm("after-registration"))
+
+        async def reconciled() -> bool:
+            return "after-registration" in recorder.names
+
+        await eventually(reconciled)
+    finally:
+        mgr.stop()
+        await asyncio.wait_for(task, 30)
+    assert journal[0] == "registered, answering: True"
+    assert journal[1] == "list"
+    # Left once the caches' watches have ended, while the server still answered.
+    assert journal[-1] == "unregistered, answering: True"
+    assert "watch ended" in journal[2:-1]
+    assert not mgr.webhook_server.serving.is_set()
+
+
+async def test_a_failing_webhook_registration_stops_the_manager_before_the_caches(
+    kubeconfig: Path,
+) -> None:
+    journal: list[str] = []
+    mgr = Manager(client=JournalClient(load_kubeconfig(kubeconfig), journal))
+    mgr.controller().for_(CM).complete(Recorder())
+    serve_a_webhook(mgr, kubeconfig.parent / "webhook-certs")
+
+    @contextlib.asynccontextmanager
+    async def refused(server: WebhookServer) -> AsyncIterator[None]:
+        raise RuntimeError("the cluster refused the registration")
+        yield
+
+    mgr.add_webhook_registration(refused)
+    with pytest.raises(RuntimeError, match="the cluster refused the registration"):
+        await asyncio.wait_for(mgr.start(), 30)
+    assert journal == []  # nothing was listed
+    assert not mgr.webhook_server.serving.is_set()

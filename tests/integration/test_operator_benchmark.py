@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "operator.py"
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "operators.py"
 
 
 def test_the_benchmark_converges_with_the_minimum_requests(tmp_path: Path) -> None:

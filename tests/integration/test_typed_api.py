@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import kubeforge
 from kubeforge.api.crd import crd_filename, dump_yaml, group_crds
 from kubeforge.client import Client, Invalid
+from kubeforge.runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
 from tests.support import Kubectl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -61,11 +63,38 @@ def test_generated_crds_match_the_reviewed_yaml(name: str) -> None:
         assert dump_yaml(crd) == golden.read_text(), f"{golden} differs from the generated CRD"
 
 
-async def install(api: Client, kinds: list[type[Any]]) -> None:
+class ConversionServer:
+    """A webhook server converting cnat's At (what cnat's manager serves), on this machine."""
+
+    def __init__(self, server: kubeforge.WebhookServer, local: LocalServing) -> None:
+        self.server = server
+        self.local = local
+
+
+async def install(
+    api: Client, kinds: list[type[Any]], conversion: ConversionServer | None = None
+) -> None:
+    """The kinds' CRDs, pointed at `conversion`'s webhook server when they convert."""
     crds = group_crds(kinds)
     for crd in crds:
         await api.create(crd)
     await api.wait_established([c["metadata"]["name"] for c in crds])
+    if conversion is not None:
+        await register_webhook_server(api, conversion.server, ca_bundle=conversion.local.ca_bundle)
+
+
+@pytest.fixture
+async def conversion() -> AsyncIterator[ConversionServer]:
+    """cnat's At conversion webhook, served on this machine."""
+    server = kubeforge.WebhookServer()
+    server.register_conversion(kind("cnat", "At", "v1"))
+    local = serve_locally(server)
+    await server.start()
+    try:
+        yield ConversionServer(server, local)
+    finally:
+        await server.stop()
+        local.cleanup()
 
 
 def kind(name: str, kind_name: str, version: str | None = None) -> type[Any]:
@@ -117,9 +146,11 @@ def full(cls: type[Any], name: str, body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def test_valid_objects_are_accepted_everywhere(api: Client) -> None:
+async def test_valid_objects_are_accepted_everywhere(
+    api: Client, conversion: ConversionServer
+) -> None:
     for name in SEEDS:
-        await install(api, ALL[name])
+        await install(api, ALL[name], conversion)
     for kinds in ALL.values():
         for cls in kinds:
             body = full(cls, f"ok-{cls.__kubeforge__.gvk.version}", valid_object(cls))
@@ -182,9 +213,11 @@ async def test_invalid_objects_fail_with_the_same_field_paths(
     assert remote == fields, (case, refused.value.causes)
 
 
-async def test_a_failing_transition_rule_on_update(api: Client) -> None:
+async def test_a_failing_transition_rule_on_update(
+    api: Client, conversion: ConversionServer
+) -> None:
     cls = kind("cnat", "At", "v1alpha1")
-    await install(api, ALL["cnat"])
+    await install(api, ALL["cnat"], conversion)
     created = await api.create(full(cls, "once", valid_objects()["At"]))
     changed = dict(created, spec=dict(created["spec"], schedule="2026-12-01T00:00:00Z"))
     local = cls.validate_data(changed, old=created)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import copy
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -579,6 +580,31 @@ async def test_readiness_includes_the_webhook_server(hooks: Hooks) -> None:
     assert not await hooks.server.ready()
     status, text = await scrape(probes, "/readyz")
     assert status == 500 and "webhook" in text
+
+
+async def test_every_interface_and_a_free_port_is_one_port_for_ipv4_and_ipv6(
+    tmp_path: Path,
+) -> None:
+    certs = generate_certificates()
+    write_certs(tmp_path, certs)
+    server = kubeforge.WebhookServer(host="", port=0, cert_dir=tmp_path)
+    server.register("/echo", echo)
+    await server.start()
+    try:
+        assert server.bound is not None
+        port = server.bound[1]
+        assert server.url == f"https://127.0.0.1:{port}"
+        assert await server.ready()
+        context = ssl.create_default_context(cadata=certs.ca_pem.decode())
+        context.check_hostname = False
+        hosts = ["127.0.0.1", "::1"] if socket.has_dualstack_ipv6() else ["127.0.0.1"]
+        for host in hosts:
+            # Both families answer on the port the server reports.
+            _, writer = await asyncio.open_connection(host, port, ssl=context)
+            writer.close()
+            await writer.wait_closed()
+    finally:
+        await server.stop()
 
 
 async def test_registered_webhooks_are_listed_for_configurations(hooks: Hooks) -> None:

@@ -863,6 +863,23 @@ def crd(**spec: Any) -> Obj:
     return {"metadata": {"name": "widgets.example.com"}, "spec": body}
 
 
+SVC = {"name": "webhook-service", "namespace": "system", "path": "/convert"}
+
+
+def webhook_conversion(
+    *, url: str | None = None, service: Obj | None = None, versions: list[str] | None = None
+) -> Obj:
+    client_config: Obj = {}
+    if url is not None:
+        client_config["url"] = url
+    if service is not None:
+        client_config["service"] = service
+    return {
+        "strategy": "Webhook",
+        "webhook": {"clientConfig": client_config, "conversionReviewVersions": versions or ["v1"]},
+    }
+
+
 def test_crd_create_records_the_stored_version() -> None:
     obj = created(EXT, "CustomResourceDefinition", crd())
     assert obj["status"] == {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]}
@@ -912,6 +929,66 @@ def test_crd_update_appends_a_new_storage_version() -> None:
             crd(group="example"),
             ['spec.group: Invalid value: "example": should be a domain with at least one dot'],
         ),
+        # The conversion webhook's clientConfig is checked as an admission webhook's is.
+        (
+            crd(conversion=webhook_conversion(url="https://127.0.0.1:9443/convert", service=SVC)),
+            [
+                "spec.conversion.webhookClientConfig: Required value: exactly one of url or "
+                "service is required"
+            ],
+        ),
+        (
+            crd(conversion=webhook_conversion()),
+            [
+                "spec.conversion.webhookClientConfig: Required value: exactly one of url or "
+                "service is required"
+            ],
+        ),
+        (
+            crd(conversion=webhook_conversion(url="http://127.0.0.1:9443/convert?x=1")),
+            [
+                "spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is "
+                "the only allowed URL scheme; desired format: https://host[/path]",
+                'spec.conversion.webhookClientConfig.url: Invalid value: "x=1": query '
+                "parameters are not permitted in the URL",
+            ],
+        ),
+        (
+            crd(conversion=webhook_conversion(service={"name": "hook", "port": 0})),
+            [
+                "spec.conversion.webhookClientConfig.service.namespace: Required value: "
+                "service namespace is required",
+                "spec.conversion.webhookClientConfig.service.port: Invalid value: 0: port is "
+                "not valid: must be between 1 and 65535, inclusive",
+            ],
+        ),
+        (
+            crd(conversion=webhook_conversion(service=SVC, versions=["v2"])),
+            [
+                'spec.conversion.conversionReviewVersions: Invalid value: []string{"v2"}: '
+                "must include at least one of v1, v1beta1"
+            ],
+        ),
+        (
+            crd(conversion={"strategy": "Webhook"}),
+            [
+                "spec.conversion.webhookClientConfig: Required value: required when strategy "
+                "is set to Webhook",
+                "spec.conversion.conversionReviewVersions: Required value",
+            ],
+        ),
+        (
+            crd(
+                conversion={
+                    "strategy": "None",
+                    "webhook": {"clientConfig": {"service": SVC}},
+                }
+            ),
+            [
+                "spec.conversion.webhookClientConfig: Forbidden: should not be set when "
+                "strategy is not set to Webhook"
+            ],
+        ),
     ],
 )
 def test_crd_validation(body: Obj, expected: list[str]) -> None:
@@ -939,7 +1016,10 @@ def test_crd_group_is_immutable_and_versions_must_stay_stored() -> None:
         'spec.group: Invalid value: "example.org": field is immutable'
     ]
     assert update_errors(EXT, "CustomResourceDefinition", crd(), drop_v1) == [
-        'status.storedVersions[0]: Invalid value: "v1": must appear in spec.versions'
+        'status.storedVersions[0]: Invalid value: "v1": missing from spec.versions; v1 was '
+        "previously a storage version, and must remain in spec.versions until a storage "
+        "migration ensures no data remains persisted in v1 and removes v1 from "
+        "status.storedVersions"
     ]
 
 

@@ -14,14 +14,14 @@ At deleted before it is DONE has its command stopped at once (its pod deleted) a
 from __future__ import annotations
 
 import logging
+import shlex
 from datetime import UTC, datetime
 
 import kubeforge
 from kubeforge.models import Container, ObjectMeta, Pod, PodSpec
 
-from api.v1alpha1 import At, AtStatus
-from api.v1alpha1.at import Phase
-from api.v1alpha1.command import argv_of
+from api.v1 import At, AtStatus
+from api.v1.at import Phase
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ def pod_for(at: At) -> Pod:
             labels={"cnat.kubeforge.dev/at": at.metadata.name or ""},
         ),
         spec=PodSpec(
-            containers=[Container(name="command", image=IMAGE, command=argv_of(at.spec.command))],
+            containers=[Container(name="command", image=IMAGE, command=list(at.spec.command))],
             restart_policy="OnFailure",
         ),
     )
@@ -110,15 +110,11 @@ class AtReconciler(kubeforge.Reconciler):
                 )
             except kubeforge.NotFound:
                 await kubeforge.ignore_already_exists(self.client.create(pod_for(at)))
+                shown = shlex.join(at.spec.command)
                 log.info(
-                    "%s/%s: started pod running %r",
-                    at.metadata.namespace,
-                    at.metadata.name,
-                    at.spec.command,
+                    "%s/%s: started pod running %s", at.metadata.namespace, at.metadata.name, shown
                 )
-                self.events.record(
-                    at, "Normal", "Started", f"pod {at.metadata.name} runs {at.spec.command!r}"
-                )
+                self.events.record(at, "Normal", "Started", f"pod {at.metadata.name} runs {shown}")
                 return None  # the pod's changes bring us back
             pod_phase = pod.status.phase if pod.status is not None else None
             if pod_phase in FINISHED:

@@ -1,15 +1,18 @@
 """The cnat scenario on a development cluster: kubectl 1.33 applies Ats and shows what the
-controller does with them."""
+controller does with them. The Ats are written as v1alpha1 (the command as one line), as the
+scenario's users write them; the controller works on v1, and the manager's conversion webhook
+converts between the two."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import kubeforge
 from kubeforge.models import Pod
 from kubeforge.testing import FlakyReconciler, Kubectl, TestEnv, eventually, metric_value
 
-from api.v1alpha1 import At
+from api.v1 import At
 from controllers.at import FINALIZER, AtReconciler
 from main import setup
 
@@ -31,6 +34,19 @@ metadata:
 spec:
   schedule: "{when}"
   command: {command}
+"""
+
+
+def v1_manifest(name: str, command: list[str], *, in_seconds: float = 1.0) -> str:
+    when = (datetime.now(UTC) + timedelta(seconds=in_seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"""
+apiVersion: cnat.kubeforge.dev/v1
+kind: At
+metadata:
+  name: {name}
+spec:
+  schedule: "{when}"
+  command: {json.dumps(command)}
 """
 
 
@@ -121,7 +137,7 @@ async def test_deleting_a_running_at_cancels_its_command(
 
 
 async def test_invalid_schedules_are_rejected_with_the_field_path(
-    testenv: TestEnv, kubectl: Kubectl
+    manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
     for schedule in ("tomorrow at nine", "2030-01-01T09:00:00+02:00", "2030-01-01 09:00:00Z"):
         result = await kubectl.run(
@@ -153,7 +169,8 @@ async def test_invalid_schedules_are_rejected_with_the_field_path(
 async def test_a_restarted_controller_picks_up_where_it_left(
     testenv: TestEnv, kubectl: Kubectl
 ) -> None:
-    await kubectl.apply(at_manifest("resume", "sleep 1"))
+    # Written before any manager runs: as v1, which needs no conversion webhook.
+    await kubectl.apply(v1_manifest("resume", ["sleep", "1"]))
     async with testenv.run_manager(setup):
         await eventually(lambda: phase_is(kubectl, "resume", "RUNNING"), timeout=15)
         await eventually(lambda: _pod_exists(testenv, "resume"))
@@ -181,6 +198,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         nonlocal flaky
         flaky = FlakyReconciler(AtReconciler(manager.event_recorder("at-controller")), failures=5)
         manager.controller().for_(At).owns(Pod).complete(flaky)
+        manager.webhook_for(At).complete()
 
     async with testenv.run_manager(setup_flaky) as manager:
         await kubectl.apply(at_manifest("flaky", "echo survived"))

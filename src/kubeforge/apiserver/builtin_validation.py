@@ -2256,7 +2256,13 @@ def _validate_stored_versions(obj: Obj, versions: list[Any]) -> Errors:
         remaining.pop(name, None)
     for name, i in sorted(remaining.items(), key=lambda item: item[1]):
         errs.append(
-            FieldError.invalid(f"status.storedVersions[{i}]", name, "must appear in spec.versions")
+            FieldError.invalid(
+                f"status.storedVersions[{i}]",
+                name,
+                f"missing from spec.versions; {name} was previously a storage version, and must "
+                f"remain in spec.versions until a storage migration ensures no data remains "
+                f"persisted in {name} and removes {name} from status.storedVersions",
+            )
         )
     return errs
 
@@ -2336,27 +2342,39 @@ def validate_crd(obj: Obj) -> list[FieldError]:
             FieldError.not_supported("spec.conversion.strategy", strategy, ("None", "Webhook"))
         )
     elif strategy == "Webhook":
+        # Checked as apiextensions validates its internal type, whose field paths
+        # (webhookClientConfig, conversionReviewVersions under spec.conversion) its messages
+        # name.
         webhook = _d(conversion.get("webhook"))
-        if not webhook.get("clientConfig"):
+        if webhook.get("clientConfig") is None:
             errs.append(
                 FieldError.required(
-                    "spec.conversion.webhook.clientConfig",
+                    "spec.conversion.webhookClientConfig",
                     "required when strategy is set to Webhook",
                 )
             )
-        if not _l(webhook.get("conversionReviewVersions")):
-            errs.append(
-                FieldError.required(
-                    "spec.conversion.webhook.conversionReviewVersions",
-                    "must include at least one of v1, v1beta1",
-                )
+        else:
+            errs += admission_configuration.validate_client_config(
+                webhook["clientConfig"], "spec.conversion.webhookClientConfig"
             )
-    elif conversion.get("webhook") is not None:
-        errs.append(
-            FieldError.forbidden(
-                "spec.conversion.webhook", "should not be set when strategy is not set to Webhook"
-            )
+        errs += admission_configuration.validate_review_versions(
+            _l(webhook.get("conversionReviewVersions")),
+            "spec.conversion.conversionReviewVersions",
+            required="",
         )
+    elif conversion.get("webhook") is not None:
+        webhook = _d(conversion.get("webhook"))
+        for field, present in (
+            ("webhookClientConfig", webhook.get("clientConfig") is not None),
+            ("conversionReviewVersions", bool(_l(webhook.get("conversionReviewVersions")))),
+        ):
+            if present:
+                errs.append(
+                    FieldError.forbidden(
+                        f"spec.conversion.{field}",
+                        "should not be set when strategy is not set to Webhook",
+                    )
+                )
     errs += _validate_stored_versions(obj, versions)
     return errs
 

@@ -14,6 +14,7 @@ from typing import Any
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.structural import structural_errors
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.conversion import CRDConversion
 from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType, ScalePaths, Subresource
@@ -35,6 +36,7 @@ def resource_types_for(crd: dict[str, Any]) -> list[ResourceType]:
     kind = names.get("kind", "")
     plural = names.get("plural", "")
     storage = next((v["name"] for v in spec.get("versions") or [] if v.get("storage")), None)
+    conversion = CRDConversion.of(crd)
     types = []
     for version in spec.get("versions") or []:
         if not version.get("served"):
@@ -80,6 +82,7 @@ def resource_types_for(crd: dict[str, Any]) -> list[ResourceType]:
                 deprecated=bool(version.get("deprecated")),
                 deprecation_warning=version.get("deprecationWarning"),
                 scale=scale,
+                conversion=conversion,
                 extras={"selectable_fields": selectable},
             )
         )
@@ -160,11 +163,11 @@ class CRDController:
         served = resource_types_for(crd)
         for rt in served:
             registry.add(rt)
-        gone = set(before) - {rt.version for rt in served}
-        if gone or not served:
-            for rt in before.values():
-                if rt.version in gone:
-                    self.rest.store.drop(rt.group_resource)
+        if before:
+            # A changed CRD ends the watches on its objects, as kube-apiserver replaces a
+            # CRD's storage: a watch keeps the type it started with (its schemas, its
+            # conversion), and its client watches again from where it was.
+            self.rest.store.drop(next(iter(before.values())).group_resource)
         if self.on_change is not None:
             self.on_change()
 
@@ -292,7 +295,7 @@ class CRDController:
             info = RequestInfo(rt.group, rt.version, ns or None, rt.plural, name, None, "delete")
             current = self.rest.store.get(rt.group_resource, ns, name)
             if current is not None:
-                run_now(self.rest.delete_stored(Call(info, rt, {}), current, {}))
+                run_now(self.rest.delete_stored(Call(info, rt, {}), current, {}, answer=False))
 
     def _maybe_finish(self, crd_name: str) -> None:
         crd_rt = self.crd_type()

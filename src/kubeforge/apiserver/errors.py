@@ -35,8 +35,10 @@ class StatusError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:
+            # An unknown reason is left out, as Go's encoder leaves the empty field out.
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         body["code"] = self.code

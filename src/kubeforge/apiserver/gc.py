@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import inspect
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
 from kubeforge.apiserver.call import Call
@@ -51,10 +52,11 @@ class WorkQueue:
     """Keys handled one at a time by `handle` on a background task.
 
     A key added again before it is handled is handled once; a key can be delayed; a key
-    whose handling raises is retried with exponential backoff (as controllers do).
+    whose handling raises is retried with exponential backoff (as controllers do). `handle`
+    may be a coroutine function (writes that call a conversion webhook wait for it).
     """
 
-    def __init__(self, handle: Callable[[str], None], name: str) -> None:
+    def __init__(self, handle: Callable[[str], Awaitable[None] | None], name: str) -> None:
         self._handle = handle
         self._name = name
         self._ready: dict[str, None] = {}
@@ -114,7 +116,9 @@ class WorkQueue:
             key = next(iter(self._ready))
             del self._ready[key]
             try:
-                self._handle(key)
+                pending = self._handle(key)
+                if inspect.isawaitable(pending):
+                    await pending
             except Exception as exc:
                 failures = self._failures.get(key, 0) + 1
                 self._failures[key] = failures
@@ -364,7 +368,7 @@ class GarbageCollector:
             return None
         return stored
 
-    def _process(self, uid: str) -> None:
+    async def _process(self, uid: str) -> None:
         stored = self._current(uid)
         if stored is None:
             return
@@ -372,29 +376,29 @@ class GarbageCollector:
         if meta.get("deletionTimestamp"):
             orphan, foreground = _gc_finalizers(meta)
             if orphan:
-                self._orphan_dependents(uid, stored)
+                await self._orphan_dependents(uid, stored)
                 stored = self._current(uid)
             if foreground and stored is not None:
-                self._finish_foreground(uid, stored)
+                await self._finish_foreground(uid, stored)
             # Otherwise the object is on its way out: its dependents are looked at when
             # it is gone.
             return
         refs = self._owners.get(uid)
         if refs:
-            self._collect(uid, stored, refs)
+            await self._collect(uid, stored, refs)
 
-    def _orphan_dependents(self, uid: str, stored: StoredObject) -> None:
+    async def _orphan_dependents(self, uid: str, stored: StoredObject) -> None:
         for dependent in list(self._dependents.get(uid, ())):
-            self._remove_owner_refs(dependent, {uid})
-        self._remove_finalizer(stored, ORPHAN)
+            await self._remove_owner_refs(dependent, {uid})
+        await self._remove_finalizer(stored, ORPHAN)
 
-    def _finish_foreground(self, uid: str, stored: StoredObject) -> None:
+    async def _finish_foreground(self, uid: str, stored: StoredObject) -> None:
         dependents = self._dependents.get(uid)
         if dependents and any(dependents.values()):
             return  # a dependent that blocks deletion is still there
-        self._remove_finalizer(stored, FOREGROUND)
+        await self._remove_finalizer(stored, FOREGROUND)
 
-    def _collect(self, uid: str, stored: StoredObject, refs: tuple[OwnerRef, ...]) -> None:
+    async def _collect(self, uid: str, stored: StoredObject, refs: tuple[OwnerRef, ...]) -> None:
         """Delete a dependent without live owners, or drop its references to gone ones."""
         namespace = stored.key[0]
         solid = False
@@ -412,7 +416,7 @@ class GarbageCollector:
                 self._warn_invalid(stored, ref)
         if solid:
             if dropped:
-                self._remove_owner_refs(uid, dropped)
+                await self._remove_owner_refs(uid, dropped)
             return
         meta = stored.obj["metadata"]
         finalizers = meta.get("finalizers") or ()
@@ -422,7 +426,7 @@ class GarbageCollector:
             # them waits for its dependents too, the references may form a cycle: this
             # object stops blocking its owners so that the wait can end.
             if any(self._waiting(dependent) for dependent in dependents):
-                self._unblock_owner_refs(uid)
+                await self._unblock_owner_refs(uid)
                 current = self._current(uid)
                 if current is None:
                     return
@@ -434,7 +438,7 @@ class GarbageCollector:
             policy = "Foreground"
         else:
             policy = "Background"
-        self._delete(stored, policy)
+        await self._delete(stored, policy)
 
     # writes -----------------------------------------------------------------------------
 
@@ -445,19 +449,21 @@ class GarbageCollector:
             raise StatusError.internal(f"no served type for {gr}")
         return rt
 
-    def _delete(self, stored: StoredObject, policy: str) -> None:
+    async def _delete(self, stored: StoredObject, policy: str) -> None:
         uid = str(stored.obj["metadata"]["uid"])
         rt = self._type_of(uid)
         ns, name = stored.key
         options = {"propagationPolicy": policy, "preconditions": {"uid": uid}}
-        run_now(self.rest.delete_stored(controller_call(rt, ns, name, "delete"), stored, options))
+        await self.rest.delete_stored(
+            controller_call(rt, ns, name, "delete"), stored, options, answer=False
+        )
 
-    def _remove_owner_refs(self, uid: str, owners: set[str]) -> None:
+    async def _remove_owner_refs(self, uid: str, owners: set[str]) -> None:
         stored = self._current(uid)
         if stored is None:
             return
         rt = self._type_of(uid)
-        obj = self.rest.served(rt, stored)
+        obj = await self.rest.read_as(rt, stored)
         meta = obj["metadata"]
         refs = meta.get("ownerReferences") or []
         kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") in owners)]
@@ -468,19 +474,19 @@ class GarbageCollector:
         else:
             del meta["ownerReferences"]
         ns, name = stored.key
-        run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
+        await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
     def _waiting(self, uid: str) -> bool:
         """Whether an object is being deleted in the foreground."""
         stored = self._current(uid)
         return stored is not None and _gc_finalizers(stored.obj["metadata"])[1]
 
-    def _unblock_owner_refs(self, uid: str) -> None:
+    async def _unblock_owner_refs(self, uid: str) -> None:
         stored = self._current(uid)
         if stored is None:
             return
         rt = self._type_of(uid)
-        obj = self.rest.served(rt, stored)
+        obj = await self.rest.read_as(rt, stored)
         changed = False
         for ref in obj["metadata"].get("ownerReferences") or ():
             if isinstance(ref, dict) and ref.get("blockOwnerDeletion") is True:
@@ -488,12 +494,12 @@ class GarbageCollector:
                 changed = True
         if changed:
             ns, name = stored.key
-            run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
+            await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
-    def _remove_finalizer(self, stored: StoredObject, finalizer: str) -> None:
+    async def _remove_finalizer(self, stored: StoredObject, finalizer: str) -> None:
         uid = str(stored.obj["metadata"]["uid"])
         rt = self._type_of(uid)
-        obj = self.rest.served(rt, stored)
+        obj = await self.rest.read_as(rt, stored)
         meta = obj["metadata"]
         finalizers = [f for f in meta.get("finalizers") or () if f != finalizer]
         if finalizers:
@@ -501,7 +507,7 @@ class GarbageCollector:
         else:
             meta.pop("finalizers", None)
         ns, name = stored.key
-        run_now(self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored))
+        await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
     def _warn_invalid(self, stored: StoredObject, ref: OwnerRef) -> None:
         """Record a Warning event for a reference to an owner the dependent cannot have

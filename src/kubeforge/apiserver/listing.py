@@ -1,12 +1,18 @@
-"""Lists: selectors, resourceVersion semantics and pagination with continue tokens."""
+"""Lists: selectors, resourceVersion semantics and pagination with continue tokens.
+
+Objects a conversion webhook converts are filtered in the version asked for, as
+kube-apiserver filters them (its watch cache for each version holds them converted): when
+the selectors may read something a conversion can change (labels, fields other than
+metadata.name and metadata.namespace), `list_converted` converts the candidates first.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import bisect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -16,7 +22,14 @@ from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.store import Expired, Store, StoredObject
 
-__all__ = ["ListOptions", "ListResult", "Selection", "list_objects", "parse_resource_version"]
+__all__ = [
+    "ListOptions",
+    "ListResult",
+    "Selection",
+    "list_converted",
+    "list_objects",
+    "parse_resource_version",
+]
 
 _EXPIRED_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -27,6 +40,9 @@ _EXPIRED_CONTINUE = (
 )
 
 Predicate = Callable[[dict[str, Any]], bool]
+# Stored objects to the version a request asks for, in order (a conversion webhook call).
+BatchConverter = Callable[[list[StoredObject]], Awaitable[list[dict[str, Any]]]]
+_INVARIANT_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
 
 
 def parse_resource_version(value: str | None) -> int | None:
@@ -75,6 +91,12 @@ class Selection:
     @property
     def empty(self) -> bool:
         return self.labels.empty and self.fields.empty
+
+    @property
+    def version_invariant(self) -> bool:
+        """Whether the selectors read only what no conversion may change (a conversion
+        webhook may change labels, and a version's fields are its own)."""
+        return self.labels.empty and all(f in _INVARIANT_FIELDS for f in self.fields.fields)
 
     def predicate(self) -> Predicate | None:
         """A filter for objects, or None when everything matches."""
@@ -188,10 +210,19 @@ def list_objects(
     namespace: str | None,
     selection: Selection,
     options: ListOptions,
+    matches: Callable[[StoredObject], bool] | None = None,
 ) -> ListResult:
-    """The objects a list request returns, honouring revision, selectors and paging."""
+    """The objects a list request returns, honouring revision, selectors and paging.
+    `matches` replaces the selectors' test of each stored object."""
     gr = rt.group_resource
-    predicate = selection.predicate()
+    object_predicate = selection.predicate()
+    predicate: Callable[[StoredObject], bool] | None = matches
+    if predicate is None and object_predicate is not None:
+        test = object_predicate
+
+        def predicate(stored: StoredObject) -> bool:
+            return test(stored.obj)
+
     after: tuple[str, str] | None = None
     at: int | None = None
     if options.continue_token:
@@ -221,7 +252,7 @@ def list_objects(
     # Collect one more than a page to know whether another page follows.
     while i < len(keys) and (not limit or len(items) <= limit):
         stored = state[keys[i]]
-        if predicate is None or predicate(stored.obj):
+        if predicate is None or predicate(stored):
             items.append(stored)
         i += 1
     if limit and len(items) > limit:
@@ -230,3 +261,40 @@ def list_objects(
         remaining = len(keys) - start - limit if predicate is None else None
         return ListResult(page, rv, token, remaining)
     return ListResult(items, rv)
+
+
+async def list_converted(
+    store: Store,
+    rt: ResourceType,
+    namespace: str | None,
+    selection: Selection,
+    options: ListOptions,
+    convert: BatchConverter,
+) -> tuple[ListResult, list[dict[str, Any]]]:
+    """A list page whose objects `convert` brings to the requested version, and those
+    objects, selected in that version. Selectors that read only names go to the store as
+    usual and only the page is converted; others see every candidate converted first (one
+    conversion), at the revision the list is of."""
+    if selection.version_invariant:
+        result = list_objects(store, rt, namespace, selection, options)
+        return result, await convert(result.items)
+    everything = Selection.parse(rt, {})
+    candidates = list_objects(store, rt, namespace, everything, replace(options, limit=0))
+    converted = await convert(candidates.items)
+    by_key = {stored.key: obj for stored, obj in zip(candidates.items, converted, strict=True)}
+    test = selection.predicate()
+    assert test is not None
+    # The page is taken from the same revision the candidates came from, whatever was
+    # written while they were converted.
+    pinned = options
+    if not options.continue_token:
+        pinned = replace(options, resource_version=candidates.resource_version, exact=True)
+    result = list_objects(
+        store,
+        rt,
+        namespace,
+        selection,
+        pinned,
+        matches=lambda stored: stored.key in by_key and test(by_key[stored.key]),
+    )
+    return result, [by_key[stored.key] for stored in result.items]

@@ -164,7 +164,7 @@ class NamespaceController:
         assert rt is not None
         return rt
 
-    def _sync(self, name: str) -> None:
+    async def _sync(self, name: str) -> None:
         ns_type = self._namespace_type()
         stored = self.rest.store.get(_NAMESPACES, "", name)
         if stored is None or not stored.obj["metadata"].get("deletionTimestamp"):
@@ -189,7 +189,9 @@ class NamespaceController:
                     continue
                 call = controller_call(rt, name, obj.key[1], "delete")
                 try:
-                    run_now(self.rest.delete_stored(call, obj, {"propagationPolicy": "Background"}))
+                    await self.rest.delete_stored(
+                        call, obj, {"propagationPolicy": "Background"}, answer=False
+                    )
                 except StatusError as exc:
                     failures.append(f"{gr}: {exc.message}")
             objects, _ = store.current(gr, name)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kubeforge.apiserver.conversion import CRDConversion
 
 __all__ = [
     "ALL_VERBS",
@@ -91,6 +94,8 @@ class ResourceType:
     deprecated: bool = False
     deprecation_warning: str | None = None
     scale: ScalePaths | None = None
+    # CRD-defined: how objects convert between the CRD's versions (conversion.py).
+    conversion: CRDConversion | None = None
     # Storage sharing (see Converter); None means stored as served under its own plural.
     storage: GroupResource | None = None
     to_storage: Converter | None = None
@@ -98,6 +103,14 @@ class ResourceType:
     # create-only review resources (SelfSubjectAccessReview ...) are answered, never stored.
     virtual: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    # `conversion` when a webhook converts the objects (None: apiVersion is all that changes
+    # between versions); the one check the read and write paths make.
+    webhook_conversion: CRDConversion | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        conversion = self.conversion
+        if conversion is not None and conversion.webhook is not None:
+            self.webhook_conversion = conversion
 
     @property
     def api_version(self) -> str:
@@ -114,6 +127,13 @@ class ResourceType:
     @property
     def is_crd(self) -> bool:
         return self.crd_name is not None
+
+    @property
+    def storage_api_version(self) -> str:
+        """The apiVersion objects are written in (a CRD's storage version)."""
+        if self.is_crd and self.storage_version:
+            return f"{self.group}/{self.storage_version}"
+        return self.api_version
 
     @property
     def has_status(self) -> bool:

@@ -4,9 +4,17 @@ Each write runs the same pipeline a real API server runs: decode (drop unknown f
 default), mutating admission, system metadata, strategy (status handling, generation),
 field ownership, validation, validating admission, and then one atomic commit to the store.
 
-The writes are coroutines because admission calls webhooks. A write the request's admission
-does not apply to (`call.admission` unset: the server's own writes, and every request when no
-webhook or policy may match) never suspends, and `run_now` finishes it at once.
+The writes are coroutines because admission and conversion call webhooks. A write the
+request's admission does not apply to (`call.admission` unset: the server's own writes, and
+every request when no webhook or policy may match) of a type no conversion webhook converts
+never suspends, and `run_now` finishes it at once.
+
+Objects of a CRD whose conversion webhook converts them are read in the request's version
+(`read_as`), written in the storage version (`storage_form`) and answered in the request's
+version (`answer`), each a call to the webhook when the versions differ; anything awaited
+before a commit is followed by a check that the object is still the one the write started
+from. Only metadata changes when an object is marked for deletion, so that write keeps the
+version the object is stored in.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from kubeforge.api.names import validate_object_meta, validate_object_meta_updat
 from kubeforge.apiserver import managedfields, nesting, patch, preconditions
 from kubeforge.apiserver.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.conversion import Conversions, invalid_source_version
 from kubeforge.apiserver.customobjects import settle_numbers
 from kubeforge.apiserver.errors import StatusError, status_success
 from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta
@@ -90,19 +99,88 @@ class Rest:
         self.admitters: list[Admitter] = []
         # Namespaces that accept no new objects (set while they terminate).
         self.protected_namespaces = frozenset({"default", "kube-system", "kube-public"})
+        # Conversion webhooks (the server sets it up with its webhook client).
+        self.conversions: Conversions | None = None
 
     # Conversion between the served version and the stored form --------------------------
 
     def served(self, rt: ResourceType, stored: StoredObject) -> dict[str, Any]:
-        """A private copy of a stored object, in the version `rt` serves."""
+        """A private copy of a stored object, in the version `rt` serves (for types no
+        conversion webhook converts; `read_as` converts any)."""
         obj = stored.thaw()
         return self.to_served(rt, obj)
 
     def to_served(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         if rt.from_storage is not None:
             return rt.from_storage(obj)
-        obj["apiVersion"] = rt.api_version
+        wanted = rt.api_version
+        current = obj.get("apiVersion")
+        if current != wanted:
+            conversion = rt.conversion
+            if conversion is not None and (
+                conversion.webhook is not None or current not in conversion.api_versions
+            ):
+                if conversion.webhook is None:
+                    raise invalid_source_version(str(current))
+                raise RuntimeError(
+                    f"{rt.qualified()} converts through a webhook: read it with read_as"
+                )
+            obj["apiVersion"] = wanted
         return obj
+
+    def _conversions(self) -> Conversions:
+        if self.conversions is None:
+            raise RuntimeError("this server has no webhook client for conversion webhooks")
+        return self.conversions
+
+    async def read_as(self, rt: ResourceType, stored: StoredObject) -> dict[str, Any]:
+        """A private copy of a stored object in the version `rt` serves, converted by its
+        CRD's conversion webhook when it has one."""
+        obj = stored.thaw()
+        conversion = rt.webhook_conversion
+        if conversion is None or obj.get("apiVersion") == rt.api_version:
+            return self.to_served(rt, obj)
+        converted = await self._conversions().convert(conversion, [obj], rt.version)
+        return converted[0]
+
+    async def read_all(
+        self, rt: ResourceType, objects: list[StoredObject]
+    ) -> list[bytes | dict[str, Any]]:
+        """A list's items in `rt`'s version: the stored bytes of those already in it, the
+        others converted (through the webhook in one review)."""
+        conversion = rt.webhook_conversion
+        if conversion is None:
+            return [self.served_raw(rt, stored) for stored in objects]
+        wanted = rt.api_version
+        pending = [s.thaw() for s in objects if s.obj.get("apiVersion") != wanted]
+        converted = iter(
+            await self._conversions().convert(conversion, pending, rt.version, listing=True)
+        )
+        return [
+            stored.raw if stored.obj.get("apiVersion") == wanted else next(converted)
+            for stored in objects
+        ]
+
+    async def answer(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
+        """`served_raw` for any type: what a write or read answers with."""
+        if rt.webhook_conversion is None or stored.obj.get("apiVersion") == rt.api_version:
+            return self.served_raw(rt, stored)
+        return await self.read_as(rt, stored)
+
+    async def storage_form(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """`obj` (the caller's to change) in the version it is stored in."""
+        conversion = rt.webhook_conversion
+        if conversion is None:
+            return self.to_storage(rt, obj)
+        converted = await self._conversions().convert(conversion, [obj], conversion.storage)
+        return converted[0]
+
+    async def read_object_as(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object of `rt`'s storage (the caller's to change) in `rt`'s version."""
+        conversion = rt.webhook_conversion
+        if conversion is None:
+            return self.to_served(rt, obj)
+        return (await self._conversions().convert(conversion, [obj], rt.version))[0]
 
     def served_raw(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
         """The stored bytes when they already are in the served version, else a converted copy."""
@@ -320,6 +398,10 @@ class Rest:
         self._validate(call, obj, None)
         if call.admission is not None:
             await call.admission.validate("CREATE", obj, None)
+        if rt.webhook_conversion is not None:
+            # Converted (and refused, when the webhook fails) before anything is stored;
+            # a dry run converts too, as the storage codec would.
+            stored_form = await self.storage_form(rt, patch.json_copy(obj))
 
         gr = rt.group_resource
         for _ in range(8):
@@ -334,8 +416,12 @@ class Rest:
         if call.dry_run:
             meta["resourceVersion"] = ""
             return 201, obj
-        stored = self._commit_create(call, obj)
-        return 201, self.served_raw(rt, stored)
+        if rt.webhook_conversion is None:
+            stored = self._commit_create(call, obj)
+            return 201, self.served_raw(rt, stored)
+        stored_form["metadata"]["name"] = meta["name"]
+        stored = self._commit_create(call, stored_form)
+        return 201, await self.answer(rt, stored)
 
     def prepare_create(self, call: Call, obj: dict[str, Any]) -> None:
         """System metadata, status reset, strategy and managedFields for a new object."""
@@ -397,7 +483,9 @@ class Rest:
         """
         rt = call.rt
         preconditions.check_update(rt, call.name, obj["metadata"], _stored_version(old))
-        old_obj = self.served(rt, old)
+        old_obj = (
+            self.served(rt, old) if rt.webhook_conversion is None else await self.read_as(rt, old)
+        )
         meta = obj["metadata"]
         old_meta = old_obj["metadata"]
         if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
@@ -455,13 +543,33 @@ class Rest:
             self.still_current(call, call.name, old)
 
         meta["resourceVersion"] = old_meta.get("resourceVersion")
-        if obj == old_obj:
-            # Nothing changed: no new revision, no event.
+        if rt.webhook_conversion is not None:
+            return await self._commit_converted(call, obj, old)
+        if obj == old_obj and old.obj.get("apiVersion") == rt.storage_api_version:
+            # Nothing changed: no new revision, no event. An object stored in an older
+            # version is written again (in the storage version), as an unchanged object
+            # kube-apiserver encodes differently from its stored bytes is.
             return 200, self.served_raw(rt, old)
         if call.dry_run:
             return 200, obj
         stored = self._commit_update(call, obj, old)
         return 200, self.served_raw(rt, stored)
+
+    async def _commit_converted(
+        self, call: Call, obj: dict[str, Any], old: StoredObject
+    ) -> tuple[int, bytes | dict[str, Any]]:
+        """The end of an update of an object its CRD's webhook converts: the object in the
+        storage version is what is compared with the stored one (an unchanged object stored
+        in an older version is written again) and what is stored."""
+        rt = call.rt
+        stored_form = await self.storage_form(rt, patch.json_copy(obj))
+        self.still_current(call, call.name, old)
+        if stored_form == old.obj:
+            return 200, await self.answer(rt, old)
+        if call.dry_run:
+            return 200, obj
+        stored = self._commit_update(call, stored_form, old)
+        return 200, await self.answer(rt, stored)
 
     # patch ------------------------------------------------------------------------------
 
@@ -482,7 +590,8 @@ class Rest:
         if ctype == APPLY_PATCH:
             return await self.apply(call, decoded)
         old = self._get_stored(call)
-        current = self.served(rt, old)
+        # The patch applies to the object in the request's version.
+        current = await self.read_as(rt, old)
         try:
             if ctype == JSON_PATCH:
                 patched = patch.apply_json_patch(current, decoded)
@@ -554,7 +663,7 @@ class Rest:
         # The intent is pruned but not defaulted: defaults are not the manager's to own.
         call.report_unknown_fields(self.types.prune(rt, applied, integers=CONVERTED_INTEGERS))
         old = self.store.get(rt.group_resource, call.namespace, call.name)
-        live = None if old is None else self.served(rt, old)
+        live = None if old is None else await self.read_as(rt, old)
         try:
             result = managedfields.server_side_apply(
                 live,
@@ -593,10 +702,16 @@ class Rest:
             if call.admission is not None:
                 await call.admission.validate("CREATE", result, None)
                 self.still_current(call, call.name, None)
+            if rt.webhook_conversion is not None:
+                stored_form = await self.storage_form(rt, patch.json_copy(result))
+                self.still_current(call, call.name, None)
             if call.dry_run:
                 return 201, result
-            stored = self._commit_create(call, result)
-            return 201, self.served_raw(rt, stored)
+            if rt.webhook_conversion is None:
+                stored = self._commit_create(call, result)
+                return 201, self.served_raw(rt, stored)
+            stored = self._commit_create(call, stored_form)
+            return 201, await self.answer(rt, stored)
         return await self.write_update(call, result, old, track_fields=False)
 
     # delete -----------------------------------------------------------------------------
@@ -608,8 +723,10 @@ class Rest:
         return await self.delete_stored(call, self._get_stored(call), options)
 
     async def delete_stored(
-        self, call: Call, old: StoredObject, options: dict[str, Any]
+        self, call: Call, old: StoredObject, options: dict[str, Any], answer: bool = True
     ) -> tuple[int, bytes | dict[str, Any]]:
+        """Delete (or mark deleting) a stored object. Without `answer` (the server's own
+        deletions) an object is answered as it is stored, never converted."""
         rt = call.rt
         old_meta = old.obj["metadata"]
         name = old_meta["name"]
@@ -646,9 +763,12 @@ class Rest:
         if _is_namespace(rt) and name in self.protected_namespaces:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
         if call.admission is not None:
-            await call.admission.delete(self.served(rt, old), options)
+            await call.admission.delete(await self.read_as(rt, old), options)
             self.still_current(call, name, old)
-        obj = self.served(rt, old)
+        converted = rt.webhook_conversion is not None
+        # Marking an object deleting changes its metadata only: one a webhook converts keeps
+        # the version it is stored in.
+        obj = old.thaw() if converted else self.served(rt, old)
         meta = obj["metadata"]
         finalizers = _strings(meta.get("finalizers"))
         new_finalizers = _gc_finalizers(finalizers, policy, orphan_opt)
@@ -660,7 +780,8 @@ class Rest:
             deleting = bool(meta.get("deletionTimestamp"))
             shorter = grace < int(meta.get("deletionGracePeriodSeconds") or 0)
             if deleting and new_finalizers == finalizers and not shorter:
-                return 200, self.served_raw(rt, old)  # already being deleted: idempotent
+                # already being deleted: idempotent
+                return 200, await self._deleted_answer(rt, old, answer)
             if new_finalizers:
                 meta["finalizers"] = new_finalizers
             else:
@@ -673,21 +794,33 @@ class Rest:
             if held_by_spec:
                 obj.setdefault("status", {})["phase"] = "Terminating"
             if call.dry_run:
-                return 200, obj
-            stored = self.store.update(rt.group_resource, self.to_storage(rt, obj), old)
+                return 200, await self.read_object_as(rt, obj) if converted else obj
+            stored = self.store.update(
+                rt.group_resource, obj if converted else self.to_storage(rt, obj), old
+            )
             self.notify(rt, "MODIFIED", stored, old)
             # 202 only for the old-style orphanDependents=false request, as upstream.
-            return (202 if orphan_opt is False else 200), self.served_raw(rt, stored)
+            code = 202 if orphan_opt is False else 200
+            return code, await self._deleted_answer(rt, stored, answer)
 
         if call.dry_run:
             if rt.returns_deleted_object:
-                return 200, obj
+                return 200, await self.read_object_as(rt, obj) if converted else obj
             return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
         deleted = self.store.delete(rt.group_resource, old)
         self.notify(rt, "DELETED", deleted, old)
         if rt.returns_deleted_object:
-            return 200, self.served_raw(rt, deleted)
+            return 200, await self._deleted_answer(rt, deleted, answer)
         return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
+
+    async def _deleted_answer(
+        self, rt: ResourceType, stored: StoredObject, answer: bool
+    ) -> bytes | dict[str, Any]:
+        if answer:
+            return await self.answer(rt, stored)
+        if rt.webhook_conversion is not None:
+            return stored.raw
+        return self.served_raw(rt, stored)
 
 
 def _stored_version(stored: StoredObject) -> str:

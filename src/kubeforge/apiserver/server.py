@@ -29,6 +29,7 @@ from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.conversion import Conversions
 from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
@@ -42,7 +43,7 @@ from kubeforge.apiserver.httpserver import (
     ResponseStream,
 )
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
-from kubeforge.apiserver.listing import ListOptions, Selection, list_objects
+from kubeforge.apiserver.listing import ListOptions, Selection, list_converted, list_objects
 from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from kubeforge.apiserver.metrics import RequestMetrics
 from kubeforge.apiserver.namespaces import NamespaceController
@@ -156,6 +157,9 @@ class APIServer:
         self.admission = Admission(
             self.rest, resolve_service=cfg.resolve_service, authorize=self.auth.check
         )
+        # Conversion webhooks are called as admission webhooks are, by the same client, so a
+        # Service reference leads to the same place (ServerConfig.resolve_service).
+        self.rest.conversions = Conversions(self.admission.client)
         if cfg.service_account_admission:
             self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None
@@ -455,8 +459,9 @@ class APIServer:
     def _finish(
         self, call: Call, write: Coroutine[Any, Any, Written]
     ) -> Response | Awaitable[Response]:
-        """Answer a write: at once when no admission applies to it, else once admitted."""
-        if call.admission is None:
+        """Answer a write: at once when no admission applies to it and no conversion webhook
+        converts its type, else once admitted and converted."""
+        if call.admission is None and call.rt.webhook_conversion is None:
             code, result = run_now(write)
             return self._json(code, result, call.warnings)
         return self._admitted(call, write)
@@ -570,10 +575,17 @@ class APIServer:
 
         return convert
 
-    def _get(self, request: Request, call: Call) -> Response:
+    def _get(self, request: Request, call: Call) -> Response | Awaitable[Response]:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadata"})
         stored = self.rest.get(call)
+        if (
+            rt.webhook_conversion is not None
+            and stored.obj.get("apiVersion") != rt.api_version
+            and negotiated.as_kind != "PartialObjectMetadata"
+        ):
+            # Metadata-only reads are answered from the stored object, whatever its version.
+            return self._get_converted(call, negotiated, stored)
         if negotiated.as_kind == "Table":
             table = to_table(
                 rt,
@@ -587,11 +599,30 @@ class APIServer:
             return self._json(200, _partial(stored.obj, negotiated.version), call.warnings)
         return self._json(200, self.rest.served_raw(rt, stored), call.warnings, negotiated.format)
 
-    def _list(self, request: Request, call: Call) -> Response:
+    async def _get_converted(
+        self, call: Call, negotiated: Negotiated, stored: StoredObject
+    ) -> Response:
+        """A get of an object its CRD's webhook converts to the version asked for."""
+        rt = call.rt
+        obj = await self.rest.read_as(rt, stored)
+        if negotiated.as_kind == "Table":
+            table = to_table(
+                rt,
+                [obj],
+                include_object=self._include_object(call),
+                table_version=negotiated.version or "v1",
+                resource_version=str(stored.rv),
+            )
+            return self._json(200, table, call.warnings)
+        return self._json(200, obj, call.warnings, negotiated.format)
+
+    def _list(self, request: Request, call: Call) -> Response | Awaitable[Response]:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadataList"})
         selection = Selection.parse(rt, call.query)
         options = ListOptions.parse(call.query)
+        if rt.webhook_conversion is not None and negotiated.as_kind != "PartialObjectMetadataList":
+            return self._list_converted(call, negotiated, selection, options)
         result = list_objects(self.store, rt, call.info.namespace, selection, options)
         if negotiated.as_kind == "Table":
             table = to_table(
@@ -626,6 +657,44 @@ class APIServer:
         body = head[:-1] + b',"items":[' + b",".join(items) + b"]}"
         return self._json(200, body, call.warnings, negotiated.format)
 
+    async def _list_converted(
+        self, call: Call, negotiated: Negotiated, selection: Selection, options: ListOptions
+    ) -> Response:
+        """A list of objects a CRD's webhook converts: the page's objects stored in another
+        version converted in one review (selectors read them in the version asked for)."""
+        rt = call.rt
+        result, items = await list_converted(
+            self.store, rt, call.info.namespace, selection, options, self._converter(rt)
+        )
+        meta: dict[str, Any] = {"resourceVersion": str(result.resource_version)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+            if result.remaining is not None:
+                meta["remainingItemCount"] = result.remaining
+        if negotiated.as_kind == "Table":
+            table = to_table(
+                rt,
+                items,
+                include_object=self._include_object(call),
+                table_version=negotiated.version or "v1",
+                resource_version=str(result.resource_version),
+                continue_token=result.continue_token,
+                remaining=result.remaining,
+            )
+            return self._json(200, table, call.warnings)
+        doc = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
+        return self._json(200, doc, call.warnings, negotiated.format)
+
+    def _converter(self, rt: ResourceType) -> Any:
+        """Stored objects to `rt`'s version, those stored in another version converted by
+        the CRD's webhook in one review."""
+
+        async def convert(objects: list[StoredObject]) -> list[dict[str, Any]]:
+            out = await self.rest.read_all(rt, objects)
+            return [orjson.loads(o) if isinstance(o, bytes) else o for o in out]
+
+        return convert
+
     def _watch(self, request: Request, call: Call) -> Awaitable[Response | ResponseStream]:
         rt = call.rt
         negotiated = self._negotiate(request, {"Table", "PartialObjectMetadata"})
@@ -648,7 +717,10 @@ class APIServer:
                 return _partial(stored.obj, version)
 
             raw_ok = False
-        return self.watches.serve(request, call, negotiated, served, raw_ok, table)
+        convert = None
+        if rt.webhook_conversion is not None and negotiated.as_kind != "PartialObjectMetadata":
+            convert = self._converter(rt)
+        return self.watches.serve(request, call, negotiated, served, raw_ok, table, convert)
 
     def _delete_collection(self, request: Request, call: Call) -> Response | Awaitable[Response]:
         call.admission = self.admission.begin(call, ("DELETE",))
@@ -658,9 +730,13 @@ class APIServer:
         rt = call.rt
         options = self._delete_options(request, call)
         selection = Selection.parse(rt, call.query)
-        result = list_objects(
-            self.store, rt, call.info.namespace, selection, ListOptions(0, None, None, False)
-        )
+        everything = ListOptions(0, None, None, False)
+        if rt.webhook_conversion is not None and not selection.version_invariant:
+            result, _ = await list_converted(
+                self.store, rt, call.info.namespace, selection, everything, self._converter(rt)
+            )
+        else:
+            result = list_objects(self.store, rt, call.info.namespace, selection, everything)
         deleted: list[Any] = []
         for stored in result.items:
             ns, name = stored.key
@@ -673,7 +749,7 @@ class APIServer:
             if current is None:
                 continue
             _, out = await self.rest.delete_stored(item_call, current, options)
-            deleted.append(self.rest.served(rt, current) if not isinstance(out, dict) else out)
+            deleted.append(orjson.loads(out) if isinstance(out, bytes) else out)
         items = [d for d in deleted if d.get("kind") != "Status"]
         body = {
             "kind": rt.list_kind,
@@ -719,6 +795,8 @@ class APIServer:
             raise StatusError.method_not_allowed()
         if name == "status":
             if verb == "get":
+                if rt.webhook_conversion is not None:
+                    return self._answered(self.rest.answer(rt, self.rest.get(call)))
                 return self._json(200, self.rest.served_raw(rt, self.rest.get(call)))
             if verb == "update":
                 body = self._body(request)
@@ -731,7 +809,9 @@ class APIServer:
             return self._finish(call, self.rest.patch(call, raw, ctype, decoded))
         if name == "scale":
             if verb == "get":
-                return self._json(200, self.subresources.get_scale(call))
+                if rt.webhook_conversion is not None:
+                    return self._answered(self.subresources.get_scale(call))
+                return self._json(200, run_now(self.subresources.get_scale(call)))
             raw = request.body
             ctype = request.headers.get("Content-Type", "")
             if verb == "update":
@@ -781,6 +861,9 @@ class APIServer:
         await call.admission.connect(_connect_options(call, request))
         raise _connect_unsupported(call)
         raise StatusError.method_not_allowed()
+
+    async def _answered(self, pending: Awaitable[bytes | dict[str, Any]]) -> Response:
+        return self._json(200, await pending)
 
     async def _create_pod_later(self, call: Call, body: Any) -> Written:
         # ServiceAccount admission waits a little for a new namespace's `default` account,

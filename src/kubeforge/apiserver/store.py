@@ -70,13 +70,16 @@ class StoredObject:
 class Event:
     """A committed change. `old` is the previous version (None for ADDED)."""
 
-    __slots__ = ("_encoded", "new", "old", "type")
+    __slots__ = ("_encoded", "converted", "new", "old", "type")
 
     def __init__(self, type: EventType, new: StoredObject, old: StoredObject | None) -> None:
         self.type = type
         self.new = new
         self.old = old
         self._encoded: dict[str, bytes] = {}
+        # `new` converted by a conversion webhook, encoded, by apiVersion: converted once
+        # for every watch of that version (as kube-apiserver's watch cache of each version).
+        self.converted: dict[str, bytes] | None = None
 
     @property
     def rv(self) -> int:

@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+import orjson
+
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
@@ -108,9 +110,11 @@ class Subresources:
             "status": status,
         }
 
-    def get_scale(self, call: Call) -> dict[str, Any]:
+    async def get_scale(self, call: Call) -> dict[str, Any]:
+        """The Scale of the object, read in the request's version (it never suspends for a
+        type no conversion webhook converts)."""
         rt = call.rt
-        return self.scale_of(rt, self.rest.served(rt, self.rest.get(call)))
+        return self.scale_of(rt, await self.rest.read_as(rt, self.rest.get(call)))
 
     async def write_scale(self, call: Call, body: Any, content_type: str | None) -> dict[str, Any]:
         """PUT or PATCH of /scale: change the replicas of the parent object. Admission sees
@@ -118,7 +122,7 @@ class Subresources:
         rt = call.rt
         assert rt.scale is not None
         old = self.rest.get(call)
-        obj = self.rest.served(rt, old)
+        obj = await self.rest.read_as(rt, old)
         current = self.scale_of(rt, obj)
         if content_type is None:
             scale = body
@@ -165,7 +169,7 @@ class Subresources:
             await review.validate("UPDATE", self.scale_of(rt, obj), current)
             self.rest.still_current(call, call.name, old)
         _, result = await self.rest.write_update(replace(call, admission=None), obj, old)
-        new = result if isinstance(result, dict) else self.rest.served(rt, self.rest.get(call))
+        new = result if isinstance(result, dict) else orjson.loads(result)
         return self.scale_of(rt, new)
 
     # pods -------------------------------------------------------------------------------

@@ -427,6 +427,9 @@ def create_webhook(
     hooks["webhookVersion"] = "v1"
     entry["webhooks"] = hooks
     _finish(ctx)
+    if conversion:
+        # The manifests just wrote the CRD's conversion patches.
+        _enable_crd_ca_injection(ctx)
 
 
 def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) -> None:
@@ -551,15 +554,248 @@ def _add_resource(text: str, name: str) -> str | None:
 
 # conversion ---------------------------------------------------------------------------------
 
+CA_NAMESPACE = "# +kubeforge:scaffold:crdkustomizecainjectionns"
+CA_NAME = "# +kubeforge:scaffold:crdkustomizecainjectionname"
+
 
 def _check_conversion(ctx: _Context, spokes: list[str]) -> None:
-    """Conversion webhooks (hub and spokes, config/crd/patches) are scaffolded by their own
-    piece; until it is there, --conversion is refused before anything is written."""
-    raise fail(
-        "--conversion is not available yet: conversion webhooks cannot be scaffolded by this "
-        "version of kubeforge"
-    )
+    """The hub (this version) and every spoke must be versions of the kind in PROJECT, with
+    their type files in place; refused before anything is written."""
+    names = ctx.names
+    if not spokes:
+        raise fail("--conversion needs the versions that convert to this one: --spoke <version>")
+    known = {
+        str(e.get("version"))
+        for e in ctx.project.versions_of(names.group, names.kind)
+        if e.get("api")
+    }
+    for version in spokes:
+        if version == names.version:
+            raise fail(f"{version} is the hub; a spoke is another version of {names.kind}")
+        if version not in known:
+            raise fail(
+                f"no {names.kind} in {names.qualified_group}/{version} in this project; "
+                f"create it first with `kubeforge create api --version {version} --no-controller`"
+            )
+    for version in [names.version, *spokes]:
+        path = f"api/{version}/{names.module}.py"
+        if not ctx.path(path).is_file():
+            raise fail(f"{path} is missing: the {version} {names.kind} type is not where it was")
 
 
 def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
-    raise fail("--conversion is not available yet")
+    """kubebuilder's conversion scaffolding: the hub marked, each spoke given to_hub and
+    from_hub stubs, a round-trip test, the webhook served, and the kustomize pieces that
+    call it (the CRD's CA injection) turned on."""
+    names, values = ctx.names, ctx.values
+    kind, hub, module = names.kind, names.version, names.module
+    ctx.edit(
+        f"api/{hub}/{module}.py",
+        lambda text: _add_base(text, kind, "kubeforge.Hub"),
+        f"add kubeforge.Hub to the bases of {kind}",
+    )
+    for spoke in spokes:
+        spoke_values = {**values, "hub": hub, "spoke": spoke}
+        methods = render("webhook/conversion_spoke.py", spoke_values)
+
+        def convertible(text: str, methods: str = methods) -> str | None:
+            changed = _add_base(text, kind, f"kubeforge.Convertible[{hub}.{kind}]")
+            if changed is None or "def to_hub(" in changed:
+                return changed
+            changed = _add_method_block(changed, kind, methods)
+            changed = changed and _add_typing_name(changed, "Self")
+            return changed and _add_first_party_import(changed, f"from api import {hub}")
+
+        ctx.edit(
+            f"api/{spoke}/{module}.py",
+            convertible,
+            f"make {kind} kubeforge.Convertible[{hub}.{kind}] with to_hub and from_hub",
+        )
+
+    versions = sorted({hub, *spokes})
+    ctx.edit(
+        "api/__init__.py",
+        lambda text: _import_versions(text, versions),
+        f"import {', '.join(versions)} in it (`from api import ...`)",
+    )
+    cases = "".join(
+        render("webhook/test_conversion_case.py", {**values, "version": v}) for v in versions
+    )
+    test_values = {**values, "hub": hub, "versions": ", ".join(versions), "cases": cases}
+    ctx.scaffold(
+        f"tests/test_{module}_conversion.py", render("webhook/test_conversion.py", test_values)
+    )
+
+    existing = sorted(ctx.root.glob(f"webhooks/*/{module}.py"))
+    if existing:
+        # Its webhook_for(...).complete() serves the conversion too, the kind being
+        # convertible now.
+        typer.echo(
+            f"note: setup_{module}_webhook in {existing[0].relative_to(ctx.root)} serves the "
+            "conversion too"
+        )
+    else:
+        hook_values = {**values, "hub": hub, "spokes": ", ".join(spokes)}
+        if not ctx.path("webhooks/__init__.py").exists():
+            ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))
+        if not ctx.path(f"webhooks/{hub}/__init__.py").exists():
+            ctx.scaffold(f"webhooks/{hub}/__init__.py", render("webhook/version_init.py", values))
+        ctx.scaffold(f"webhooks/{hub}/{module}.py", render("webhook/conversion.py", hook_values))
+        statement = f"from webhooks.{hub}.{module} import setup_{module}_webhook"
+        call = f"    setup_{module}_webhook(manager)\n"
+
+        def register(text: str) -> str | None:
+            changed = import_at_marker(text, IMPORTS, statement)
+            return None if changed is None else insert_at_marker(changed, BUILDER, call)
+
+        ctx.edit("main.py", register, f"call setup_{module}_webhook(manager) in setup()")
+    _enable_conversion_config(ctx)
+
+
+def _enable_conversion_config(ctx: _Context) -> None:
+    """config/default's [WEBHOOK], [CERTMANAGER] and [CONVERSION] sections, with the CRD
+    among the targets of the CA injection."""
+    crd = f"{ctx.values['plural']}.{ctx.names.qualified_group}"
+    _enable_webhook_config(ctx, defaulting=False, validation=False)
+    blocks = [_conversion_block(CA_NAMESPACE), _conversion_block(CA_NAME)]
+
+    def enable(text: str) -> str | None:
+        for block in blocks:
+            if block is not None:
+                text = uncomment(text, block) or text
+        for marker, index in ((CA_NAMESPACE, 0), (CA_NAME, 1)):
+            changed = insert_at_marker(text, marker, _ca_target(crd, index))
+            if changed is None:
+                return None
+            text = changed
+        return text
+
+    ctx.edit(
+        "config/default/kustomization.yaml",
+        enable,
+        f"turn on its [CONVERSION] replacements for {crd}",
+    )
+
+
+def _conversion_block(marker: str) -> str | None:
+    """The commented-out replacement of config/default/kustomization.yaml that ends just
+    above `marker` (the [CONVERSION] sources)."""
+    from kubeforge.scaffold.render import template
+
+    text = template("init/config/default/kustomization.yaml")
+    end = text.find(marker)
+    start = text.rfind("# - source:", 0, end)
+    if start < 0 or end < 0:
+        return None
+    return text[start:end]
+
+
+def _ca_target(crd: str, index: int) -> str:
+    """One CRD as a target of the [CONVERSION] replacement putting the certificate's
+    namespace (index 0) or name (index 1) into its cert-manager.io/inject-ca-from."""
+    return (
+        "     - select:\n"
+        "         kind: CustomResourceDefinition\n"
+        f"         name: {crd}\n"
+        "       fieldPaths:\n"
+        "         - .metadata.annotations.[cert-manager.io/inject-ca-from]\n"
+        "       options:\n"
+        "         delimiter: '/'\n"
+        f"         index: {index}\n"
+        "         create: true\n"
+    )
+
+
+def _enable_crd_ca_injection(ctx: _Context) -> None:
+    """Turn on the CRD's cainjection patch in config/crd/kustomization.yaml (written by the
+    manifests; `kubeforge manifests` keeps it on from then)."""
+    entry = f"#- path: patches/cainjection_in_{ctx.values['plural']}.yaml\n"
+    ctx.edit(
+        "config/crd/kustomization.yaml",
+        lambda text: uncomment(text, entry) or _already(text, entry[1:]),
+        f"uncomment {entry.strip()}",
+    )
+
+
+def _import_versions(text: str, versions: list[str]) -> str:
+    """api/__init__.py importing (and exporting) the version packages: a hub's spokes are
+    the classes that name it, known once their modules are imported, whichever version the
+    program imports first (what Go's AddToScheme calls in main.go do)."""
+    match = re.search(r"^from api import (?P<names>[^(\n]+)$", text, re.MULTILINE)
+    present = [n.strip() for n in match.group("names").split(",")] if match else []
+    names = sorted(set(present) | set(versions))
+    statement = f"from api import {', '.join(names)}"
+    exports = "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]"
+    if match is not None:
+        text = text[: match.start()] + statement + text[match.end() :]
+        found = re.search(r"^__all__ = \[[^\]]*\]$", text, re.MULTILINE)
+        if found is not None:
+            return text[: found.start()] + exports + text[found.end() :]
+        return text.rstrip("\n") + "\n\n" + exports + "\n"
+    return text.rstrip("\n") + "\n\n" + statement + "\n\n" + exports + "\n"
+
+
+def _class_line(text: str, kind: str) -> re.Match[str] | None:
+    return re.search(rf"^class {re.escape(kind)}\((?P<bases>[^)]*)\):[ \t]*$", text, re.MULTILINE)
+
+
+def _add_base(text: str, kind: str, base: str) -> str | None:
+    """`text` with `base` among the bases of class `kind` (None: no such class line)."""
+    match = _class_line(text, kind)
+    if match is None:
+        return None
+    bases = match.group("bases")
+    if base in bases:
+        return text
+    return text[: match.end("bases")] + f", {base}" + text[match.end("bases") :]
+
+
+def _add_method_block(text: str, kind: str, methods: str) -> str | None:
+    """`text` with `methods` at the end of class `kind`'s body."""
+    match = _class_line(text, kind)
+    if match is None:
+        return None
+    following = re.search(r"^\S", text[match.end() :], re.MULTILINE)
+    end = match.end() + following.start() if following else len(text)
+    body = text[:end].rstrip("\n") + "\n"
+    rest = text[end:]
+    return body + methods + ("\n\n" + rest if rest else "")
+
+
+def _add_typing_name(text: str, name: str) -> str:
+    """`text` importing `name` from typing (merged into its `from typing import` line)."""
+    match = re.search(r"^from typing import (?P<names>[^(\n]+)$", text, re.MULTILINE)
+    if match is None:
+        return text.replace(
+            "from __future__ import annotations\n",
+            f"from __future__ import annotations\n\nfrom typing import {name}\n",
+            1,
+        )
+    present = [n.strip() for n in match.group("names").split(",")]
+    if name in present:
+        return text
+    merged = ", ".join(sorted([*present, name]))
+    return text[: match.start("names")] + merged + text[match.end("names") :]
+
+
+def _add_first_party_import(text: str, statement: str) -> str:
+    """`text` with `statement` after its last top-level import, as a block of its own unless
+    the last block is the project's own imports (then in it, in order)."""
+    if statement in text:
+        return text
+    imports = list(re.finditer(r"^(?:from \S+ import [^(\n]+|import \S+)$", text, re.MULTILINE))
+    if not imports:
+        return text
+    last = imports[-1]
+    if last.group(0).startswith(("from api", "from controllers", "from webhooks")):
+        block_start = last.start()
+        for match in reversed(imports[:-1]):
+            between = text[match.end() : block_start]
+            if between.strip() or between.count("\n") > 1:
+                break
+            if not match.group(0).startswith(("from api", "from controllers", "from webhooks")):
+                break
+            block_start = match.start()
+        lines = sorted([*text[block_start : last.end()].splitlines(), statement])
+        return text[:block_start] + "\n".join(lines) + text[last.end() :]
+    return text[: last.end()] + "\n\n" + statement + text[last.end() :]

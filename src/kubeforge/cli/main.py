@@ -12,6 +12,7 @@ from kubeforge.cli.dev import app as dev_app
 from kubeforge.cli.init import init
 from kubeforge.cli.install import install, uninstall
 from kubeforge.cli.manifests import manifests
+from kubeforge.cli.migrate import migrate_storage_command
 from kubeforge.cli.run import run
 
 app = typer.Typer(
@@ -32,6 +33,7 @@ app.command("run")(run)
 app.command("deploy")(deploy)
 app.command("undeploy")(undeploy)
 app.command("build-installer")(build_installer)
+app.command("migrate-storage")(migrate_storage_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,10 +11,12 @@ permission their `@rbac` rules lack is refused here, before deploy; each refusal
 with the rule that would allow it.
 
 When `setup` registers webhooks, the webhook server listens on this machine (127.0.0.1:9443
-by default) with a certificate generated for the run, and once it answers, the project's
+by default) with a certificate generated for the run, and once it answers — before the
+caches list anything, since their first list may need the conversion webhook — the project's
 webhook configurations are registered with the cluster (with the kubeconfig's credentials)
 as `<project>-local-mutating-webhook-configuration` and `...-validating-...`, calling it by
-URL; they are deleted again on the way out.
+URL, and the CRDs it converts are pointed at it; on the way out the configurations are
+deleted and the CRDs get their own conversion back.
 
 `manager_main` is the same manager as a project's own command (the container's `manager`):
 the same flags, but in a pod the webhook server listens on every interface and nothing is
@@ -24,11 +26,12 @@ registered, since the deployed configurations call it through its Service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import inspect
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -409,8 +412,7 @@ async def _run_manager(
         raise _NotSynced(_sync_failure(manager)) from exc
     finally:
         if local is not None:
-            await local.unregister()
-            local.serving.cleanup()
+            local.cleanup()
     log.info("stopped")
 
 
@@ -421,15 +423,15 @@ class _LocalWebhooks:
     serving: LocalServing
     admin: Client
     name_prefix: str
-    registration: WebhookRegistration | None = None
 
-    async def run(self, stopping: asyncio.Event, manager: Manager) -> None:
-        """Register once the server answers; unregister when the manager stops (before the
-        webhook server, which it stops last)."""
+    @contextlib.asynccontextmanager
+    async def registered(self, server: WebhookServer) -> AsyncIterator[WebhookRegistration]:
+        """The manager's webhook registration: once the server answers (before the caches
+        list anything) until the caches have stopped (while the server still answers)."""
         try:
-            self.registration = await register_webhook_server(
+            registration = await register_webhook_server(
                 self.admin,
-                manager.webhook_server,
+                server,
                 ca_bundle=self.serving.ca_bundle,
                 name_prefix=self.name_prefix,
                 field_manager=FIELD_MANAGER,
@@ -437,27 +439,29 @@ class _LocalWebhooks:
         except (ApiError, OSError, TimeoutError) as exc:
             raise _NotRegistered(str(exc)) from None
         try:
-            await stopping.wait()
+            yield registration
         finally:
-            await self.unregister()
+            await _unregister(registration)
 
-    async def unregister(self) -> None:
-        """Delete the registration (once); a cluster that cannot be reached any more leaves
-        it behind, to be replaced by the next run."""
-        registration = self.registration
-        if registration is None:
-            return
-        self.registration = None
-        names = registration.names
-        try:
-            await registration.remove()
-        except (ApiError, OSError) as exc:
-            log.warning(
-                "could not remove the webhook configurations %s: %s (the next run takes "
-                "them over; kubectl delete removes them)",
-                ", ".join(names),
-                exc,
-            )
+    def cleanup(self) -> None:
+        self.serving.cleanup()
+
+
+async def _unregister(registration: WebhookRegistration) -> None:
+    """Delete the configurations and restore the CRDs' conversion; a cluster that cannot be
+    reached any more keeps them, for the next run to take over and remove."""
+    names, crds = registration.names, registration.crds
+    try:
+        await registration.remove()
+    except (ApiError, OSError) as exc:
+        log.warning(
+            "could not remove the webhook registration (configurations %s; conversion of %s): "
+            "%s (the next run takes it over and removes it when it stops; kubectl delete "
+            "removes the configurations)",
+            ", ".join(names) or "none",
+            ", ".join(crds) or "no CRD",
+            exc,
+        )
 
 
 def _serve_webhooks(
@@ -475,11 +479,7 @@ def _serve_webhooks(
         cert_dir=flags.webhook_cert_path or None,
     )
     local = _LocalWebhooks(serving, admin, f"{name}-local-")
-
-    async def register_webhooks(stopping: asyncio.Event) -> None:
-        await local.run(stopping, manager)
-
-    manager.add(register_webhooks, need_leader_election=False)
+    manager.add_webhook_registration(local.registered)
     log.info("webhooks: %s", ", ".join(entry.path for entry in server.webhooks))
     return local
 

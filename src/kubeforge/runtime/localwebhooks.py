@@ -11,19 +11,26 @@ During development the webhook server runs here, not behind the in-cluster Servi
   readiness check: a TLS handshake succeeds), then applies the project's
   Mutating/ValidatingWebhookConfiguration — built from the webhooks the server has registered,
   as `kubeforge manifests` builds them — with `clientConfig.url` pointing at the server and
-  `caBundle` the CA, with server-side apply. `WebhookRegistration.remove()` deletes them.
+  `caBundle` the CA, with server-side apply, and points the CRDs whose objects the server
+  converts at it (runtime/localconversion.py). `WebhookRegistration.remove()` deletes the
+  configurations and gives the CRDs their own conversion back.
 
 Registering only once the server answers matters: a configuration with failurePolicy Fail that
-points at a server not yet listening refuses every request it matches. Applying the same
-names with `force` takes over what a killed run left behind, so a stale registration lasts
-only until the next run registers.
+points at a server not yet listening refuses every request it matches, and a CRD pointed at
+it fails every read in a version its objects are not stored in. A manager registers between
+starting its webhook server and its caches (`registered_while_serving` as the manager's
+webhook registration), since the caches' first list may need the conversion webhook. Applying
+the same names with `force` takes over what a killed run left behind, so a stale
+registration lasts only until the next run registers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import tempfile
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +43,7 @@ from kubeforge.api.webhooks import (
 )
 from kubeforge.client.client import Client
 from kubeforge.client.errors import Conflict, NotFound
+from kubeforge.runtime.localconversion import ConversionRegistration, register_conversion_webhooks
 from kubeforge.webhook.certwatcher import CertificateError
 from kubeforge.webhook.server import WebhookServer
 
@@ -44,6 +52,7 @@ __all__ = [
     "LocalServing",
     "WebhookRegistration",
     "register_webhook_server",
+    "registered_while_serving",
     "serve_locally",
     "wait_until_serving",
 ]
@@ -135,24 +144,38 @@ async def wait_until_serving(server: WebhookServer, timeout: float = 10.0) -> No
 
 @dataclass
 class WebhookRegistration:
-    """What register_webhook_server applied: `(group/version/Kind, name, uid)` of each
-    object, and the URL the cluster calls."""
+    """What register_webhook_server did: `(group/version/Kind, name, uid)` of each
+    configuration applied, the CRDs pointed at the server for conversion, and the URL the
+    cluster calls."""
 
     client: Client
     objects: list[tuple[str, str, str]]
     url: str
+    conversion: ConversionRegistration | None = None
 
     @property
     def names(self) -> list[str]:
         """The names of the configurations applied."""
         return [name for _, name, _ in self.objects]
 
+    @property
+    def crds(self) -> list[str]:
+        """The names of the CRDs that convert through the server."""
+        return self.conversion.names if self.conversion is not None else []
+
     async def remove(self) -> None:
-        """Delete what was applied (once; later calls do nothing). An object deleted
-        meanwhile, or replaced by another (another uid: a later run's), is left alone. Every
-        object is tried; the first error, if any, is raised after."""
+        """Delete the configurations applied and give the CRDs their conversion back (once;
+        later calls do nothing). An object deleted meanwhile, or replaced by another (another
+        uid: a later run's), and a CRD whose conversion someone changed since, are left
+        alone. Everything is tried; the first error, if any, is raised after."""
         objects, self.objects = self.objects, []
+        conversion, self.conversion = self.conversion, None
         failure: Exception | None = None
+        if conversion is not None:
+            try:
+                await conversion.restore()
+            except Exception as exc:
+                failure = exc
         for kind, name, uid in objects:
             try:
                 await self.client.delete(kind, name, preconditions={"uid": uid})
@@ -201,14 +224,13 @@ async def register_webhook_server(
     `<name_prefix>mutating-webhook-configuration` and `...validating...`), each webhook's
     clientConfig the server's URL plus its path and `ca_bundle`, applied with server-side
     apply (forced: the registration of an earlier run is taken over).
+
+    Conversion: each installed CRD whose kinds the server converts gets
+    `spec.conversion.webhook.clientConfig` with the same URL (plus the conversion path) and
+    `ca_bundle`, as envtest does for convertible types; `remove()` restores what it had.
     """
     await wait_until_serving(server, timeout)
     documents = _admission_configurations(server, server.url, ca_bundle, name_prefix)
-    # The conversion webhook this server serves (entries with `conversion=True`, at
-    # /convert) registers here too: the CRDs of the kinds it converts get
-    # spec.conversion.webhook.clientConfig with the same URL (plus its path) and caBundle,
-    # as envtest's CRD installation does for convertible types. For now those CRDs keep the
-    # clientConfig their manifests give.
     registration = WebhookRegistration(client, [], server.url)
     try:
         for document in documents:
@@ -217,7 +239,39 @@ async def register_webhook_server(
             name = document["metadata"]["name"]
             registration.objects.append((kind, name, stored["metadata"]["uid"]))
             log.info("registered %s %s at %s", document["kind"], name, server.url)
+        registration.conversion = await register_conversion_webhooks(
+            client, server, ca_bundle=ca_bundle, field_manager=field_manager
+        )
     except BaseException:
-        await asyncio.shield(registration.remove())
+        # The error that stopped the registration is the one to report.
+        with contextlib.suppress(Exception):
+            await asyncio.shield(registration.remove())
         raise
     return registration
+
+
+@contextlib.asynccontextmanager
+async def registered_while_serving(
+    client: Client,
+    server: WebhookServer,
+    *,
+    ca_bundle: bytes,
+    name_prefix: str = "",
+    field_manager: str = FIELD_MANAGER,
+    timeout: float = 10.0,
+) -> AsyncIterator[WebhookRegistration]:
+    """register_webhook_server for the block, removed after it: what a manager's
+    `add_webhook_registration` takes, entered once its webhook server has started and
+    before its caches list anything, left once they have stopped."""
+    registration = await register_webhook_server(
+        client,
+        server,
+        ca_bundle=ca_bundle,
+        name_prefix=name_prefix,
+        field_manager=field_manager,
+        timeout=timeout,
+    )
+    try:
+        yield registration
+    finally:
+        await registration.remove()

@@ -4,9 +4,12 @@ and leader election.
 Start-up order follows controller-runtime: the health/metrics server, the webhook server (once
 a webhook is registered) and the caches start at once (they need no leadership); controllers
 start once the caches have synced and, with leader election on, once this process leads.
-Shutdown (SIGTERM/SIGINT or `stop()`) lets in-flight reconciles finish within the
-graceful-shutdown timeout, releases the lease, stops the caches and, last, the webhook server
-(the API server may call it until then). Losing leadership stops everything and `start()`
+Between the webhook server and the caches come the webhook registrations
+(`add_webhook_registration`): a cluster told to call this process's webhooks before the
+caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIGINT or
+`stop()`) lets in-flight reconciles finish within the graceful-shutdown timeout, releases the
+lease, stops the caches, ends the registrations and, last, stops the webhook server (the API
+server may call it until then). Losing leadership stops everything and `start()`
 raises LeadershipLost: another process is in charge now, so this one must not keep
 reconciling.
 """
@@ -42,7 +45,7 @@ from kubeforge.runtime.reconcile import SyncReconciler
 from kubeforge.webhook.builder import WebhookBuilder
 from kubeforge.webhook.server import WebhookServer
 
-__all__ = ["LeadershipLost", "Manager"]
+__all__ = ["LeadershipLost", "Manager", "WebhookRegistrationHook"]
 
 log = logging.getLogger("kubeforge.manager")
 
@@ -50,6 +53,8 @@ T = TypeVar("T")
 
 Check = Callable[[], bool | Awaitable[bool]]
 Runnable = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+# Given the started webhook server; entered before the caches start, left after they stop.
+WebhookRegistrationHook = Callable[[WebhookServer], contextlib.AbstractAsyncContextManager[Any]]
 
 
 def _describe(runnable: Runnable) -> str:
@@ -154,6 +159,8 @@ class Manager:
         if webhook_server is not None:
             webhook_server.use_metrics(self.metrics.webhook)
         self._webhooks_started = False
+        self._webhook_registrations: list[WebhookRegistrationHook] = []
+        self._registered = contextlib.AsyncExitStack()
 
     # setup ----------------------------------------------------------------------------------
 
@@ -205,6 +212,13 @@ class Manager:
     def add(self, runnable: Runnable, *, need_leader_election: bool = True) -> None:
         """Run `runnable(stopping)` with the controllers; it returns once `stopping` is set."""
         self._runnables.append((runnable, need_leader_election))
+
+    def add_webhook_registration(self, hook: WebhookRegistrationHook) -> None:
+        """Enter `hook(webhook_server)` once the webhook server has started (it starts when a
+        webhook is registered), before the caches list anything, and leave it after the
+        caches have stopped, while the server still answers: how a cluster is told to call
+        the server. An error entering it stops the manager, and start() raises it."""
+        self._webhook_registrations.append(hook)
 
     @property
     def runnables(self) -> list[str]:
@@ -319,6 +333,9 @@ class Manager:
                 recorder.bind(asyncio.get_running_loop())
             await self._start_http()
             await self._start_webhooks()
+            if self._webhooks_started:
+                for hook in self._webhook_registrations:
+                    await self._registered.enter_async_context(hook(self.webhook_server))
             for owner, handler in self._owner_scopes:
                 resource = await self.api_reader.resource(owner)
                 handler.owner_namespaced = resource.namespaced
@@ -451,13 +468,17 @@ class Manager:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self.cache.stop()
-        if self._webhooks_started and self._webhook_server is not None:
-            await self._webhook_server.stop()
-            self._webhooks_started = False
-        for runner in self._runners:
-            await runner.cleanup()
-        self._runners.clear()
-        await self.api_reader.close()
+        try:
+            # Nothing reads through the caches any more, and the server still answers.
+            await self._registered.aclose()
+        finally:
+            if self._webhooks_started and self._webhook_server is not None:
+                await self._webhook_server.stop()
+                self._webhooks_started = False
+            for runner in self._runners:
+                await runner.cleanup()
+            self._runners.clear()
+            await self.api_reader.close()
 
     async def run(self) -> None:
         """start(), with SIGTERM and SIGINT starting a graceful shutdown (a second forces exit)."""

@@ -16,6 +16,7 @@ import contextlib
 import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -27,11 +28,11 @@ from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.localwebhooks import (
     LocalServing,
-    WebhookRegistration,
-    register_webhook_server,
+    registered_while_serving,
     serve_locally,
 )
 from kubeforge.runtime.manager import Manager
+from kubeforge.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
     from kubeforge.cluster.devcluster import DevCluster
@@ -181,10 +182,13 @@ class TestEnv:
         dies fails the block with its error.
 
         The webhooks `setup` registers are served on 127.0.0.1 (a free port, a generated
-        certificate) and registered with the cluster before the block runs, so the test's
-        requests go through them; they are unregistered first thing after it. With
-        `webhooks=False` the webhook server is left as `setup` configured it and nothing is
-        registered."""
+        certificate) and registered with the cluster as soon as the server answers, before
+        the manager's caches list anything, so the test's requests (and the caches' reads in
+        another version) go through them: the admission configurations are applied and the
+        CRDs the server converts are pointed at it. When the manager stops, after its caches
+        and while its server still answers, the configurations are deleted and the CRDs get
+        their own conversion back. With `webhooks=False` the webhook server is left as
+        `setup` configured it and nothing is registered."""
         if self.config is None:
             raise RuntimeError("the test environment is not started")
         manager = Manager(config or self.config, **options)
@@ -199,17 +203,24 @@ class TestEnv:
         except BaseException:
             await manager.api_reader.close()
             raise
+        if local is not None:
+            serving = local
+
+            def register(server: WebhookServer) -> AbstractAsyncContextManager[Any]:
+                return registered_while_serving(
+                    self.client, server, ca_bundle=serving.ca_bundle, field_manager=FIELD_MANAGER
+                )
+
+            manager.add_webhook_registration(register)
         try:
-            async with self._running(manager, local) as running:
+            async with self._running(manager) as running:
                 yield running
         finally:
             if local is not None:
                 local.cleanup()
 
     @contextlib.asynccontextmanager
-    async def _running(
-        self, manager: Manager, local: LocalServing | None
-    ) -> AsyncIterator[Manager]:
+    async def _running(self, manager: Manager) -> AsyncIterator[Manager]:
         task = asyncio.create_task(manager.start(), name="testenv manager")
         running = asyncio.create_task(manager.running.wait())
         try:
@@ -224,25 +235,11 @@ class TestEnv:
         if task.done():
             task.result()  # raises what ended it
             raise RuntimeError("the manager stopped before it was running")
-        registration: WebhookRegistration | None = None
         try:
-            if local is not None:
-                registration = await register_webhook_server(
-                    self.client,
-                    manager.webhook_server,
-                    ca_bundle=local.ca_bundle,
-                    field_manager=FIELD_MANAGER,
-                )
             yield manager
         finally:
-            try:
-                # Unregistered while the server still answers: a request in between would
-                # otherwise be refused by a failurePolicy Fail webhook that is gone.
-                if registration is not None:
-                    await registration.remove()
-            finally:
-                manager.stop()
-                await task
+            manager.stop()
+            await task
 
     async def stop(self) -> None:
         """Close the client and stop the cluster this environment started (an existing

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable
@@ -81,6 +82,21 @@ class RegisteredWebhook:
     kind: Any = None
     spec: WebhookSpec | None = None
     conversion: bool = False
+
+
+def _site(runner: web.AppRunner, host: str, port: int, context: ssl.SSLContext) -> web.BaseSite:
+    """Where the server listens. Every interface (an empty host) is one socket for IPv4 and
+    IPv6, as Go's listener on ":port" is: a socket per address family would each get a port
+    of its own when the port is 0, and the server would have no one port to be called at."""
+    if host:
+        return web.TCPSite(runner, host, port, ssl_context=context)
+    if socket.has_dualstack_ipv6():
+        sock = socket.create_server(
+            ("::", port), family=socket.AF_INET6, dualstack_ipv6=True, backlog=128
+        )
+    else:
+        sock = socket.create_server(("0.0.0.0", port), backlog=128)
+    return web.SockSite(runner, sock, ssl_context=context)
 
 
 def _connect_host(host: str) -> str:
@@ -247,8 +263,8 @@ class WebhookServer:
         app.router.add_route("*", "/{tail:.*}", self._serve)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
-        site = web.TCPSite(runner, self.host or None, self.port, ssl_context=context)
         try:
+            site = _site(runner, self.host, self.port, context)
             await site.start()
         except BaseException:
             await runner.cleanup()

@@ -18,6 +18,8 @@ import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from kubeforge.api.selectors import LabelSelector
 from kubeforge.api.versions import version_priority
 from kubeforge.apiserver.admission.attributes import GVK, Attributes, operation_options
@@ -206,11 +208,19 @@ class Admission:
             "status": obj.get("status") or {},
         }
 
-    def convert(
+    async def convert(
         self, obj: dict[str, Any], source: ResourceType, target: ResourceType
     ) -> dict[str, Any]:
+        """The request's object in the version a webhook or policy matched (through the
+        conversion webhook of a CRD that has one); a failure is an internal error, as
+        kube-apiserver's VersionedAttributes conversion reports it."""
         rest = self.rest
-        return rest.to_served(target, rest.to_storage(source, json_copy(obj)))
+        if target.webhook_conversion is None:
+            return rest.to_served(target, rest.to_storage(source, json_copy(obj)))
+        try:
+            return await rest.read_object_as(target, json_copy(obj))
+        except StatusError as exc:
+            raise internal_error(exc.message) from None
 
     def redecode(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """A patched object decoded again: unknown fields dropped, defaults applied; what a
@@ -233,7 +243,7 @@ class Admission:
         group, _, version = api_version.rpartition("/")
         return self.registry.by_kind(group, version, kind)
 
-    def find_params(
+    async def find_params(
         self,
         rt: ResourceType,
         namespace: str | None,
@@ -243,13 +253,16 @@ class Admission:
         gr = rt.group_resource
         if name is not None:
             stored = self.store.get(gr, namespace or "", name)
-            return [] if stored is None else [self.rest.served(rt, stored)]
+            return [] if stored is None else [await self.rest.read_as(rt, stored)]
         found = []
         for stored in self.store.current(gr, namespace)[0]:
             labels = stored.obj["metadata"].get("labels") or {}
             if selector is None or selector.matches(labels):
-                found.append(self.rest.served(rt, stored))
-        return found
+                found.append(stored)
+        return [
+            obj if isinstance(obj, dict) else orjson.loads(obj)
+            for obj in await self.rest.read_all(rt, found)
+        ]
 
     def resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
         """Where a webhook's service reference leads: this machine, at the port the Service
@@ -364,7 +377,7 @@ class RequestAdmission:
         admission = self.admission
         attrs = self.attributes(operation, obj, old, kind, options)
         if admission.policies:
-            dispatch_policies(admission, admission.policies, attrs, self.warn)
+            await dispatch_policies(admission, admission.policies, attrs, self.warn)
         if admission.validating:
             await dispatch_validating(admission, admission.validating, attrs, self.warn)
 

@@ -1,11 +1,14 @@
-"""Posting AdmissionReviews to webhooks over HTTPS.
+"""Posting reviews (AdmissionReviews, ConversionReviews) to webhooks over HTTPS.
 
-One aiohttp session per server keeps connections to webhooks alive between calls. TLS is
-always verified: against the configuration's `caBundle`, else the system's roots; the name
-checked is the URL's host, or `<service>.<namespace>.svc` for a service reference (as
-k8s.io/apiserver pkg/util/webhook/client.go does). A call that fails is described the way
-Go's HTTP client and client-go describe it (`Post "<url>": dial tcp ...: connect: connection
-refused`, `context deadline exceeded`, ...), since that text ends up in kube-apiserver's error.
+One aiohttp session per server keeps connections to webhooks alive between calls, for
+admission and conversion webhooks alike. TLS is always verified: against the
+configuration's `caBundle`, else the system's roots; the name checked is the URL's host, or
+`<service>.<namespace>.svc` for a service reference (as k8s.io/apiserver
+pkg/util/webhook/client.go does). A call that fails is described the way Go's HTTP client and
+client-go describe it (`Post "<url>": dial tcp ...: connect: connection refused`, `context
+deadline exceeded`, ...), since that text ends up in kube-apiserver's error; `decode_reply`
+and `reply_error` read an answer as client-go's REST client reads it (rest/request.go:
+transformResponse, Result.Into).
 """
 
 from __future__ import annotations
@@ -14,11 +17,15 @@ import asyncio
 import base64
 import binascii
 import errno
+import json
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+import orjson
+import yaml
 
 if TYPE_CHECKING:
     import aiohttp
@@ -29,6 +36,8 @@ __all__ = [
     "Reply",
     "ServiceResolver",
     "WebhookClient",
+    "decode_reply",
+    "reply_error",
 ]
 
 # (namespace, name, port) -> (host, port) to connect to; raises LookupError with the reason.
@@ -42,7 +51,19 @@ _USER_AGENT = "kube-apiserver-admission"
 
 class CallFailed(Exception):
     """The webhook could not be called, or answered something unusable (the reason is in
-    Go's words); failurePolicy decides what happens next."""
+    Go's words); for admission, failurePolicy decides what happens next.
+
+    The message is what admission reports; `detail` is the cause alone, without the
+    "failed to call webhook: " admission puts in front (what a conversion error quotes)."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = message if detail is None else detail
+
+    @classmethod
+    def calling(cls, detail: str) -> CallFailed:
+        """A call that failed on the way, as admission words it."""
+        return cls(f"failed to call webhook: {detail}", detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +174,7 @@ class WebhookClient:
             try:
                 host, target_port = self.resolve_service(namespace, name, port)
             except LookupError as exc:
-                raise CallFailed(f'failed to call webhook: Post "{shown}": {exc}') from None
+                raise CallFailed.calling(f'Post "{shown}": {exc}') from None
             connect = f"https://{_host(host)}:{target_port}{path or '/'}{suffix}"
             server_hostname = dns_name
             headers["Host"] = dns_name if port == 443 else f"{dns_name}:{port}"
@@ -177,9 +198,8 @@ class WebhookClient:
                     async for chunk in response.content.iter_chunked(65536):
                         data += chunk
                         if len(data) > MAX_RESPONSE_BYTES:
-                            raise CallFailed(
-                                f"failed to call webhook: the response is larger than "
-                                f"{MAX_RESPONSE_BYTES} bytes"
+                            raise CallFailed.calling(
+                                f"the response is larger than {MAX_RESPONSE_BYTES} bytes"
                             )
                     return Reply(response.status, response.headers.get("Content-Type"), bytes(data))
         except CallFailed:
@@ -190,7 +210,95 @@ class WebhookClient:
             reason = _describe(exc, host, target_port)
         except OSError as exc:
             reason = str(exc)
-        raise CallFailed(f'failed to call webhook: Post "{shown}": {reason}')
+        raise CallFailed.calling(f'Post "{shown}": {reason}')
+
+
+_GENERIC = {
+    400: "the server rejected our request for an unknown reason",
+    401: "the server has asked for the client to provide credentials",
+    404: "the server could not find the requested resource",
+    405: "the server does not allow this method on the requested resource",
+    409: "the server reported a conflict",
+    422: "the server rejected our request due to an error in our request",
+    429: "the server has received too many requests and has asked us to try again later",
+    503: "the server is currently unable to handle the request",
+    504: (
+        "the server was unable to return a response in the time allotted, but may still be "
+        "processing the request"
+    ),
+}
+_JSON_TYPES = ("application/json",)
+_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "application/json").split(";")[0].strip().lower()
+
+
+def _go_quote(text: str) -> str:
+    """Go's %q: a double-quoted string with Go escapes."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def reply_error(reply: Reply) -> str:
+    """What client-go makes of a non-2xx answer: the Status it carries, else a generic
+    message by status code (apimachinery errors.NewGenericServerResponse)."""
+    media = _media_type(reply.content_type)
+    if media in _JSON_TYPES and reply.body:
+        try:
+            status = orjson.loads(reply.body)
+        except orjson.JSONDecodeError:
+            status = None
+        if (
+            isinstance(status, dict)
+            and status.get("kind") == "Status"
+            and status.get("status") == "Failure"
+        ):
+            return str(status.get("message") or "")
+    code = reply.status
+    textual = reply.content_type is None or media.startswith("text/")
+    server_message = reply.body[:1024].decode("utf-8", "replace").strip() if textual else "unknown"
+    if code == 403:
+        return server_message
+    if code in _GENERIC:
+        return _GENERIC[code]
+    if code >= 500:
+        return (
+            f"an error on the server ({_go_quote(server_message)}) has prevented the request "
+            "from succeeding"
+        )
+    return f"the server responded with the status code {code} but did not return more information"
+
+
+def _json_error(body: bytes) -> str:
+    text = body.decode("utf-8", "replace").lstrip()
+    if text and text[0] not in '{["-0123456789tfn':
+        return f"invalid character {_go_char(text[0])} looking for beginning of value"
+    return "unexpected end of JSON input"
+
+
+def _go_char(char: str) -> str:
+    return "'\\''" if char == "'" else f"'{char}'"
+
+
+def decode_reply(reply: Reply) -> Any:
+    """The JSON or YAML document a 2xx answer carries (CallFailed when there is none)."""
+    media = _media_type(reply.content_type)
+    if media not in _JSON_TYPES and media not in _YAML_TYPES:
+        raise CallFailed.calling(f"serializer for {reply.content_type} doesn't exist")
+    if not reply.body:
+        raise CallFailed.calling(
+            f"0-length response with status code: {reply.status} and "
+            f"content type: {reply.content_type or 'application/json'}"
+        )
+    try:
+        if media in _YAML_TYPES:
+            return yaml.safe_load(reply.body)
+        return orjson.loads(reply.body)
+    except (orjson.JSONDecodeError, yaml.YAMLError):
+        raise CallFailed.calling(
+            "couldn't get version/kind; json parse error: " + _json_error(reply.body)
+        ) from None
 
 
 def _host(host: str) -> str:

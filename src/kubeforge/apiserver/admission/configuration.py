@@ -313,9 +313,27 @@ def _service(service: Obj, path: str) -> Errors:
     return errs
 
 
-def _review_versions(versions: list[Any], path: str) -> Errors:
+def validate_client_config(config: Any, path: str) -> Errors:
+    """A webhook's clientConfig: exactly one of a valid `url` or `service` (admission
+    webhooks and CRDs' conversion webhooks are checked alike)."""
+    config = _d(config)
+    url, service = config.get("url"), config.get("service")
+    if (url is None) == (service is None):
+        return [FieldError.required(path, "exactly one of url or service is required")]
+    if isinstance(url, str):
+        return _url(url, f"{path}.url")
+    if isinstance(service, dict):
+        return _service(service, f"{path}.service")
+    return []
+
+
+def validate_review_versions(
+    versions: list[Any], path: str, *, required: str = "must specify one of v1, v1beta1"
+) -> Errors:
+    """A webhook's review versions: unique DNS labels, one of them v1 or v1beta1; none at
+    all is `required` (the detail admission's and conversion's validation each give)."""
     if not versions:
-        return [FieldError.required(path, "must specify one of v1, v1beta1")]
+        return [FieldError.required(path, required)]
     errs: Errors = []
     seen: set[str] = set()
     for i, version in enumerate(versions):
@@ -379,22 +397,11 @@ def _webhooks(obj: Obj, *, mutating: bool) -> Errors:
                         f"{at}.reinvocationPolicy", policy, ("IfNeeded", "Never")
                     )
                 )
-        config = _d(hook.get("clientConfig"))
-        url, service = config.get("url"), config.get("service")
-        if (url is None) == (service is None):
-            errs.append(
-                FieldError.required(
-                    f"{at}.clientConfig", "exactly one of url or service is required"
-                )
-            )
-        elif isinstance(url, str):
-            errs += _url(url, f"{at}.clientConfig.url")
-        elif isinstance(service, dict):
-            errs += _service(service, f"{at}.clientConfig.service")
+        errs += validate_client_config(hook.get("clientConfig"), f"{at}.clientConfig")
         errs += _match_conditions(
             _l(hook.get("matchConditions")), f"{at}.matchConditions", WEBHOOK_VARIABLES
         )
-        errs += _review_versions(
+        errs += validate_review_versions(
             _l(hook.get("admissionReviewVersions")), f"{at}.admissionReviewVersions"
         )
         if name:

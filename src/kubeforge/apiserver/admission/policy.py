@@ -49,7 +49,7 @@ class PolicyEnvironment(Environment, Protocol):
 
     def param_type(self, api_version: str, kind: str) -> ResourceType | None: ...
 
-    def find_params(
+    async def find_params(
         self,
         rt: ResourceType,
         namespace: str | None,
@@ -214,7 +214,7 @@ def _parse_group_version(api_version: str) -> tuple[str, str]:
     return group, version
 
 
-def _collect_params(
+async def _collect_params(
     env: PolicyEnvironment, policy: Policy, binding: Binding, attrs: Attributes
 ) -> list[dict[str, Any] | None]:
     """The params a binding evaluates its policy with (one evaluation each)."""
@@ -242,13 +242,13 @@ def _collect_params(
     if name:
         if raw_selector is not None:
             raise _ConfigError("paramRef.name and paramRef.selector are mutually exclusive")
-        params = env.find_params(rt, namespace, str(name), None)
+        params = await env.find_params(rt, namespace, str(name), None)
     elif raw_selector is not None:
         try:
             selector = selector_from_dict(raw_selector)
         except (SelectorError, KeyError, TypeError) as exc:
             raise _ConfigError(str(exc)) from None
-        params = env.find_params(rt, namespace, None, selector)
+        params = await env.find_params(rt, namespace, None, selector)
     else:
         raise _ConfigError("one of name or selector must be provided")
     if not params and ref.get("parameterNotFoundAction") == "Deny":
@@ -270,7 +270,7 @@ def _message(validation: Validation, context: Context) -> str:
     return f"failed expression: {validation.expression.source.strip()}"
 
 
-def _evaluate(
+async def _evaluate(
     env: PolicyEnvironment,
     policy: Policy,
     match: Match,
@@ -281,8 +281,8 @@ def _evaluate(
     fail = policy.failure_policy != "Ignore"
     obj, old = attrs.object, attrs.old_object
     if match.rt is not attrs.rt and match.kind != attrs.kind:
-        obj = None if obj is None else env.convert(obj, attrs.rt, match.rt)
-        old = None if old is None else env.convert(old, attrs.rt, match.rt)
+        obj = None if obj is None else await env.convert(obj, attrs.rt, match.rt)
+        old = None if old is None else await env.convert(old, attrs.rt, match.rt)
     context = Context(attrs, match, obj, old, env.authorize)
     context.activation["params"] = params
     context.activation["namespaceObject"] = namespace
@@ -363,7 +363,7 @@ def _denied(
     return error
 
 
-def dispatch_policies(
+async def dispatch_policies(
     env: PolicyEnvironment,
     policies: tuple[tuple[Policy, tuple[Binding, ...]], ...],
     attrs: Attributes,
@@ -415,7 +415,7 @@ def dispatch_policies(
                     config_error(policy, binding, exc.message)
                     continue
             try:
-                all_params = _collect_params(env, policy, binding, attrs)
+                all_params = await _collect_params(env, policy, binding, attrs)
             except _ConfigError as exc:
                 config_error(policy, binding, str(exc))
                 continue
@@ -423,7 +423,7 @@ def dispatch_policies(
             if attrs.namespace and not attrs.is_namespace:
                 namespace = env.namespace_object(attrs.namespace)
             for params in all_params:
-                for decision in _evaluate(env, policy, match, attrs, params, namespace):
+                for decision in await _evaluate(env, policy, match, attrs, params, namespace):
                     if not decision.deny:
                         continue
                     for action in binding.actions:

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 
 from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.client import CallFailed, Reply
+from kubeforge.apiserver.admission.client import CallFailed, Reply, decode_reply, reply_error
 from kubeforge.apiserver.admission.matching import Match
 
 __all__ = ["REVIEW_VERSIONS", "Answer", "read_answer", "review_request"]
@@ -84,96 +82,6 @@ class Answer:
     warnings: tuple[str, ...]
 
 
-_GENERIC = {
-    400: "the server rejected our request for an unknown reason",
-    401: "the server has asked for the client to provide credentials",
-    404: "the server could not find the requested resource",
-    405: "the server does not allow this method on the requested resource",
-    409: "the server reported a conflict",
-    422: "the server rejected our request due to an error in our request",
-    429: "the server has received too many requests and has asked us to try again later",
-    503: "the server is currently unable to handle the request",
-    504: (
-        "the server was unable to return a response in the time allotted, but may still be "
-        "processing the request"
-    ),
-}
-_JSON_TYPES = ("application/json",)
-_YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml")
-
-
-def _media_type(content_type: str | None) -> str:
-    return (content_type or "application/json").split(";")[0].strip().lower()
-
-
-def _go_quote(text: str) -> str:
-    """Go's %q: a double-quoted string with Go escapes."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def _status_error(reply: Reply) -> str:
-    """What client-go makes of a non-2xx answer: the Status it carries, else a generic
-    message by status code (apimachinery errors.NewGenericServerResponse)."""
-    media = _media_type(reply.content_type)
-    if media in _JSON_TYPES and reply.body:
-        try:
-            status = orjson.loads(reply.body)
-        except orjson.JSONDecodeError:
-            status = None
-        if (
-            isinstance(status, dict)
-            and status.get("kind") == "Status"
-            and status.get("status") == "Failure"
-        ):
-            return str(status.get("message") or "")
-    code = reply.status
-    textual = reply.content_type is None or media.startswith("text/")
-    server_message = reply.body[:1024].decode("utf-8", "replace").strip() if textual else "unknown"
-    if code == 403:
-        return server_message
-    if code in _GENERIC:
-        return _GENERIC[code]
-    if code >= 500:
-        return (
-            f"an error on the server ({_go_quote(server_message)}) has prevented the request "
-            "from succeeding"
-        )
-    return f"the server responded with the status code {code} but did not return more information"
-
-
-def _json_error(body: bytes) -> str:
-    text = body.decode("utf-8", "replace").lstrip()
-    if text and text[0] not in '{["-0123456789tfn':
-        return f"invalid character {_go_char(text[0])} looking for beginning of value"
-    return "unexpected end of JSON input"
-
-
-def _go_char(char: str) -> str:
-    return "'\\''" if char == "'" else f"'{char}'"
-
-
-def _decode(reply: Reply) -> Any:
-    media = _media_type(reply.content_type)
-    if media not in _JSON_TYPES and media not in _YAML_TYPES:
-        raise CallFailed(
-            f"failed to call webhook: serializer for {reply.content_type} doesn't exist"
-        )
-    if not reply.body:
-        raise CallFailed(
-            f"failed to call webhook: 0-length response with status code: {reply.status} and "
-            f"content type: {reply.content_type or 'application/json'}"
-        )
-    try:
-        if media in _YAML_TYPES:
-            return yaml.safe_load(reply.body)
-        return orjson.loads(reply.body)
-    except (orjson.JSONDecodeError, yaml.YAMLError):
-        raise CallFailed(
-            "failed to call webhook: couldn't get version/kind; json parse error: "
-            + _json_error(reply.body)
-        ) from None
-
-
 def _field_type_error(field: str, value: Any, go_type: str) -> CallFailed:
     shown = {bool: "bool", int: "number", float: "number", str: "string", list: "array"}.get(
         type(value), "object"
@@ -187,8 +95,8 @@ def _field_type_error(field: str, value: Any, go_type: str) -> CallFailed:
 def read_answer(reply: Reply, version: str, uid: str, mutating: bool) -> Answer:
     """Check a webhook's reply to a request of AdmissionReview `version` with `uid`."""
     if not 200 <= reply.status <= 206:
-        raise CallFailed(f"failed to call webhook: {_status_error(reply)}")
-    review = _decode(reply)
+        raise CallFailed.calling(reply_error(reply))
+    review = decode_reply(reply)
     if not isinstance(review, dict):
         raise CallFailed(
             "failed to call webhook: couldn't get version/kind; json parse error: json: cannot "

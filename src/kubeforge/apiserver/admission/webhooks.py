@@ -56,7 +56,7 @@ class Environment(Protocol):
 
     def namespace_labels(self, name: str) -> dict[str, str] | None: ...
 
-    def convert(
+    async def convert(
         self, obj: dict[str, Any], source: ResourceType, target: ResourceType
     ) -> dict[str, Any]: ...
 
@@ -155,19 +155,21 @@ def _aggregate(errors: list[str]) -> str:
     return errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
 
 
-def _versioned(
+async def _versioned(
     env: Environment, attrs: Attributes, match: Match
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The request's objects in the version the rule matched."""
     if match.rt is attrs.rt or match.kind == attrs.kind:
         return attrs.object, attrs.old_object
     return (
-        None if attrs.object is None else env.convert(attrs.object, attrs.rt, match.rt),
-        None if attrs.old_object is None else env.convert(attrs.old_object, attrs.rt, match.rt),
+        None if attrs.object is None else await env.convert(attrs.object, attrs.rt, match.rt),
+        None
+        if attrs.old_object is None
+        else await env.convert(attrs.old_object, attrs.rt, match.rt),
     )
 
 
-def should_call(env: Environment, hook: Webhook, attrs: Attributes) -> Match | None:
+async def should_call(env: Environment, hook: Webhook, attrs: Attributes) -> Match | None:
     """Whether `hook` applies: rules (and equivalents), selectors, then matchConditions; a
     failing condition under failurePolicy Fail refuses the request (403)."""
     match = hook.matcher.match(attrs, env.equivalents)
@@ -178,7 +180,7 @@ def should_call(env: Environment, hook: Webhook, attrs: Attributes) -> Match | N
     if not hook.object_selector.matches_object(attrs):
         return None
     if hook.conditions:
-        obj, old = _versioned(env, attrs, match)
+        obj, old = await _versioned(env, attrs, match)
         matched, errors = hook.conditions.evaluate(Context(attrs, match, obj, old, env.authorize))
         if not matched:
             return None
@@ -240,7 +242,7 @@ async def _mutate_one(
     warn: Callable[[str], None],
 ) -> bool:
     """Call one mutating webhook and apply its patch to `attrs.object`; whether it changed."""
-    obj, old = _versioned(env, attrs, match)
+    obj, old = await _versioned(env, attrs, match)
     answer = await _call(env, hook, attrs, match, obj, old, warn)
     if answer.patch is None:
         return False
@@ -273,7 +275,7 @@ async def _mutate_one(
         env.redecode(match.rt, patched)
     changed = patched != obj
     if match.rt is not attrs.rt and match.kind != attrs.kind:
-        patched = env.convert(patched, match.rt, attrs.rt)
+        patched = await env.convert(patched, match.rt, attrs.rt)
     attrs.object = patched
     return changed
 
@@ -292,7 +294,7 @@ async def dispatch_mutating(
         if round_ == 1 and not again:
             return
         for hook in hooks:
-            match = should_call(env, hook, attrs)
+            match = await should_call(env, hook, attrs)
             if match is None:
                 continue
             # A webhook not called in the first round is not called in the second.
@@ -322,15 +324,15 @@ async def dispatch_validating(
     """Call the matching validating webhooks at once; the first refusal to arrive wins."""
     calls = []
     for hook in hooks:
-        match = should_call(env, hook, attrs)
+        match = await should_call(env, hook, attrs)
         if match is not None:
             calls.append((hook, match))
     if not calls:
         return
 
     async def one(hook: Webhook, match: Match) -> StatusError | None:
-        obj, old = _versioned(env, attrs, match)
         try:
+            obj, old = await _versioned(env, attrs, match)
             await _call(env, hook, attrs, match, obj, old, warn)
         except CallFailed as exc:
             return _failed(hook, exc)

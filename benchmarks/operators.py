@@ -1,9 +1,9 @@
 """One operator written with kubeforge and with Kopf, on the same API server: wall time to
 converge, requests counted at the server, CPU and peak RSS of the operator's process.
 
-    python benchmarks/operator.py                   # N = 1,000 and 5,000
-    python benchmarks/operator.py --quick           # N = 200
-    python benchmarks/operator.py -n 20 --operators kubeforge --json out.json
+    python benchmarks/operators.py                   # N = 1,000 and 5,000
+    python benchmarks/operators.py --quick           # N = 200
+    python benchmarks/operators.py -n 20 --operators kubeforge --json out.json
 
 The job (benchmarks/widgets/): for each Widget, create an owned ConfigMap holding its
 spec.size and set its status (the ConfigMap's name and the generation it reflects). Cases:

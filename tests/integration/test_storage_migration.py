@@ -1,0 +1,138 @@
+"""Storage version migration: every object rewritten in the storage version, storedVersions
+trimmed, while another client keeps writing; and `kubeforge migrate-storage` around it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubeforge.apiserver import APIServer
+from kubeforge.apiserver.resource import GroupResource
+from kubeforge.client import Client, load_kubeconfig
+from kubeforge.client.storagemigration import MigrationProgress, find_crd, migrate_storage
+from tests.integration.admission_support import WebhookServer
+from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
+from tests.support import Client as RawClient
+from tests.support import eventually
+
+GADGETS = GroupResource(GROUP, "gadgets")
+
+
+def same_fields_crd() -> dict[str, Any]:
+    """Gadgets whose two versions hold the same fields, converted by apiVersion alone."""
+    crd = gadget_crd(WebhookServer())
+    crd["spec"]["conversion"] = {"strategy": "None"}
+    crd["spec"]["versions"][1] = {**crd["spec"]["versions"][0], "name": "v2", "storage": False}
+    return crd
+
+
+async def install_with_old_objects(client: RawClient, count: int) -> None:
+    """The CRD with `count` gadgets stored in v1, then v2 made the storage version."""
+    assert (await client.post(CRDS, same_fields_crd())).status == 201
+
+    async def served() -> bool:
+        return (await client.get(V1)).status == 200
+
+    await eventually(served)
+    for i in range(count):
+        assert (await client.post(V1, gadget(f"g{i}", "v1"))).status == 201
+    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+    for version in crd["spec"]["versions"]:
+        version["storage"] = version["name"] == "v2"
+    assert (await client.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+
+
+def stored_versions(server: APIServer) -> list[str]:
+    return sorted(
+        str(s.obj["apiVersion"]).rpartition("/")[2] for s in server.store.current(GADGETS)[0]
+    )
+
+
+async def test_every_object_moves_to_the_storage_version_while_others_write(
+    server: APIServer, client: RawClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(client, 7)
+    assert stored_versions(server) == ["v1"] * 7
+    pages: list[tuple[int, int]] = []
+
+    def progress(p: MigrationProgress) -> None:
+        pages.append((p.seen, p.rewritten + p.current))
+
+    async def keep_writing() -> None:
+        # Another writer (a controller) labels the objects all along: its writes are
+        # stored in v2 too, and the migration's conflicting writes are retried.
+        n = 0
+        while True:
+            name = f"g{n % 7}"
+            body = {"metadata": {"labels": {"n": str(n)}}}
+            await client.patch(f"{V1}/{name}", body, "application/merge-patch+json")
+            n += 1
+            await asyncio.sleep(0)
+
+    async with Client(load_kubeconfig(kubeconfig)) as api:
+        assert (await find_crd(api, "gadgets"))["metadata"]["name"] == CRD_NAME
+        assert (await find_crd(api, "Gadget"))["metadata"]["name"] == CRD_NAME
+        assert (await find_crd(api, f"gadget.{GROUP}"))["metadata"]["name"] == CRD_NAME
+        writer = asyncio.create_task(keep_writing())
+        try:
+            result = await migrate_storage(api, CRD_NAME, chunk_size=3, on_progress=progress)
+        finally:
+            writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await writer
+        assert (result.seen, result.gone) == (7, 0)
+        assert result.rewritten + result.current == 7
+        assert result.stored_versions_before == ["v1", "v2"]
+        assert result.stored_versions == ["v2"] and result.trimmed
+        assert [seen for seen, _ in pages] == [3, 6, 7]
+        assert stored_versions(server) == ["v2"] * 7
+        crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+        assert crd["status"]["storedVersions"] == ["v2"]
+
+        # Run again: nothing is written, nothing changes.
+        revision = server.store.revision
+        again = await migrate_storage(api, CRD_NAME)
+        assert (again.rewritten, again.current, again.trimmed) == (0, 7, False)
+        assert server.store.revision == revision
+
+
+async def kubeforge(*args: str, kubeconfig: Path) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kubeforge.cli.main",
+        *args,
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    return process.returncode or 0, out.decode(), err.decode()
+
+
+async def test_the_command_shows_its_progress_and_what_it_changed(
+    server: APIServer, client: RawClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(client, 5)
+    code, out, err = await kubeforge(
+        "migrate-storage", "gadgets", "--chunk-size", "2", kubeconfig=kubeconfig
+    )
+    assert code == 0, err
+    assert out.splitlines() == [
+        f"migrating {CRD_NAME} to v2 (stored versions: v1, v2)",
+        "  2/5 objects  rewritten 2  already v2 0",
+        "  4/5 objects  rewritten 4  already v2 0",
+        "  5/5 objects  rewritten 5  already v2 0",
+        "status.storedVersions: v1, v2 -> v2",
+    ]
+    assert stored_versions(server) == ["v2"] * 5
+
+    code, out, err = await kubeforge("migrate-storage", "nothing", kubeconfig=kubeconfig)
+    assert code == 1
+    assert err.strip() == "error: no CustomResourceDefinition is named or serves 'nothing'"
