@@ -209,7 +209,8 @@ async def test_a_deleted_pod_is_replaced(manager: kubeforge.Manager, kubectl: Ku
     before = await settle(kubectl, "phoenix", 2, GREETING)
 
     victim = pod_name("phoenix", GREETING, 0)
-    await kubectl.run("delete", "pod", victim)
+    # The replacement takes the name at once; a wait for the name to go could miss it.
+    await kubectl.run("delete", "pod", victim, "--wait=false")
     after = await settle(kubectl, "phoenix", 2, GREETING)
     assert set(after.uids) == set(before.uids)  # the same names...
     assert after.uids[victim] != before.uids[victim]  # ...and a new pod in the victim's place
@@ -233,10 +234,14 @@ async def test_a_pod_taking_a_needed_name_is_reported_then_replaced(
     await eventually(warned)
     shown = await columns(kubectl, "blocked")
     assert (shown["COUNT"], shown["RUNNING"], shown["MESSAGE"]) == ("1", "0", GREETING)
-    # Once the name is free, the retry (with backoff) creates the pod.
-    await kubectl.run("delete", "pod", squatter)
+    # Once the name is free, the retry (with backoff) creates the pod. kubectl does not wait
+    # for the deletion: its wait watches the name, and the name is taken again at once by
+    # the replacement, which a watch started after that would never see deleted.
+    gone = (await kubectl.run("get", "pod", squatter, "-o", "jsonpath={.metadata.uid}")).out
+    await kubectl.run("delete", "pod", squatter, "--wait=false")
     pods = await settle(kubectl, "blocked", 1, GREETING)
     assert list(pods.uids) == [squatter]
+    assert pods.uids[squatter] != gone
 
 
 async def test_deleting_a_customcluster_deletes_its_pods(
