@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from kubeforge.apiserver.builtin_validation import (
     VALIDATORS,
     cron_schedule_error,
-    parse_quantity,
     pod_qos_class,
     selector_matches,
     semantic_equal,
@@ -1124,22 +1122,6 @@ def test_webhook_rules() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("500m", "0.5"),
-        ("1Gi", str(2**30)),
-        ("2e3", "2000"),
-        ("1.5k", "1500"),
-        (3, "3"),
-        ("x", None),
-        ("1Q", None),
-    ],
-)
-def test_parse_quantity(text: Any, value: str | None) -> None:
-    assert parse_quantity(text) == (None if value is None else Decimal(value))
 
 
 def test_selector_matching() -> None:

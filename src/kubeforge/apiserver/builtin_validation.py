@@ -21,7 +21,6 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import quantity
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.names import (
     GoValue,
@@ -43,6 +42,7 @@ from kubeforge.api.names import (
     validate_label_selector,
     validate_labels,
 )
+from kubeforge.api.quantity import decode_quantity
 from kubeforge.apiserver.admission import configuration as admission_configuration
 
 __all__ = [
@@ -50,7 +50,6 @@ __all__ = [
     "CreateValidator",
     "UpdateValidator",
     "cron_schedule_error",
-    "parse_quantity",
     "pod_qos_class",
     "selector_matches",
     "semantic_equal",
@@ -209,11 +208,6 @@ def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
 # -- quantities and QoS ----------------------------------------------------------------------
 
 
-def parse_quantity(value: Any) -> Decimal | None:
-    """A quantity as the server decodes it from JSON: surrounding whitespace is trimmed."""
-    return quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
-
-
 _QOS_RESOURCES = ("cpu", "memory")
 
 
@@ -226,12 +220,12 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
     for container in _l(spec.get("containers")) + _l(spec.get("initContainers")):
         resources = _d(_d(container).get("resources"))
         for name, raw in _d(resources.get("requests")).items():
-            amount = parse_quantity(raw)
+            amount = decode_quantity(raw)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
                 requests[name] = requests.get(name, Decimal(0)) + amount
         found = set()
         for name, raw in _d(resources.get("limits")).items():
-            amount = parse_quantity(raw)
+            amount = decode_quantity(raw)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
                 found.add(name)
                 limits[name] = limits.get(name, Decimal(0)) + amount
@@ -514,13 +508,13 @@ def _validate_resources(resources: Obj, path: str) -> Errors:
     requests = _d(resources.get("requests"))
     for kind, values in (("limits", limits), ("requests", requests)):
         for name, raw in values.items():
-            amount = parse_quantity(raw)
+            amount = decode_quantity(raw)
             if amount is not None and amount < 0:
                 errs.append(FieldError.invalid(f"{path}.{kind}[{name}]", str(raw), _NEGATIVE))
     for name, raw in requests.items():
-        amount = parse_quantity(raw)
+        amount = decode_quantity(raw)
         if name in limits:
-            limit = parse_quantity(limits[name])
+            limit = decode_quantity(limits[name])
             if amount is None or limit is None:
                 continue
             if amount != limit and not _is_overcommittable(name):

@@ -22,14 +22,14 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api import quantity
+from kubeforge.api.quantity import decode_quantity
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
-__all__ = ["SCHEDULER_NAME", "Scheduler", "parse_quantity", "setup"]
+__all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 
 POD = "v1/Pod"
 NODE = "v1/Node"
@@ -49,9 +49,10 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NO_NODES = "no nodes available to schedule pods"
 
 
-def parse_quantity(value: Any) -> Decimal:
-    """A resource quantity (`100m`, `1.5Gi`, `2`) as a number; 0 when it is not one."""
-    parsed = quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
+def resource_amount(value: Any) -> Decimal:
+    """A resource quantity (`100m`, `1.5Gi`, `2`) as the scheduler counts it; 0 when it is
+    not one."""
+    parsed = decode_quantity(value)
     return parsed if parsed is not None else Decimal(0)
 
 
@@ -94,7 +95,7 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
         resources = container.get("resources") or {}
         wanted = resources.get("requests") or {}
         limits = resources.get("limits") or {}
-        return {r: parse_quantity(wanted.get(r, limits.get(r, 0))) for r in RESOURCES}
+        return {r: resource_amount(wanted.get(r, limits.get(r, 0))) for r in RESOURCES}
 
     total = dict.fromkeys(RESOURCES, Decimal(0))
     inits = spec.get("initContainers") or []
@@ -108,7 +109,7 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
                 total[resource] = max(total[resource], amount)
     for resource, amount in (spec.get("overhead") or {}).items():
         if resource in total:
-            total[resource] += parse_quantity(amount)
+            total[resource] += resource_amount(amount)
     return total
 
 
@@ -194,7 +195,7 @@ def _allocatable(node: Mapping[str, Any], resource: str) -> Decimal:
     value = (status.get("allocatable") or {}).get(resource)
     if value is None:
         value = (status.get("capacity") or {}).get(resource)
-    return parse_quantity(value) if value is not None else Decimal(-1)
+    return resource_amount(value) if value is not None else Decimal(-1)
 
 
 def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
