@@ -12,7 +12,6 @@ from kubeforge.apiserver.builtin_validation import (
     VALIDATORS,
     cron_schedule_error,
     pod_qos_class,
-    selector_matches,
     semantic_equal,
 )
 from kubeforge.apiserver.defaults import DEFAULTERS
@@ -1122,23 +1121,6 @@ def test_webhook_rules() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def test_selector_matching() -> None:
-    labels = {"app": "x", "tier": "web"}
-    assert selector_matches({"matchLabels": {"app": "x"}}, labels)
-    assert not selector_matches(None, labels)
-    assert selector_matches({}, labels)
-    exprs = [
-        {"key": "tier", "operator": "In", "values": ["web", "db"]},
-        {"key": "gone", "operator": "DoesNotExist"},
-        {"key": "app", "operator": "NotIn", "values": ["y"]},
-        {"key": "app", "operator": "Exists"},
-    ]
-    assert selector_matches({"matchExpressions": exprs}, labels)
-    assert not selector_matches(
-        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}, labels
-    )
 
 
 def test_semantic_equality_ignores_empty_values() -> None:

@@ -43,6 +43,7 @@ from kubeforge.api.names import (
     validate_labels,
 )
 from kubeforge.api.quantity import decode_quantity
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.apiserver.admission import configuration as admission_configuration
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "UpdateValidator",
     "cron_schedule_error",
     "pod_qos_class",
-    "selector_matches",
     "semantic_equal",
     "validate_pod_spec",
     "validate_pod_template",
@@ -178,31 +178,6 @@ def _selector_is_empty(selector: Any) -> bool:
         and not selector.get("matchLabels")
         and not selector.get("matchExpressions")
     )
-
-
-def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
-    """Whether a structured LabelSelector selects `labels` (a null selector selects nothing)."""
-    if not isinstance(selector, Mapping):
-        return False
-    labels = labels or {}
-    for key, value in _d(selector.get("matchLabels")).items():
-        if labels.get(key) != value:
-            return False
-    for item in _l(selector.get("matchExpressions")):
-        expr = _d(item)
-        key = _s(expr.get("key"))
-        op = expr.get("operator")
-        values = _l(expr.get("values"))
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
 
 
 # -- quantities and QoS ----------------------------------------------------------------------
@@ -965,7 +940,7 @@ def _validate_selector_and_template(spec: Obj, kind: str) -> tuple[Errors, bool]
         return errs, False
     # A null selector selects nothing, so it never matches the template.
     everything = selector is not None and _selector_is_empty(selector)
-    if not everything and not selector_matches(selector, _template_labels(spec)):
+    if not everything and not label_selector_matches(selector, _template_labels(spec)):
         errs.append(_template_mismatch(spec))
     return errs, True
 
@@ -1155,7 +1130,7 @@ def validate_replication_controller(obj: Obj) -> list[FieldError]:
         errs.append(FieldError.required("spec.template", ""))
         return errs
     labels = _d(template.get("metadata")).get("labels")
-    if selector and not selector_matches({"matchLabels": selector}, labels):
+    if selector and not label_selector_matches({"matchLabels": selector}, labels):
         errs.append(
             FieldError.invalid(
                 "spec.template.metadata.labels",
@@ -1280,7 +1255,7 @@ def validate_daemonset(obj: Obj) -> list[FieldError]:
     selector = spec.get("selector")
     errs = validate_label_selector(selector, "spec.selector")
     if _selector_parses(selector) and not (
-        _selector_is_empty(selector) or selector_matches(selector, _template_labels(spec))
+        _selector_is_empty(selector) or label_selector_matches(selector, _template_labels(spec))
     ):
         errs.append(_template_mismatch(spec))
     if selector is not None and _selector_is_empty(selector):
@@ -1436,7 +1411,7 @@ def validate_job(obj: Obj) -> list[FieldError]:
             "controller-uid": uid,
             "job-name": name,
         }
-        if _selector_parses(selector) and not selector_matches(selector, expected):
+        if _selector_parses(selector) and not label_selector_matches(selector, expected):
             errs.append(
                 FieldError.invalid(
                     "spec.selector",
@@ -1450,7 +1425,7 @@ def validate_job(obj: Obj) -> list[FieldError]:
     else:
         errs += validate_label_selector(selector, "spec.selector")
     if _selector_parses(selector) and not (
-        _selector_is_empty(selector) or selector_matches(selector, _template_labels(spec))
+        _selector_is_empty(selector) or label_selector_matches(selector, _template_labels(spec))
     ):
         errs.append(_template_mismatch(spec))
     completions = _int(spec.get("completions"))

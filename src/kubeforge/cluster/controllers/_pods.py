@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.client.errors import ApiError, Conflict, Invalid, NotFound
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient
@@ -61,7 +62,6 @@ __all__ = [
     "ready_condition",
     "replace",
     "seconds_until_available",
-    "selector_matches",
     "uid_of",
 ]
 
@@ -157,32 +157,6 @@ def replace(target: Obj, new: Mapping[str, Any]) -> None:
 # -- selectors ---------------------------------------------------------------------------------
 
 
-def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key = str(expr.get("key") or "")
-    operator = expr.get("operator")
-    values = expr.get("values") or ()
-    if operator == "In":
-        return key in labels and labels[key] in values
-    if operator == "NotIn":
-        return key not in labels or labels[key] not in values
-    if operator == "Exists":
-        return key in labels
-    if operator == "DoesNotExist":
-        return key not in labels
-    return False  # an operator the API would have rejected selects nothing
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """metav1.LabelSelector matching: a missing selector selects nothing, an empty one all."""
-    if selector is None:
-        return False
-    for key, value in (selector.get("matchLabels") or {}).items():
-        if labels.get(key) != value:
-            return False
-    expressions = selector.get("matchExpressions") or ()
-    return all(_expression_matches(expr, labels) for expr in expressions)
-
-
 def controllers_of(cache: Cache, child: Mapping[str, Any], kind: str) -> list[Request]:
     """The `kind` object ("group/version/Kind") controlling `child`; for an orphan, every
     `kind` object in its namespace whose selector matches it, so one can adopt it."""
@@ -201,7 +175,7 @@ def controllers_of(cache: Cache, child: Mapping[str, Any], kind: str) -> list[Re
     for owner in cache.list(kind, namespace=namespace):
         spec = owner.get("spec")
         selector = spec.get("selector") if isinstance(spec, Mapping) else None
-        if selector_matches(selector, labels):
+        if label_selector_matches(selector, labels):
             requests.append(Request(namespace, name_of(owner)))
     return requests
 

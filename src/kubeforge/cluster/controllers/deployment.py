@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Obj,
@@ -49,7 +50,6 @@ from kubeforge.cluster.controllers._pods import (
     pods_controlled_by,
     quiet_conflicts,
     replace,
-    selector_matches,
     uid_of,
 )
 from kubeforge.cluster.options import ClusterOptions
@@ -618,7 +618,7 @@ class _Sync:
             d,
             REPLICA_SET,
             candidates,
-            lambda rs: selector_matches(selector, labels_of(rs)),
+            lambda rs: label_selector_matches(selector, labels_of(rs)),
         )
 
     async def pods_by_rs(self, rss: Sequence[Obj]) -> dict[str, list[Obj]]:
@@ -628,7 +628,7 @@ class _Sync:
         by_uid: dict[str, list[Obj]] = {}
         for rs in rss:
             pods = await pods_controlled_by(self.client, namespace_of(d), uid_of(rs))
-            by_uid[uid_of(rs)] = [p for p in pods if selector_matches(selector, labels_of(p))]
+            by_uid[uid_of(rs)] = [p for p in pods if label_selector_matches(selector, labels_of(p))]
         return by_uid
 
     async def all_rss(self, rss: list[Obj], create: bool) -> tuple[Obj | None, list[Obj]]:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubeforge.api.selectors import label_set_matches
 from kubeforge.client.errors import AlreadyExists, NotFound
 from kubeforge.cluster.controllers._pods import (
     Obj,
@@ -90,11 +91,6 @@ def _selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:
     if spec.get("type") == "ExternalName" or not isinstance(selector, Mapping) or not selector:
         return None
     return selector
-
-
-def _selects(selector: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
-    labels = labels_of(pod)
-    return all(labels.get(key) == value for key, value in selector.items())
 
 
 def _headless(service: Mapping[str, Any]) -> bool:
@@ -174,7 +170,7 @@ def _hostname(pod: Mapping[str, Any], service: Mapping[str, Any]) -> str | None:
 
 
 def _selected_pods(cache_pods: Sequence[Obj], selector: Mapping[str, str]) -> list[Obj]:
-    return [pod for pod in cache_pods if _selects(selector, pod)]
+    return [pod for pod in cache_pods if label_set_matches(selector, labels_of(pod))]
 
 
 # -- Endpoints ---------------------------------------------------------------------------------
@@ -638,7 +634,7 @@ def _services_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
     out = []
     for service in cache.list(SERVICE, namespace=namespace):
         selector = _selector(service)
-        if selector is not None and _selects(selector, pod):
+        if selector is not None and label_set_matches(selector, labels_of(pod)):
             out.append(Request(namespace, name_of(service)))
     return out
 

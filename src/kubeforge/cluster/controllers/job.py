@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Expectations,
@@ -60,7 +61,6 @@ from kubeforge.cluster.controllers._pods import (
     quiet_conflicts,
     ready_condition,
     replace,
-    selector_matches,
     uid_of,
 )
 from kubeforge.cluster.options import ClusterOptions
@@ -428,7 +428,7 @@ class _JobSync:
             job,
             POD,
             candidates,
-            lambda pod: selector_matches(selector, labels_of(pod)),
+            lambda pod: label_selector_matches(selector, labels_of(pod)),
             release_finalizers=(TRACKING_FINALIZER,),
         )
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Expectations,
@@ -46,7 +47,6 @@ from kubeforge.cluster.controllers._pods import (
     quiet_conflicts,
     replace,
     seconds_until_available,
-    selector_matches,
     uid_of,
 )
 from kubeforge.cluster.options import ClusterOptions
@@ -155,7 +155,7 @@ class ReplicaSetReconciler(Reconciler):
             rs,
             POD,
             active,
-            lambda pod: selector_matches(selector, labels_of(pod)),
+            lambda pod: label_selector_matches(selector, labels_of(pod)),
         )
         error: Exception | None = None
         deleted: set[str] = set()

@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from kubeforge.api.quantity import decode_quantity
+from kubeforge.api.selectors import label_set_matches, requirement_matches
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue
@@ -130,36 +131,13 @@ def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
     return False
 
 
-def _requirement_matches(requirement: Mapping[str, Any], values: Mapping[str, str]) -> bool:
-    key = requirement.get("key") or ""
-    operator = requirement.get("operator")
-    wanted = [str(v) for v in requirement.get("values") or []]
-    have = values.get(key)
-    if operator == "In":
-        return have is not None and have in wanted
-    if operator == "NotIn":
-        return have is None or have not in wanted
-    if operator == "Exists":
-        return have is not None
-    if operator == "DoesNotExist":
-        return have is None
-    if operator in ("Gt", "Lt") and have is not None and len(wanted) == 1:
-        try:
-            a, b = int(have), int(wanted[0])
-        except ValueError:
-            return False
-        return a > b if operator == "Gt" else a < b
-    return False
-
-
 def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """The pod's nodeSelector and required node affinity against the node."""
     meta = node.get("metadata") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
     spec = _spec(pod)
-    for key, value in (spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
+    if not label_set_matches(spec.get("nodeSelector") or {}, labels):
+        return False
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or None
@@ -171,8 +149,8 @@ def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
         field_terms = term.get("matchFields") or []
         if not expressions and not field_terms:
             continue  # an empty term matches nothing
-        if all(_requirement_matches(r, labels) for r in expressions) and all(
-            _requirement_matches(r, fields) for r in field_terms
+        if all(requirement_matches(r, labels, numeric=True) for r in expressions) and all(
+            requirement_matches(r, fields, numeric=True) for r in field_terms
         ):
             return True
     return False
