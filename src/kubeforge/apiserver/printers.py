@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.durations import age, human_duration, parse_time
+from kubeforge.api.durations import age, human_duration
 from kubeforge.api.selectors import SelectorError, selector_from_dict
+from kubeforge.api.timestamps import parse_time_or_none
 
 __all__ = [
     "Column",
@@ -103,15 +104,6 @@ def _age(obj: Obj, now: datetime) -> str:
 
 def _since(timestamp: Any, now: datetime) -> str:
     return age(timestamp if isinstance(timestamp, str) else None, now)
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
 
 
 def _container_cells(pod_spec: Any) -> tuple[str, str]:
@@ -240,7 +232,7 @@ def _is_restartable(container: Any) -> bool:
 
 
 def _later(current: datetime | None, state: Any) -> datetime | None:
-    finished = _time(_d(_d(state).get("terminated")).get("finishedAt"))
+    finished = parse_time_or_none(_d(_d(state).get("terminated")).get("finishedAt"))
     if finished is not None and (current is None or finished > current):
         return finished
     return current
@@ -767,7 +759,8 @@ def _job_cells(obj: Obj, now: datetime) -> Cells:
     else:
         parallelism = _int(spec.get("parallelism"))
         completions = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
-    started, finished = _time(status.get("startTime")), _time(status.get("completionTime"))
+    started = parse_time_or_none(status.get("startTime"))
+    finished = parse_time_or_none(status.get("completionTime"))
     duration = ""
     if started is not None:
         end = finished if finished is not None else now

@@ -28,6 +28,7 @@ import orjson
 
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
+from kubeforge.api.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver import managedfields, nesting, patch, preconditions
 from kubeforge.apiserver.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
 from kubeforge.apiserver.call import Call
@@ -39,7 +40,6 @@ from kubeforge.apiserver.objectmeta import (
     carry_system_fields,
     fill_system_fields,
     generate_name,
-    now_rfc3339,
     spec_changed,
 )
 from kubeforge.apiserver.queryparams import query_flag
@@ -923,5 +923,4 @@ def _grace_period(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]
 
 
 def _deletion_time(grace: int) -> str:
-    when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace))

@@ -17,8 +17,9 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kubeforge.api.durations import format_time, human_duration, parse_time
+from kubeforge.api.durations import human_duration
 from kubeforge.api.jsonpath import JSONPath, JSONPathError, compile_path
+from kubeforge.api.timestamps import format_time, parse_time
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.printers import NAME, Column, Printer, printer_for
 from kubeforge.apiserver.resource import ResourceType

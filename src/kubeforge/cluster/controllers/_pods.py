@@ -11,10 +11,11 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import parse_time_or_none
 from kubeforge.client.errors import ApiError, Conflict, Invalid, NotFound
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient
@@ -36,7 +37,6 @@ __all__ = [
     "claimable_pods",
     "controller_ref",
     "controllers_of",
-    "format_time",
     "gather_errors",
     "generate_name_prefix",
     "index_pods_by_controller",
@@ -51,10 +51,8 @@ __all__ = [
     "name_of",
     "namespace_of",
     "namespace_terminating",
-    "now",
     "observe_pods",
     "owner_reference",
-    "parse_time",
     "pod_from_template",
     "pods_controlled_by",
     "pods_to_delete",
@@ -72,30 +70,6 @@ _PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 # Go clients give up on an expectation after five minutes (ExpectationsTimeout).
 EXPECTATIONS_TTL = 300.0
-
-
-# -- times -------------------------------------------------------------------------------------
-
-
-def now() -> datetime:
-    """The current time in UTC, in whole seconds as metav1.Time keeps it."""
-    return datetime.now(UTC).replace(microsecond=0)
-
-
-def format_time(moment: datetime) -> str:
-    """A metav1.Time string: RFC 3339 with seconds and `Z`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    """A metav1.Time (or MicroTime) string as an aware datetime; None when absent or bad."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 # -- metadata ----------------------------------------------------------------------------------
@@ -224,7 +198,7 @@ def seconds_until_available(
         return None
     if min_ready_seconds <= 0:
         return 0.0
-    since = parse_time(condition.get("lastTransitionTime"))
+    since = parse_time_or_none(condition.get("lastTransitionTime"))
     if since is None:
         return float(min_ready_seconds)
     remaining = since.timestamp() + min_ready_seconds - at.timestamp()
@@ -296,7 +270,7 @@ def _deletion_key(pod: Mapping[str, Any], rank: int) -> tuple[Any, ...]:
     ready_since = None
     if ready:
         condition = ready_condition(pod) or {}
-        ready_since = parse_time(condition.get("lastTransitionTime"))
+        ready_since = parse_time_or_none(condition.get("lastTransitionTime"))
     return (
         1 if _pod_spec(pod).get("nodeName") else 0,
         _PHASE_ORDER.get(str(_status(pod).get("phase")), 0),
@@ -305,7 +279,7 @@ def _deletion_key(pod: Mapping[str, Any], rank: int) -> tuple[Any, ...]:
         -rank,
         _newest_first(ready_since) if ready else (0, 0.0),
         -_max_restarts(pod),
-        _newest_first(parse_time(meta_of(pod).get("creationTimestamp"))),
+        _newest_first(parse_time_or_none(meta_of(pod).get("creationTimestamp"))),
         uid_of(pod),
     )
 

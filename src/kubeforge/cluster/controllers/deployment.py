@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Obj,
@@ -37,7 +38,6 @@ from kubeforge.cluster.controllers._pods import (
     claim,
     controller_ref,
     controllers_of,
-    format_time,
     index_pods_by_controller,
     is_deleting,
     labels_of,
@@ -45,8 +45,6 @@ from kubeforge.cluster.controllers._pods import (
     name_of,
     namespace_of,
     namespace_terminating,
-    now,
-    parse_time,
     pods_controlled_by,
     quiet_conflicts,
     replace,
@@ -526,7 +524,7 @@ def _timed_out(d: Mapping[str, Any], status: Mapping[str, Any], at: datetime) ->
         return False
     if condition.get("reason") == TIMED_OUT:
         return True
-    since = parse_time(condition.get("lastUpdateTime"))
+    since = parse_time_or_none(condition.get("lastUpdateTime"))
     if since is None:
         return False
     return since.timestamp() + int(_spec(d)["progressDeadlineSeconds"]) < at.timestamp()
@@ -910,7 +908,7 @@ class _Sync:
             return
         if deployment_complete(d, status) or current.get("reason") == TIMED_OUT:
             return
-        since = parse_time(current.get("lastUpdateTime"))
+        since = parse_time_or_none(current.get("lastUpdateTime"))
         if since is None:
             return
         after = since.timestamp() + int(_spec(d)["progressDeadlineSeconds"]) - at.timestamp()

@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Expectations,
@@ -41,7 +42,6 @@ from kubeforge.cluster.controllers._pods import (
     claimable_pods,
     controller_ref,
     controllers_of,
-    format_time,
     generate_name_prefix,
     index_pods_by_controller,
     is_deleting,
@@ -53,9 +53,7 @@ from kubeforge.cluster.controllers._pods import (
     name_of,
     namespace_of,
     namespace_terminating,
-    now,
     observe_pods,
-    parse_time,
     pod_from_template,
     pods_to_delete,
     quiet_conflicts,
@@ -141,16 +139,16 @@ def _finish_time(pod: Mapping[str, Any]) -> float:
     """When a pod finished: its Ready=False transition, its containers' end, its deletion."""
     ready = ready_condition(pod)
     if is_pod_terminal(pod) and ready is not None and ready.get("status") == "False":
-        when = parse_time(ready.get("lastTransitionTime"))
+        when = parse_time_or_none(ready.get("lastTransitionTime"))
         if when is not None:
             return when.timestamp()
     ends = []
     for status in _pod_status(pod).get("containerStatuses") or ():
         terminated = (status.get("state") or {}).get("terminated") or {}
-        ends.append(parse_time(terminated.get("finishedAt")))
+        ends.append(parse_time_or_none(terminated.get("finishedAt")))
     if ends and all(end is not None for end in ends):
         return max(end.timestamp() for end in ends if end is not None)
-    deleted = parse_time(meta_of(pod).get("deletionTimestamp"))
+    deleted = parse_time_or_none(meta_of(pod).get("deletionTimestamp"))
     return deleted.timestamp() if deleted is not None else time.time()
 
 
@@ -645,7 +643,7 @@ class _JobSync:
                 at,
             )
         deadline = spec.get("activeDeadlineSeconds")
-        started = parse_time(self.status.get("startTime"))
+        started = parse_time_or_none(self.status.get("startTime"))
         if deadline is not None and started is not None and not _suspended(job):
             remaining = started.timestamp() + int(deadline) - at.timestamp()
             if remaining <= 0:
@@ -901,7 +899,7 @@ def _counts_as_failed(failed: bool, finished: Mapping[str, Any] | None) -> bool:
 
 
 def _finished_at(condition: Mapping[str, Any]) -> datetime:
-    return parse_time(condition.get("lastTransitionTime")) or now()
+    return parse_time_or_none(condition.get("lastTransitionTime")) or now()
 
 
 # -- the reconciler ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._pods import (
     Expectations,
@@ -27,7 +28,6 @@ from kubeforge.cluster.controllers._pods import (
     claimable_pods,
     controller_ref,
     controllers_of,
-    format_time,
     gather_errors,
     generate_name_prefix,
     index_pods_by_controller,
@@ -39,7 +39,6 @@ from kubeforge.cluster.controllers._pods import (
     name_of,
     namespace_of,
     namespace_terminating,
-    now,
     observe_pods,
     pod_from_template,
     pods_controlled_by,

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from kubeforge.api.quantity import decode_quantity
 from kubeforge.api.selectors import label_set_matches, requirement_matches
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue
@@ -376,7 +376,7 @@ class Scheduler(Reconciler):
             and current.get("message") == message
         ):
             return
-        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        since = now_rfc3339()
         if current is not None and current.get("status") == "False":
             since = current.get("lastTransitionTime") or since
         condition = {
