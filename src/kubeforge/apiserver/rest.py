@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubeforge.api.access import name_of
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
 from kubeforge.api.timestamps import format_time, now_rfc3339
@@ -230,7 +231,7 @@ class Rest:
                 raise StatusError.invalid(
                     rt.group,
                     rt.kind,
-                    _name_of(obj),
+                    name_of(obj),
                     [FieldError.invalid("kind", kind, f"must be {rt.kind}")],
                 )
             raise StatusError.bad_request(
@@ -839,14 +840,6 @@ def _strings(value: Any) -> list[str]:
     """The strings of a stored list (metadata is decoded before it is stored; this only
     keeps a delete from misreading anything else)."""
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _name_of(obj: Any) -> str:
-    if isinstance(obj, dict):
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):
-            return str(meta.get("name") or "")
-    return ""
 
 
 def _status_only(

@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kubeforge.api.access import api_version_kind, get_meta
 from kubeforge.api.meta import KubeObject
 from kubeforge.api.timestamps import now_micro_time
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import Writer
-from kubeforge.runtime._access import api_version_kind, get_meta
 
 __all__ = [
     "EVENT_KIND",

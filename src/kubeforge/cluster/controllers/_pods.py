@@ -14,6 +14,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubeforge.api.access import (
+    annotations_of,
+    controller_ref,
+    is_deleting,
+    labels_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    spec_of,
+    status_of,
+    uid_of,
+)
 from kubeforge.api.selectors import label_selector_matches
 from kubeforge.api.timestamps import parse_time_or_none
 from kubeforge.client.errors import ApiError, Conflict, Invalid, NotFound
@@ -32,24 +44,16 @@ __all__ = [
     "POD",
     "Expectations",
     "Obj",
-    "annotations_of",
     "claim",
     "claimable_pods",
-    "controller_ref",
     "controllers_of",
     "gather_errors",
     "generate_name_prefix",
     "index_pods_by_controller",
-    "is_deleting",
     "is_pod_active",
     "is_pod_available",
     "is_pod_ready",
     "is_pod_terminal",
-    "key_of",
-    "labels_of",
-    "meta_of",
-    "name_of",
-    "namespace_of",
     "namespace_terminating",
     "observe_pods",
     "owner_reference",
@@ -60,7 +64,6 @@ __all__ = [
     "ready_condition",
     "replace",
     "seconds_until_available",
-    "uid_of",
 ]
 
 Obj = dict[str, Any]
@@ -73,50 +76,6 @@ EXPECTATIONS_TTL = 300.0
 
 
 # -- metadata ----------------------------------------------------------------------------------
-
-
-def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(meta_of(obj).get("name") or "")
-
-
-def namespace_of(obj: Mapping[str, Any]) -> str:
-    return str(meta_of(obj).get("namespace") or "")
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(meta_of(obj).get("uid") or "")
-
-
-def key_of(obj: Mapping[str, Any]) -> str:
-    """`namespace/name`, the key expectations and queues use."""
-    return f"{namespace_of(obj)}/{name_of(obj)}"
-
-
-def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    value = meta_of(obj).get("labels")
-    return value if isinstance(value, Mapping) else {}
-
-
-def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    value = meta_of(obj).get("annotations")
-    return value if isinstance(value, Mapping) else {}
-
-
-def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(meta_of(obj).get("deletionTimestamp"))
-
-
-def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The owner reference marked as the controller, or None."""
-    for ref in meta_of(obj).get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def replace(target: Obj, new: Mapping[str, Any]) -> None:
@@ -157,18 +116,8 @@ def controllers_of(cache: Cache, child: Mapping[str, Any], kind: str) -> list[Re
 # -- pods --------------------------------------------------------------------------------------
 
 
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("status")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
-
-
 def is_pod_terminal(pod: Mapping[str, Any]) -> bool:
-    return _status(pod).get("phase") in ("Succeeded", "Failed")
+    return status_of(pod).get("phase") in ("Succeeded", "Failed")
 
 
 def is_pod_active(pod: Mapping[str, Any]) -> bool:
@@ -177,7 +126,7 @@ def is_pod_active(pod: Mapping[str, Any]) -> bool:
 
 
 def ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for condition in _status(pod).get("conditions") or ():
+    for condition in status_of(pod).get("conditions") or ():
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             return condition
     return None
@@ -248,7 +197,7 @@ def generate_name_prefix(name: str) -> str:
 
 
 def _max_restarts(pod: Mapping[str, Any]) -> int:
-    statuses = _status(pod).get("containerStatuses") or ()
+    statuses = status_of(pod).get("containerStatuses") or ()
     return max((int(s.get("restartCount") or 0) for s in statuses), default=0)
 
 
@@ -272,8 +221,8 @@ def _deletion_key(pod: Mapping[str, Any], rank: int) -> tuple[Any, ...]:
         condition = ready_condition(pod) or {}
         ready_since = parse_time_or_none(condition.get("lastTransitionTime"))
     return (
-        1 if _pod_spec(pod).get("nodeName") else 0,
-        _PHASE_ORDER.get(str(_status(pod).get("phase")), 0),
+        1 if spec_of(pod).get("nodeName") else 0,
+        _PHASE_ORDER.get(str(status_of(pod).get("phase")), 0),
         1 if ready else 0,
         _deletion_cost(pod),
         -rank,
@@ -293,10 +242,10 @@ def pods_to_delete(
         return list(pods)
     on_node: dict[str, int] = {}
     for pod in related:
-        node = str(_pod_spec(pod).get("nodeName") or "")
+        node = str(spec_of(pod).get("nodeName") or "")
         on_node[node] = on_node.get(node, 0) + 1
     keyed = [
-        (_deletion_key(pod, on_node.get(str(_pod_spec(pod).get("nodeName") or ""), 0)), i)
+        (_deletion_key(pod, on_node.get(str(spec_of(pod).get("nodeName") or ""), 0)), i)
         for i, pod in enumerate(pods)
     ]
     keyed.sort()

@@ -32,6 +32,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubeforge.api.access import (
+    controller_ref,
+    is_deleting,
+    labels_of,
+    meta_of,
+    name_of,
+    namespace_of,
+    spec_of,
+    status_of,
+    uid_of,
+)
 from kubeforge.api.selectors import label_selector_matches
 from kubeforge.api.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import ApiError, NotFound
@@ -40,18 +51,12 @@ from kubeforge.cluster.controllers._pods import (
     Obj,
     claim,
     claimable_pods,
-    controller_ref,
     controllers_of,
     generate_name_prefix,
     index_pods_by_controller,
-    is_deleting,
     is_pod_active,
     is_pod_ready,
     is_pod_terminal,
-    labels_of,
-    meta_of,
-    name_of,
-    namespace_of,
     namespace_terminating,
     observe_pods,
     pod_from_template,
@@ -59,7 +64,6 @@ from kubeforge.cluster.controllers._pods import (
     quiet_conflicts,
     ready_condition,
     replace,
-    uid_of,
 )
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
@@ -98,18 +102,8 @@ SUCCESS_CRITERIA_MET = "SuccessCriteriaMet"
 SUSPENDED = "Suspended"
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _pod_status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("status")
-    return value if isinstance(value, Mapping) else {}
-
-
 def _phase(pod: Mapping[str, Any]) -> str:
-    return str(_pod_status(pod).get("phase") or "")
+    return str(status_of(pod).get("phase") or "")
 
 
 def _has_finalizer(pod: Mapping[str, Any]) -> bool:
@@ -117,11 +111,11 @@ def _has_finalizer(pod: Mapping[str, Any]) -> bool:
 
 
 def _suspended(job: Mapping[str, Any]) -> bool:
-    return _spec(job).get("suspend") is True
+    return spec_of(job).get("suspend") is True
 
 
 def _only_replace_failed(job: Mapping[str, Any]) -> bool:
-    spec = _spec(job)
+    spec = spec_of(job)
     return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
@@ -143,7 +137,7 @@ def _finish_time(pod: Mapping[str, Any]) -> float:
         if when is not None:
             return when.timestamp()
     ends = []
-    for status in _pod_status(pod).get("containerStatuses") or ():
+    for status in status_of(pod).get("containerStatuses") or ():
         terminated = (status.get("state") or {}).get("terminated") or {}
         ends.append(parse_time_or_none(terminated.get("finishedAt")))
     if ends and all(end is not None for end in ends):
@@ -261,7 +255,7 @@ def _find(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, An
 
 
 def _finished(job: Mapping[str, Any]) -> bool:
-    conditions = _pod_status(job).get("conditions") or ()
+    conditions = status_of(job).get("conditions") or ()
     return any(
         c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True" for c in conditions
     )
@@ -361,8 +355,8 @@ class _JobSync:
         self.job = job
         self.key = key
         self.requeue_after: float | None = None
-        self.indexed = _spec(job).get("completionMode") == "Indexed"
-        self.completions = int(_spec(job).get("completions") or 0)
+        self.indexed = spec_of(job).get("completionMode") == "Indexed"
+        self.completions = int(spec_of(job).get("completions") or 0)
         self.succeeded_indexes: set[int] = set()
 
     def _valid_index(self, pod: Mapping[str, Any]) -> bool:
@@ -419,7 +413,7 @@ class _JobSync:
 
     async def pods(self) -> list[Obj]:
         job = self.job
-        selector = _spec(job).get("selector")
+        selector = spec_of(job).get("selector")
         candidates = await claimable_pods(self.client, job)
         return await claim(
             self.client,
@@ -483,7 +477,7 @@ class _JobSync:
 
     def _new_pod(self, index: int | None) -> Obj:
         job = self.job
-        template = _spec(job).get("template") or {}
+        template = spec_of(job).get("template") or {}
         if index is None:
             prefix = generate_name_prefix(name_of(job))
         else:
@@ -531,7 +525,7 @@ class _JobSync:
 
     async def run(self) -> None:
         job = self.job
-        spec = _spec(job)
+        spec = spec_of(job)
         satisfied = self.r.expectations.satisfied(self.key)
         pods = await self.pods()
         active_pods = [p for p in pods if is_pod_active(p)]
@@ -634,7 +628,7 @@ class _JobSync:
             return _condition(
                 FAILED, str(target.get("reason", "")), str(target.get("message", "")), at
             )
-        spec = _spec(job)
+        spec = spec_of(job)
         if failed > int(spec.get("backoffLimit", 6)) or self._past_backoff_limit_on_failure(pods):
             return _condition(
                 FAILURE_TARGET,
@@ -658,15 +652,15 @@ class _JobSync:
 
     def _past_backoff_limit_on_failure(self, pods: Sequence[Obj]) -> bool:
         """With restartPolicy OnFailure failures are container restarts in running pods."""
-        spec = _spec(self.job)
-        template_spec = _spec(spec.get("template") or {})
+        spec = spec_of(self.job)
+        template_spec = spec_of(spec.get("template") or {})
         if template_spec.get("restartPolicy") != "OnFailure":
             return False
         restarts = 0
         for pod in pods:
             if _phase(pod) not in ("Running", "Pending"):
                 continue
-            status = _pod_status(pod)
+            status = status_of(pod)
             for entry in (
                 *(status.get("initContainerStatuses") or ()),
                 *(status.get("containerStatuses") or ()),
@@ -702,7 +696,7 @@ class _JobSync:
     ) -> tuple[int, int, int, BaseException | None]:
         """Create or delete pods towards the wanted number running. Returns active, ready,
         terminating and the first error."""
-        spec = _spec(self.job)
+        spec = spec_of(self.job)
         active = len(active_pods)
         if _suspended(self.job):
             removed_ready, removed, error = await self.delete_pods(
@@ -938,10 +932,10 @@ class JobReconciler(Reconciler):
         if _finished(job):
             self.backoffs.pop(key, None)
             return None
-        managed_by = _spec(job).get("managedBy")
+        managed_by = spec_of(job).get("managedBy")
         if managed_by is not None and managed_by != JOB_CONTROLLER:
             return None
-        mode = _spec(job).get("completionMode") or "NonIndexed"
+        mode = spec_of(job).get("completionMode") or "NonIndexed"
         if mode not in ("NonIndexed", "Indexed"):
             self.events.record(
                 job,
