@@ -44,16 +44,9 @@ from kubeforge.api.access import (
 from kubeforge.api.selectors import label_selector_matches
 from kubeforge.api.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Obj,
-    claim,
-    controllers_of,
-    index_pods_by_controller,
-    namespace_terminating,
-    pods_controlled_by,
-    quiet_conflicts,
-    replace,
-)
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
+from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient
@@ -84,6 +77,8 @@ __all__ = [
     "setup",
     "template_hash",
 ]
+
+Obj = dict[str, Any]
 
 DEPLOYMENT = "apps/v1/Deployment"
 REPLICA_SET = "apps/v1/ReplicaSet"

@@ -34,13 +34,9 @@ from kubeforge.api.access import (
 )
 from kubeforge.api.selectors import label_set_matches
 from kubeforge.client.errors import AlreadyExists, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Obj,
-    generate_name_prefix,
-    is_pod_ready,
-    is_pod_terminal,
-    quiet_conflicts,
-)
+from kubeforge.cluster.controllers._children import generate_name_prefix
+from kubeforge.cluster.controllers._podstate import is_pod_ready, is_pod_terminal
+from kubeforge.cluster.controllers._writes import quiet_conflicts
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.manager import Manager
@@ -59,6 +55,8 @@ __all__ = [
     "repack_subsets",
     "setup",
 ]
+
+Obj = dict[str, Any]
 
 SERVICE = "v1/Service"
 ENDPOINTS = "v1/Endpoints"

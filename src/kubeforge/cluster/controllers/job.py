@@ -46,25 +46,18 @@ from kubeforge.api.access import (
 from kubeforge.api.selectors import label_selector_matches
 from kubeforge.api.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Expectations,
-    Obj,
-    claim,
-    claimable_pods,
-    controllers_of,
-    generate_name_prefix,
-    index_pods_by_controller,
+from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._deletionorder import pods_to_delete
+from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge.cluster.controllers._podindex import claimable_pods, index_pods_by_controller
+from kubeforge.cluster.controllers._podstate import (
     is_pod_active,
     is_pod_ready,
     is_pod_terminal,
-    namespace_terminating,
-    observe_pods,
-    pod_from_template,
-    pods_to_delete,
-    quiet_conflicts,
     ready_condition,
-    replace,
 )
+from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
@@ -79,6 +72,8 @@ __all__ = [
     "parse_indexes",
     "setup",
 ]
+
+Obj = dict[str, Any]
 
 JOB = "batch/v1/Job"
 POD = "v1/Pod"

@@ -32,25 +32,25 @@ from kubeforge.api.access import (
 from kubeforge.api.selectors import label_selector_matches
 from kubeforge.api.timestamps import format_time, now
 from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Expectations,
-    Obj,
-    claim,
+from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._deletionorder import pods_to_delete
+from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge.cluster.controllers._podindex import (
     claimable_pods,
-    controllers_of,
-    gather_errors,
-    generate_name_prefix,
     index_pods_by_controller,
+    pods_controlled_by,
+)
+from kubeforge.cluster.controllers._podstate import (
     is_pod_active,
     is_pod_ready,
+    seconds_until_available,
+)
+from kubeforge.cluster.controllers._writes import (
+    gather_errors,
     namespace_terminating,
-    observe_pods,
-    pod_from_template,
-    pods_controlled_by,
-    pods_to_delete,
     quiet_conflicts,
     replace,
-    seconds_until_available,
 )
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
@@ -63,6 +63,8 @@ __all__ = [
     "setup",
     "slow_start",
 ]
+
+Obj = dict[str, Any]
 
 REPLICA_SET = "apps/v1/ReplicaSet"
 POD = "v1/Pod"

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubeforge.api.access import is_deleting, namespace_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import namespace_terminating
+from kubeforge.cluster.controllers._writes import namespace_terminating
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 

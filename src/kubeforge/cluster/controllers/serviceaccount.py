@@ -11,7 +11,7 @@ from typing import Any
 
 from kubeforge.api.access import is_deleting, name_of, namespace_of, status_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import namespace_terminating
+from kubeforge.cluster.controllers._writes import namespace_terminating
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import Funcs
