@@ -15,7 +15,7 @@ from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.cluster.controllers import scheduler
-from kubeforge.cluster.controllers.scheduler import parse_quantity, pod_requests, tolerates
+from kubeforge.cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from tests.support import eventually
@@ -236,10 +236,10 @@ async def test_scheduling_is_recorded_as_events(api: Client, manager: Manager) -
 
 
 def test_quantities_requests_and_tolerations() -> None:
-    assert parse_quantity("100m") == parse_quantity("0.1")
-    assert parse_quantity("1Gi") == 1024**3
-    assert parse_quantity("1e3") == 1000
-    assert parse_quantity("bogus") == 0
+    assert resource_amount("100m") == resource_amount("0.1")
+    assert resource_amount("1Gi") == 1024**3
+    assert resource_amount("1e3") == 1000
+    assert resource_amount("bogus") == 0
     spec = {
         "containers": [
             {"name": "a", "resources": {"requests": {"cpu": "250m"}}},

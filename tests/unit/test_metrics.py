@@ -11,10 +11,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubeforge.runtime.metrics import (
     CONTENT_TYPE,
     Metrics,
-    QueueMetrics,
     QueueMetricsAdapter,
     format_float,
 )
+from kubeforge.runtime.workqueue import QueueMetrics
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -9,6 +9,9 @@ from kubeforge.api.selectors import (
     LabelSelector,
     SelectorError,
     field_value,
+    label_selector_matches,
+    label_set_matches,
+    requirement_matches,
     selector_from_dict,
 )
 
@@ -110,3 +113,41 @@ def test_matching_malformed_labels_never_fails(
     selector: str, labels: object, expected: bool
 ) -> None:
     assert LabelSelector.parse(selector).matches(labels) is expected  # type: ignore[arg-type]
+
+
+def test_structured_label_selector_matching() -> None:
+    labels = {"app": "x", "tier": "web"}
+    assert label_selector_matches({"matchLabels": {"app": "x"}}, labels)
+    assert not label_selector_matches(None, labels)
+    assert label_selector_matches({}, labels)
+    exprs = [
+        {"key": "tier", "operator": "In", "values": ["web", "db"]},
+        {"key": "gone", "operator": "DoesNotExist"},
+        {"key": "app", "operator": "NotIn", "values": ["y"]},
+        {"key": "app", "operator": "Exists"},
+    ]
+    assert label_selector_matches({"matchExpressions": exprs}, labels)
+    assert not label_selector_matches(
+        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}, labels
+    )
+
+
+def test_node_selector_requirements_compare_numbers_and_fields() -> None:
+    labels = {"cores": "8", "zone": "a"}
+    assert requirement_matches(
+        {"key": "cores", "operator": "Gt", "values": ["4"]}, labels, numeric=True
+    )
+    assert not requirement_matches(
+        {"key": "cores", "operator": "Lt", "values": ["4"]}, labels, numeric=True
+    )
+    assert not requirement_matches(
+        {"key": "zone", "operator": "Gt", "values": ["4"]}, labels, numeric=True
+    )
+    # Gt and Lt are not label selector operators; an unknown operator selects nothing.
+    assert not requirement_matches({"key": "cores", "operator": "Gt", "values": ["4"]}, labels)
+    assert not label_selector_matches(
+        {"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}, labels
+    )
+    assert label_set_matches({"zone": "a"}, labels)
+    assert label_set_matches({}, labels)
+    assert not label_set_matches({"zone": "b"}, labels)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -12,9 +11,7 @@ import pytest
 from kubeforge.apiserver.builtin_validation import (
     VALIDATORS,
     cron_schedule_error,
-    parse_quantity,
     pod_qos_class,
-    selector_matches,
     semantic_equal,
 )
 from kubeforge.apiserver.defaults import DEFAULTERS
@@ -1124,39 +1121,6 @@ def test_webhook_rules() -> None:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ("500m", "0.5"),
-        ("1Gi", str(2**30)),
-        ("2e3", "2000"),
-        ("1.5k", "1500"),
-        (3, "3"),
-        ("x", None),
-        ("1Q", None),
-    ],
-)
-def test_parse_quantity(text: Any, value: str | None) -> None:
-    assert parse_quantity(text) == (None if value is None else Decimal(value))
-
-
-def test_selector_matching() -> None:
-    labels = {"app": "x", "tier": "web"}
-    assert selector_matches({"matchLabels": {"app": "x"}}, labels)
-    assert not selector_matches(None, labels)
-    assert selector_matches({}, labels)
-    exprs = [
-        {"key": "tier", "operator": "In", "values": ["web", "db"]},
-        {"key": "gone", "operator": "DoesNotExist"},
-        {"key": "app", "operator": "NotIn", "values": ["y"]},
-        {"key": "app", "operator": "Exists"},
-    ]
-    assert selector_matches({"matchExpressions": exprs}, labels)
-    assert not selector_matches(
-        {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["db"]}]}, labels
-    )
 
 
 def test_semantic_equality_ignores_empty_values() -> None:

@@ -7,13 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.durations import (
-    age,
-    format_time,
-    human_duration,
-    parse_time,
-    short_human_duration,
-)
+from kubeforge.api.durations import age, human_duration, short_human_duration
+from kubeforge.api.timestamps import format_time
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.printers import format_label_selector, pod_status, printer_for
 from kubeforge.apiserver.resource import ResourceType
@@ -107,28 +102,6 @@ def test_human_duration_accepts_timedelta() -> None:
 )
 def test_short_human_duration(seconds: float, expected: str) -> None:
     assert short_human_duration(seconds) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("2024-05-01T12:00:00Z", datetime(2024, 5, 1, 12, tzinfo=UTC)),
-        ("2024-05-01T12:00:00.123456789Z", datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)),
-        ("2024-05-01T14:30:00+02:30", datetime(2024, 5, 1, 12, tzinfo=UTC)),
-        ("2024-05-01T09:00:00.5-03:00", datetime(2024, 5, 1, 12, 0, 0, 500000, tzinfo=UTC)),
-    ],
-)
-def test_parse_time(text: str, expected: datetime) -> None:
-    assert parse_time(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    ["", "2024-05-01", "2024-05-01 12:00:00Z", "2024-05-01T12:00:00", "2024-13-01T00:00:00Z"],
-)
-def test_parse_time_rejects(text: str) -> None:
-    with pytest.raises(ValueError):
-        parse_time(text)
 
 
 def test_age() -> None:

@@ -1,4 +1,4 @@
-"""Human-readable durations and RFC 3339 timestamps, as Kubernetes prints and parses them.
+"""Human-readable durations, as Kubernetes prints them.
 
 `human_duration` gives about two significant figures ("10m5s" below ten minutes, "5h20m" below
 eight hours, "3d4h" below eight days, "2y10d" below eight years); `short_human_duration` keeps
@@ -8,15 +8,13 @@ tolerating a little clock skew.
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta, timezone
-from functools import lru_cache
+from datetime import datetime, timedelta
+
+from kubeforge.api.timestamps import parse_time_or_none
 
 __all__ = [
     "age",
-    "format_time",
     "human_duration",
-    "parse_time",
     "short_human_duration",
 ]
 
@@ -24,10 +22,6 @@ _MINUTE = 60
 _HOUR = 60 * _MINUTE
 _DAY = 24 * _HOUR
 _YEAR = 365 * _DAY
-
-_RFC3339_RE = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))"
-)
 
 
 def _whole_seconds(seconds: float | timedelta) -> int | None:
@@ -88,46 +82,12 @@ def short_human_duration(seconds: float | timedelta) -> str:
     return f"{s // _YEAR}y"
 
 
-@lru_cache(maxsize=8192)
-def parse_time(text: str) -> datetime:
-    """Parse an RFC 3339 timestamp (`Z` or `±hh:mm`, optional fraction) into an aware datetime.
-
-    Raises ValueError when `text` is not such a timestamp. Fractions beyond microseconds are
-    truncated.
-    """
-    m = _RFC3339_RE.fullmatch(text)
-    if m is None:
-        raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    year, month, day, hour, minute, second, frac, zulu, sign, off_h, off_m = m.groups()
-    micro = int((frac + "000000")[:6]) if frac else 0
-    if zulu:
-        tz = UTC
-    else:
-        offset = timedelta(hours=int(off_h), minutes=int(off_m))
-        if offset >= timedelta(hours=24):
-            raise ValueError(f"time zone offset out of range: {text!r}")
-        tz = timezone(-offset if sign == "-" else offset)
-    return datetime(
-        int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tz
-    )
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with whole seconds, the form of `metadata.creationTimestamp`."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def age(timestamp: str | None, now: datetime) -> str:
     """How long ago `timestamp` was, as `human_duration`; "<unknown>" when it is missing.
 
     An unparsable timestamp also reads "<unknown>": stored objects always carry valid ones.
     """
-    if not timestamp:
-        return "<unknown>"
-    try:
-        then = parse_time(timestamp)
-    except ValueError:
+    then = parse_time_or_none(timestamp)
+    if then is None:
         return "<unknown>"
     return human_duration((now - then).total_seconds())

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge.api.access import as_str
 from kubeforge.api.fielderror import FieldError
 
 __all__ = [
@@ -554,10 +555,6 @@ def _owner_reference_value(ref: Mapping[str, Any]) -> GoValue:
 # -- ObjectMeta -----------------------------------------------------------------------------
 
 
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
 def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
@@ -578,8 +575,8 @@ def validate_object_meta(
     errs: list[FieldError] = []
     if is_create:
         # Values of the wrong JSON type are left to schema validation (a decode error).
-        generate = _str(meta.get("generateName"))
-        name = _str(meta.get("name"))
+        generate = as_str(meta.get("generateName"))
+        name = as_str(meta.get("name"))
         if generate:
             errs.extend(
                 FieldError.invalid("metadata.generateName", generate, m)
@@ -594,7 +591,7 @@ def validate_object_meta(
             messages = validate_name(name, name_rule)
             if messages:
                 errs.extend(FieldError.invalid("metadata.name", name, m) for m in messages)
-        namespace = _str(meta.get("namespace"))
+        namespace = as_str(meta.get("namespace"))
         if namespaced:
             if not namespace:
                 errs.append(FieldError.required("metadata.namespace"))

@@ -6,7 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-__all__ = ["parse_quantity"]
+__all__ = ["decode_quantity", "parse_quantity"]
 
 _NUMBER = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
 _EXPONENT = re.compile(r"^[eE][+-]?[0-9]+$")
@@ -32,7 +32,8 @@ _SUFFIXES = {
 
 def parse_quantity(value: Any) -> Decimal | None:
     """The exact value of a quantity in base units (a string or a JSON number), or None
-    when `value` is not one. Surrounding whitespace is not part of a quantity."""
+    when `value` is not one. Surrounding whitespace is not part of a quantity
+    (resource.ParseQuantity, as CEL's `quantity()` reads one)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
@@ -49,3 +50,9 @@ def parse_quantity(value: Any) -> Decimal | None:
     except InvalidOperation:
         return None
     return None
+
+
+def decode_quantity(value: Any) -> Decimal | None:
+    """A quantity field's value as the server decodes it from JSON, where surrounding
+    whitespace is trimmed first (Quantity.UnmarshalJSON); None when it is not a quantity."""
+    return parse_quantity(value.strip() if isinstance(value, str) else value)

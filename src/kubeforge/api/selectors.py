@@ -1,4 +1,9 @@
-"""Label and field selectors: parsing the query-string grammar and matching objects."""
+"""Label and field selectors: parsing the query-string grammar and matching objects.
+
+Structured selectors (metav1.LabelSelector in specs, node selector requirements, plain label
+maps) are matched directly by `label_selector_matches`, `requirement_matches` and
+`label_set_matches`, without converting them first: controllers match every pod they see.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,9 @@ __all__ = [
     "Requirement",
     "SelectorError",
     "field_value",
+    "label_selector_matches",
+    "label_set_matches",
+    "requirement_matches",
     "selector_from_dict",
 ]
 
@@ -245,6 +253,62 @@ def selector_from_dict(selector: Mapping[str, Any] | None) -> LabelSelector:
             raise SelectorError(f"{expr.get('operator')!r} is not a valid label selector operator")
         reqs.append(_requirement(expr["key"], op, tuple(expr.get("values") or ())))
     return LabelSelector(tuple(reqs))
+
+
+def label_set_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether `labels` carry every key and value of the plain label map `selector`
+    (labels.SelectorFromSet: Service selectors, nodeSelector); an empty map selects all."""
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def requirement_matches(
+    requirement: Any, labels: Mapping[str, Any], *, numeric: bool = False
+) -> bool:
+    """Whether `labels` satisfy one structured requirement (`key`, `operator`, `values`):
+    In, NotIn, Exists, DoesNotExist, and with `numeric` also the Gt and Lt (one integer
+    value) of node selector requirements. Anything else selects nothing, as a selector
+    that does not convert."""
+    if not isinstance(requirement, Mapping):
+        return False
+    key = requirement.get("key")
+    if not isinstance(key, str):
+        key = ""
+    operator = requirement.get("operator")
+    values = requirement.get("values")
+    if not isinstance(values, list):
+        values = ()
+    have = labels.get(key)
+    if operator == "In":
+        return have is not None and have in values
+    if operator == "NotIn":
+        return have is None or have not in values
+    if operator == "Exists":
+        return have is not None
+    if operator == "DoesNotExist":
+        return have is None
+    if numeric and operator in ("Gt", "Lt") and have is not None and len(values) == 1:
+        try:
+            number, bound = int(have), int(values[0])
+        except (TypeError, ValueError):
+            return False
+        return number > bound if operator == "Gt" else number < bound
+    return False
+
+
+def label_selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
+    """Whether a structured metav1.LabelSelector (matchLabels, matchExpressions) selects
+    `labels`. A null (absent) selector selects nothing; an empty one selects everything."""
+    if not isinstance(selector, Mapping):
+        return False
+    if not isinstance(labels, Mapping):
+        labels = {}
+    match_labels = selector.get("matchLabels")
+    if isinstance(match_labels, Mapping) and not label_set_matches(match_labels, labels):
+        return False
+    expressions = selector.get("matchExpressions")
+    if not isinstance(expressions, list):
+        return True
+    return all(requirement_matches(e, labels) for e in expressions)
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str | None:

@@ -18,7 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -34,6 +34,7 @@ from kubeforge.api.names import (
     validate_annotations,
     validate_labels,
 )
+from kubeforge.api.timestamps import parse_time_or_none
 
 __all__ = [
     "BLOCKING_SKIPPED",
@@ -1186,17 +1187,10 @@ def _map_duplicates(n: Node, items: list[Any], path: str) -> list[FieldError]:
 def _parse_timestamp(text: str) -> datetime | None:
     if not _is_date_time(text):
         return None
-    head, _, tail = text.replace("t", "T").replace("z", "Z").partition("T")
-    m = re.match(r"(\d\d):(\d\d):(\d\d)(?:.(\d+))?(Z|[+-]\d\d:\d\d)", tail)
-    if m is None:
-        return None
-    y, mo, d = (int(x) for x in head.split("-"))
-    micros = int((m[4] or "0")[:6].ljust(6, "0"))
-    tz = UTC
-    if m[5] != "Z":
-        sign = 1 if m[5][0] == "+" else -1
-        tz = timezone(sign * timedelta(hours=int(m[5][1:3]), minutes=int(m[5][4:6])))
-    return datetime(y, mo, d, int(m[1]), int(m[2]), int(m[3]), micros, tzinfo=tz)
+    if text[19:20] == ",":
+        # Go's time parsing, which CEL's conversion uses, also takes a comma before a fraction.
+        text = f"{text[:19]}.{text[20:]}"
+    return parse_time_or_none(text)
 
 
 def _to_cel(value: Any, n: Node | None) -> Any:

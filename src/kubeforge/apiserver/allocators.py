@@ -15,6 +15,7 @@ import random
 from collections.abc import Container
 from typing import Any
 
+from kubeforge.api.access import as_int
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import go_string_slice
 from kubeforge.apiserver.call import Call
@@ -67,10 +68,6 @@ def _pick(lo: int, hi: int, offset: int, used: Container[int], rnd: random.Rando
     return None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 def _ports(spec: dict[str, Any]) -> list[dict[str, Any]]:
     ports = spec.get("ports")
     return [p for p in ports if isinstance(p, dict)] if isinstance(ports, list) else []
@@ -81,7 +78,7 @@ def _needs_health_check(spec: dict[str, Any]) -> bool:
 
 
 def _node_ports(spec: dict[str, Any]) -> list[int]:
-    return [n for n in (_int(p.get("nodePort")) for p in _ports(spec)) if n]
+    return [n for n in (as_int(p.get("nodePort"), 0) for p in _ports(spec)) if n]
 
 
 def _invalid(name: str, error: FieldError) -> StatusError:
@@ -146,7 +143,7 @@ class ServiceAllocators:
                     _count(self._ips, ip, delta)
         for port in _node_ports(spec):
             _count(self._ports, port, delta)
-        health = _int(spec.get("healthCheckNodePort"))
+        health = as_int(spec.get("healthCheckNodePort"), 0)
         if health:
             _count(self._ports, health, delta)
 
@@ -246,7 +243,7 @@ class ServiceAllocators:
         )
         # A service keeps the node ports it already holds.
         own = set(_node_ports(old_spec)) if old_spec is not None else set()
-        health = _int(old_spec.get("healthCheckNodePort")) if old_spec is not None else 0
+        health = as_int(old_spec.get("healthCheckNodePort"), 0) if old_spec is not None else 0
         if health:
             own.add(health)
         claimed: set[int] = set()
@@ -257,8 +254,8 @@ class ServiceAllocators:
             requested = port.get("nodePort")
             if requested is not None and not isinstance(requested, int):
                 continue  # validation reports it
-            node_port = _int(requested)
-            number = _int(port.get("port"))
+            node_port = as_int(requested, 0)
+            number = as_int(port.get("port"), 0)
             if not node_port and not allocate:
                 continue
             shared = by_number.get(number)
@@ -269,9 +266,10 @@ class ServiceAllocators:
                 # A later port with the same number may name the node port they share.
                 node_port = next(
                     (
-                        _int(later.get("nodePort"))
+                        as_int(later.get("nodePort"), 0)
                         for later in ports[i + 1 :]
-                        if _int(later.get("port")) == number and _int(later.get("nodePort"))
+                        if as_int(later.get("port"), 0) == number
+                        and as_int(later.get("nodePort"), 0)
                     ),
                     0,
                 )
@@ -290,7 +288,7 @@ class ServiceAllocators:
                 by_number.setdefault(number, node_port)
 
     def _allocate_health_check_port(self, spec: dict[str, Any]) -> None:
-        requested = _int(spec.get("healthCheckNodePort"))
+        requested = as_int(spec.get("healthCheckNodePort"), 0)
         claimed = set(_node_ports(spec))
         if requested:
             why = self._port_error(requested)

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import quantity
+from kubeforge.api.access import as_dict, as_int, as_list, as_str
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.names import (
     GoValue,
@@ -43,6 +43,8 @@ from kubeforge.api.names import (
     validate_label_selector,
     validate_labels,
 )
+from kubeforge.api.quantity import decode_quantity
+from kubeforge.api.selectors import label_selector_matches
 from kubeforge.apiserver.admission import configuration as admission_configuration
 
 __all__ = [
@@ -50,9 +52,7 @@ __all__ = [
     "CreateValidator",
     "UpdateValidator",
     "cron_schedule_error",
-    "parse_quantity",
     "pod_qos_class",
-    "selector_matches",
     "semantic_equal",
     "validate_pod_spec",
     "validate_pod_template",
@@ -77,26 +77,8 @@ _PROTOCOLS = ("SCTP", "TCP", "UDP")
 # -- small helpers ---------------------------------------------------------------------------
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
-
-
 def _nonnegative(path: str, value: Any) -> Errors:
-    number = _int(value)
+    number = as_int(value)
     if number is not None and number < 0:
         return [FieldError.invalid(path, number, _NEGATIVE)]
     return []
@@ -129,7 +111,7 @@ def _go_json(value: Any) -> GoValue:
 
 
 def _go_str(value: Any) -> str:
-    return orjson.dumps(_s(value)).decode()
+    return orjson.dumps(as_str(value)).decode()
 
 
 def _go_int_or_string(value: Any) -> GoValue:
@@ -144,8 +126,8 @@ def _requirement_ok(expr: Any) -> bool:
     if not isinstance(expr, Mapping):
         return False
     op = expr.get("operator")
-    values = _l(expr.get("values"))
-    key = _s(expr.get("key"))
+    values = as_list(expr.get("values"))
+    key = as_str(expr.get("key"))
     if op in ("In", "NotIn"):
         if not values:
             return False
@@ -166,10 +148,10 @@ def _selector_parses(selector: Any) -> bool:
         return True
     if not isinstance(selector, Mapping):
         return False
-    for key, value in _d(selector.get("matchLabels")).items():
+    for key, value in as_dict(selector.get("matchLabels")).items():
         if is_qualified_name(key) or not isinstance(value, str) or is_valid_label_value(value):
             return False
-    return all(_requirement_ok(e) for e in _l(selector.get("matchExpressions")))
+    return all(_requirement_ok(e) for e in as_list(selector.get("matchExpressions")))
 
 
 def _selector_is_empty(selector: Any) -> bool:
@@ -181,37 +163,7 @@ def _selector_is_empty(selector: Any) -> bool:
     )
 
 
-def selector_matches(selector: Any, labels: Mapping[str, Any] | None) -> bool:
-    """Whether a structured LabelSelector selects `labels` (a null selector selects nothing)."""
-    if not isinstance(selector, Mapping):
-        return False
-    labels = labels or {}
-    for key, value in _d(selector.get("matchLabels")).items():
-        if labels.get(key) != value:
-            return False
-    for item in _l(selector.get("matchExpressions")):
-        expr = _d(item)
-        key = _s(expr.get("key"))
-        op = expr.get("operator")
-        values = _l(expr.get("values"))
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True
-
-
 # -- quantities and QoS ----------------------------------------------------------------------
-
-
-def parse_quantity(value: Any) -> Decimal | None:
-    """A quantity as the server decodes it from JSON: surrounding whitespace is trimmed."""
-    return quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
 
 
 _QOS_RESOURCES = ("cpu", "memory")
@@ -223,15 +175,15 @@ def pod_qos_class(spec: Mapping[str, Any]) -> str:
     requests: dict[str, Decimal] = {}
     limits: dict[str, Decimal] = {}
     guaranteed = True
-    for container in _l(spec.get("containers")) + _l(spec.get("initContainers")):
-        resources = _d(_d(container).get("resources"))
-        for name, raw in _d(resources.get("requests")).items():
-            amount = parse_quantity(raw)
+    for container in as_list(spec.get("containers")) + as_list(spec.get("initContainers")):
+        resources = as_dict(as_dict(container).get("resources"))
+        for name, raw in as_dict(resources.get("requests")).items():
+            amount = decode_quantity(raw)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
                 requests[name] = requests.get(name, Decimal(0)) + amount
         found = set()
-        for name, raw in _d(resources.get("limits")).items():
-            amount = parse_quantity(raw)
+        for name, raw in as_dict(resources.get("limits")).items():
+            amount = decode_quantity(raw)
             if name in _QOS_RESOURCES and amount is not None and amount > 0:
                 found.add(name)
                 limits[name] = limits.get(name, Decimal(0)) + amount
@@ -299,14 +251,14 @@ _ENV_FIELD_RE = re.compile(r"^metadata\.(annotations|labels)\['[^']+'\]$")
 
 
 def _validate_mode(source: Obj, path: str) -> Errors:
-    mode = _int(source.get("defaultMode"))
+    mode = as_int(source.get("defaultMode"))
     if mode is not None and not 0 <= mode <= 0o777:
         return [FieldError.invalid(f"{path}.defaultMode", mode, _FILE_MODE)]
     return []
 
 
 def _validate_volume_source(volume: Obj, kind: str, path: str) -> Errors:
-    source = _d(volume.get(kind))
+    source = as_dict(volume.get(kind))
     at = f"{path}.{kind}"
     if kind == "secret":
         errs = _validate_mode(source, at)
@@ -315,7 +267,7 @@ def _validate_volume_source(volume: Obj, kind: str, path: str) -> Errors:
         return errs
     if kind == "configMap":
         errs = _validate_mode(source, at)
-        name = _s(source.get("name"))
+        name = as_str(source.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         else:
@@ -338,7 +290,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Errors]:
     names: set[str] = set()
     errs: Errors = []
     for i, volume in enumerate(volumes):
-        volume = _d(volume)
+        volume = as_dict(volume)
         at = f"{path}[{i}]"
         found = 0
         for kind in _VOLUME_TYPES:
@@ -353,7 +305,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Errors]:
                 errs += _validate_volume_source(volume, kind, at)
         if not found:
             errs.append(FieldError.required(at, "must specify a volume type"))
-        name = _s(volume.get("name"))
+        name = as_str(volume.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         else:
@@ -367,7 +319,7 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Errors]:
 def _validate_port_num_or_name(port: Any, path: str) -> Errors:
     if isinstance(port, str):
         return _each(is_valid_port_name(port), path, port)
-    number = _int(port)
+    number = as_int(port)
     if number is None or not 1 <= number <= 65535:
         return [FieldError.invalid(path, port if number is None else number, _PORT_RANGE)]
     return []
@@ -377,9 +329,9 @@ def _validate_container_ports(ports: list[Any], path: str) -> Errors:
     errs: Errors = []
     names: set[str] = set()
     for i, port in enumerate(ports):
-        port = _d(port)
+        port = as_dict(port)
         at = f"{path}[{i}]"
-        name = _s(port.get("name"))
+        name = as_str(port.get("name"))
         if name:
             problems = is_valid_port_name(name)
             if problems:
@@ -388,15 +340,15 @@ def _validate_container_ports(ports: list[Any], path: str) -> Errors:
                 errs.append(FieldError.duplicate(f"{at}.name", name))
             else:
                 names.add(name)
-        container_port = _int(port.get("containerPort")) or 0
+        container_port = as_int(port.get("containerPort")) or 0
         if not container_port:
             errs.append(FieldError.required(f"{at}.containerPort", ""))
         elif not 1 <= container_port <= 65535:
             errs.append(FieldError.invalid(f"{at}.containerPort", container_port, _PORT_RANGE))
-        host_port = _int(port.get("hostPort")) or 0
+        host_port = as_int(port.get("hostPort")) or 0
         if host_port and not 1 <= host_port <= 65535:
             errs.append(FieldError.invalid(f"{at}.hostPort", host_port, _PORT_RANGE))
-        protocol = _s(port.get("protocol"))
+        protocol = as_str(port.get("protocol"))
         if not protocol:
             errs.append(FieldError.required(f"{at}.protocol", ""))
         elif protocol not in _PROTOCOLS:
@@ -417,9 +369,9 @@ def _env_name_problems(name: str) -> list[str]:
 
 
 def _validate_key_selector(ref: Obj, path: str) -> Errors:
-    name = _s(ref.get("name"))
+    name = as_str(ref.get("name"))
     errs = _each(is_dns1123_subdomain(name), f"{path}.name", name) if name else []
-    key = _s(ref.get("key"))
+    key = as_str(ref.get("key"))
     if not key:
         errs.append(FieldError.required(f"{path}.key", ""))
     else:
@@ -430,9 +382,9 @@ def _validate_key_selector(ref: Obj, path: str) -> Errors:
 def _validate_env(env: list[Any], path: str) -> Errors:
     errs: Errors = []
     for i, var in enumerate(env):
-        var = _d(var)
+        var = as_dict(var)
         at = f"{path}[{i}]"
-        name = _s(var.get("name"))
+        name = as_str(var.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         errs += _each(_env_name_problems(name), f"{at}.name", name)
@@ -444,7 +396,7 @@ def _validate_env(env: list[Any], path: str) -> Errors:
         field_ref = source.get("fieldRef")
         if isinstance(field_ref, dict):
             count += 1
-            field_path = _s(field_ref.get("fieldPath"))
+            field_path = as_str(field_ref.get("fieldPath"))
             if not field_path:
                 errs.append(FieldError.required(f"{from_path}.fieldRef.fieldPath", ""))
             elif field_path not in _ENV_FIELD_PATHS and not _ENV_FIELD_RE.match(field_path):
@@ -486,14 +438,14 @@ def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> 
     errs: Errors = []
     seen: set[str] = set()
     for i, mount in enumerate(mounts):
-        mount = _d(mount)
+        mount = as_dict(mount)
         at = f"{path}[{i}]"
-        name = _s(mount.get("name"))
+        name = as_str(mount.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         if name not in volumes:
             errs.append(FieldError(FieldErrorType.NOT_FOUND, f"{at}.name", "", name))
-        mount_path = _s(mount.get("mountPath"))
+        mount_path = as_str(mount.get("mountPath"))
         if not mount_path:
             errs.append(FieldError.required(f"{at}.mountPath", ""))
         if mount_path in seen:
@@ -510,17 +462,17 @@ def _is_overcommittable(name: str) -> bool:
 
 def _validate_resources(resources: Obj, path: str) -> Errors:
     errs: Errors = []
-    limits = _d(resources.get("limits"))
-    requests = _d(resources.get("requests"))
+    limits = as_dict(resources.get("limits"))
+    requests = as_dict(resources.get("requests"))
     for kind, values in (("limits", limits), ("requests", requests)):
         for name, raw in values.items():
-            amount = parse_quantity(raw)
+            amount = decode_quantity(raw)
             if amount is not None and amount < 0:
                 errs.append(FieldError.invalid(f"{path}.{kind}[{name}]", str(raw), _NEGATIVE))
     for name, raw in requests.items():
-        amount = parse_quantity(raw)
+        amount = decode_quantity(raw)
         if name in limits:
-            limit = parse_quantity(limits[name])
+            limit = decode_quantity(limits[name])
             if amount is None or limit is None:
                 continue
             if amount != limit and not _is_overcommittable(name):
@@ -563,19 +515,19 @@ def _validate_handler(handler: Obj, path: str, kinds: tuple[str, ...] = _HANDLER
             errs.append(FieldError.forbidden(at, "may not specify more than 1 handler type"))
             continue
         count += 1
-        if kind == "exec" and not _l(action.get("command")):
+        if kind == "exec" and not as_list(action.get("command")):
             errs.append(FieldError.required(f"{at}.command", ""))
         elif kind == "httpGet":
             if not action.get("path"):
                 errs.append(FieldError.required(f"{at}.path", ""))
             errs += _validate_port_num_or_name(action.get("port"), f"{at}.port")
-            scheme = _s(action.get("scheme"))
+            scheme = as_str(action.get("scheme"))
             if scheme not in ("HTTP", "HTTPS"):
                 errs.append(FieldError.not_supported(f"{at}.scheme", scheme, ("HTTP", "HTTPS")))
         elif kind == "tcpSocket":
             errs += _validate_port_num_or_name(action.get("port"), f"{at}.port")
         elif kind == "grpc":
-            port = _int(action.get("port"))
+            port = as_int(action.get("port"))
             if port is None or not 1 <= port <= 65535:
                 errs.append(FieldError.invalid(f"{at}.port", action.get("port"), _PORT_RANGE))
     if not count:
@@ -595,14 +547,14 @@ def _validate_probe(probe: Any, path: str, *, single_success: bool) -> Errors:
         "failureThreshold",
     ):
         errs += _nonnegative(f"{path}.{key}", probe.get(key))
-    grace = _int(probe.get("terminationGracePeriodSeconds"))
+    grace = as_int(probe.get("terminationGracePeriodSeconds"))
     if grace is not None and grace <= 0:
         errs.append(
             FieldError.invalid(
                 f"{path}.terminationGracePeriodSeconds", grace, "must be greater than 0"
             )
         )
-    success = _int(probe.get("successThreshold"))
+    success = as_int(probe.get("successThreshold"))
     if single_success and success is not None and success != 1:
         errs.append(FieldError.invalid(f"{path}.successThreshold", success, "must be 1"))
     return errs
@@ -610,12 +562,12 @@ def _validate_probe(probe: Any, path: str, *, single_success: bool) -> Errors:
 
 def _validate_container(container: Obj, volumes: set[str], path: str, *, regular: bool) -> Errors:
     errs: Errors = []
-    name = _s(container.get("name"))
+    name = as_str(container.get("name"))
     if not name:
         errs.append(FieldError.required(f"{path}.name", ""))
     else:
         errs += _each(is_dns1123_label(name), f"{path}.name", name)
-    if not _s(container.get("image")):
+    if not as_str(container.get("image")):
         errs.append(FieldError.required(f"{path}.image", ""))
     if regular:
         lifecycle = container.get("lifecycle")
@@ -638,7 +590,7 @@ def _validate_container(container: Obj, volumes: set[str], path: str, *, regular
                     f"{path}.restartPolicy", "may not be set for non-init containers"
                 )
             )
-    policy = _s(container.get("terminationMessagePolicy"))
+    policy = as_str(container.get("terminationMessagePolicy"))
     if not policy:
         errs.append(
             FieldError.required(
@@ -651,12 +603,12 @@ def _validate_container(container: Obj, volumes: set[str], path: str, *, regular
                 f"{path}.terminationMessagePolicy", policy, ("File", "FallbackToLogsOnError")
             )
         )
-    errs += _validate_container_ports(_l(container.get("ports")), f"{path}.ports")
-    errs += _validate_env(_l(container.get("env")), f"{path}.env")
+    errs += _validate_container_ports(as_list(container.get("ports")), f"{path}.ports")
+    errs += _validate_env(as_list(container.get("env")), f"{path}.env")
     errs += _validate_volume_mounts(
-        _l(container.get("volumeMounts")), volumes, f"{path}.volumeMounts"
+        as_list(container.get("volumeMounts")), volumes, f"{path}.volumeMounts"
     )
-    pull = _s(container.get("imagePullPolicy"))
+    pull = as_str(container.get("imagePullPolicy"))
     if not pull:
         errs.append(FieldError.required(f"{path}.imagePullPolicy", ""))
     elif pull not in ("Always", "IfNotPresent", "Never"):
@@ -665,7 +617,7 @@ def _validate_container(container: Obj, volumes: set[str], path: str, *, regular
                 f"{path}.imagePullPolicy", pull, ("Always", "IfNotPresent", "Never")
             )
         )
-    errs += _validate_resources(_d(container.get("resources")), f"{path}.resources")
+    errs += _validate_resources(as_dict(container.get("resources")), f"{path}.resources")
     return errs
 
 
@@ -675,11 +627,11 @@ _TOLERATION_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 def _validate_tolerations(tolerations: list[Any], path: str) -> Errors:
     errs: Errors = []
     for i, toleration in enumerate(tolerations):
-        toleration = _d(toleration)
+        toleration = as_dict(toleration)
         at = f"{path}[{i}]"
-        key = _s(toleration.get("key"))
-        operator = _s(toleration.get("operator"))
-        effect = _s(toleration.get("effect"))
+        key = as_str(toleration.get("key"))
+        operator = as_str(toleration.get("operator"))
+        effect = as_str(toleration.get("effect"))
         if key:
             errs += _each(is_qualified_name(key), f"{at}.key", key)
         if not key and operator != "Exists":
@@ -699,7 +651,7 @@ def _validate_tolerations(tolerations: list[Any], path: str) -> Errors:
                     "effect must be 'NoExecute' when `tolerationSeconds` is set",
                 )
             )
-        value = _s(toleration.get("value"))
+        value = as_str(toleration.get("value"))
         if operator in ("Equal", ""):
             problems = is_valid_label_value(value)
             if problems:
@@ -727,30 +679,30 @@ def validate_pod_spec(
 
     `extra_volumes` are further names mounts may refer to (a StatefulSet's claim templates).
     """
-    volumes, errs = _validate_volumes(_l(spec.get("volumes")), f"{path}.volumes")
+    volumes, errs = _validate_volumes(as_list(spec.get("volumes")), f"{path}.volumes")
     volumes.update(extra_volumes)
-    containers = _l(spec.get("containers"))
+    containers = as_list(spec.get("containers"))
     names: set[str] = set()
     if not containers:
         errs.append(FieldError.required(f"{path}.containers", ""))
     for i, container in enumerate(containers):
         at = f"{path}.containers[{i}]"
-        errs += _validate_container(_d(container), volumes, at, regular=True)
-        name = _s(_d(container).get("name"))
+        errs += _validate_container(as_dict(container), volumes, at, regular=True)
+        name = as_str(as_dict(container).get("name"))
         if name in names:
             errs.append(FieldError.duplicate(f"{at}.name", name))
         names.add(name)
-    for i, container in enumerate(_l(spec.get("initContainers"))):
+    for i, container in enumerate(as_list(spec.get("initContainers"))):
         at = f"{path}.initContainers[{i}]"
-        errs += _validate_container(_d(container), volumes, at, regular=False)
-        name = _s(_d(container).get("name"))
+        errs += _validate_container(as_dict(container), volumes, at, regular=False)
+        name = as_str(as_dict(container).get("name"))
         if name in names:
             errs.append(FieldError.duplicate(f"{at}.name", name))
         names.add(name)
-    for i, container in enumerate(_l(spec.get("ephemeralContainers"))):
+    for i, container in enumerate(as_list(spec.get("ephemeralContainers"))):
         at = f"{path}.ephemeralContainers[{i}]"
-        errs += _validate_container(_d(container), volumes, at, regular=False)
-    restart = _s(spec.get("restartPolicy"))
+        errs += _validate_container(as_dict(container), volumes, at, regular=False)
+    restart = as_str(spec.get("restartPolicy"))
     if not restart:
         errs.append(FieldError.required(f"{path}.restartPolicy", ""))
     elif restart not in ("Always", "OnFailure", "Never"):
@@ -759,7 +711,7 @@ def validate_pod_spec(
                 f"{path}.restartPolicy", restart, ("Always", "OnFailure", "Never")
             )
         )
-    dns = _s(spec.get("dnsPolicy"))
+    dns = as_str(spec.get("dnsPolicy"))
     dns_policies = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
     if not dns:
         errs.append(FieldError.required(f"{path}.dnsPolicy", ""))
@@ -770,10 +722,10 @@ def validate_pod_spec(
         ("serviceAccountName", is_dns1123_subdomain),
         ("nodeName", is_dns1123_subdomain),
     ):
-        value = _s(spec.get(key))
+        value = as_str(spec.get(key))
         if value:
             errs += _each(rule(value), f"{path}.{key}", value)
-    deadline = _int(spec.get("activeDeadlineSeconds"))
+    deadline = as_int(spec.get("activeDeadlineSeconds"))
     if deadline is not None and not 1 <= deadline <= INT32_MAX:
         errs.append(
             FieldError.invalid(
@@ -783,11 +735,11 @@ def validate_pod_spec(
             )
         )
     for key in ("hostname", "subdomain"):
-        value = _s(spec.get(key))
+        value = as_str(spec.get(key))
         if value:
             errs += _each(is_dns1123_label(value), f"{path}.{key}", value)
-    errs += _validate_tolerations(_l(spec.get("tolerations")), f"{path}.tolerations")
-    priority_class = _s(spec.get("priorityClassName"))
+    errs += _validate_tolerations(as_list(spec.get("tolerations")), f"{path}.tolerations")
+    priority_class = as_str(spec.get("priorityClassName"))
     if priority_class:
         errs += _each(
             is_dns1123_subdomain(priority_class), f"{path}.priorityClassName", priority_class
@@ -800,10 +752,10 @@ def validate_pod_template(
 ) -> list[FieldError]:
     """ValidatePodTemplateSpec at `path` (e.g. `spec.template`); note the server reports the
     template's labels at `<path>.labels`."""
-    meta = _d(template.get("metadata"))
+    meta = as_dict(template.get("metadata"))
     errs = validate_labels(meta.get("labels"), f"{path}.labels")
     errs += validate_annotations(meta.get("annotations"), f"{path}.annotations")
-    spec = _d(template.get("spec"))
+    spec = as_dict(template.get("spec"))
     errs += validate_pod_spec(spec, f"{path}.spec", extra_volumes)
     if spec.get("ephemeralContainers"):
         errs.append(
@@ -817,7 +769,7 @@ def validate_pod_template(
 
 def validate_pod(obj: Obj) -> list[FieldError]:
     """A new Pod."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs = validate_pod_spec(spec, "spec")
     if spec.get("ephemeralContainers"):
         errs.append(FieldError.forbidden("spec.ephemeralContainers", "cannot be set on create"))
@@ -839,32 +791,32 @@ _POD_UPDATE_FORBIDDEN = (
 
 
 def _without_images(containers: Any) -> list[Any]:
-    return [{**c, "image": None} if isinstance(c, dict) else c for c in _l(containers)]
+    return [{**c, "image": None} if isinstance(c, dict) else c for c in as_list(containers)]
 
 
 def _toleration_key(toleration: Any) -> Any:
-    return {k: v for k, v in _d(toleration).items() if k != "tolerationSeconds"}
+    return {k: v for k, v in as_dict(toleration).items() if k != "tolerationSeconds"}
 
 
 def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
     """An update of a Pod: only images, the deadline, added tolerations, the grace period
     and scheduling gates may change. (Assigning a node to an unassigned pod is let through:
     a binding writes it the same way.)"""
-    spec = _d(obj.get("spec"))
-    old_spec = _d(old.get("spec"))
+    spec = as_dict(obj.get("spec"))
+    old_spec = as_dict(old.get("spec"))
     errs: Errors = []
     for key in ("containers", "initContainers"):
-        new_list, old_list = _l(spec.get(key)), _l(old_spec.get(key))
+        new_list, old_list = as_list(spec.get(key)), as_list(old_spec.get(key))
         if len(new_list) != len(old_list):
             return [
                 FieldError.forbidden(f"spec.{key}", "pod updates may not add or remove containers")
             ]
         for i, container in enumerate(new_list):
-            if not _s(_d(container).get("image")):
+            if not as_str(as_dict(container).get("image")):
                 errs.append(FieldError.required(f"spec.{key}[{i}].image", ""))
     errs += validate_pod_spec(spec, "spec")
-    deadline = _int(spec.get("activeDeadlineSeconds"))
-    old_deadline = _int(old_spec.get("activeDeadlineSeconds"))
+    deadline = as_int(spec.get("activeDeadlineSeconds"))
+    old_deadline = as_int(old_spec.get("activeDeadlineSeconds"))
     if deadline is not None:
         if old_deadline is not None and old_deadline < deadline:
             errs.append(
@@ -882,8 +834,8 @@ def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
                 "must not update from a positive integer to nil value",
             )
         )
-    new_tolerations = [_toleration_key(t) for t in _l(spec.get("tolerations"))]
-    for toleration in _l(old_spec.get("tolerations")):
+    new_tolerations = [_toleration_key(t) for t in as_list(spec.get("tolerations"))]
+    for toleration in as_list(old_spec.get("tolerations")):
         if _toleration_key(toleration) not in new_tolerations:
             errs.append(
                 FieldError.forbidden(
@@ -911,8 +863,8 @@ def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
         munged.pop("nodeName", None)
     if not semantic_equal(munged, old_munged):
         errs.append(FieldError.forbidden("spec", _POD_UPDATE_FORBIDDEN))
-    old_qos = _s(_d(old.get("status")).get("qosClass"))
-    qos = _s(_d(obj.get("status")).get("qosClass"))
+    old_qos = as_str(as_dict(old.get("status")).get("qosClass"))
+    qos = as_str(as_dict(obj.get("status")).get("qosClass"))
     if old_qos and qos != old_qos:
         errs.append(immutable("status.qosClass", qos))
     return errs
@@ -920,7 +872,7 @@ def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_pod_template_object(obj: Obj) -> list[FieldError]:
     """A PodTemplate object."""
-    return validate_pod_template(_d(obj.get("template")), "template")
+    return validate_pod_template(as_dict(obj.get("template")), "template")
 
 
 def validate_pod_template_object_update(obj: Obj, old: Obj) -> list[FieldError]:
@@ -932,7 +884,7 @@ def validate_pod_template_object_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 
 def _template_mismatch(spec: Obj) -> FieldError:
-    labels = _d(_d(spec.get("template")).get("metadata")).get("labels")
+    labels = as_dict(as_dict(spec.get("template")).get("metadata")).get("labels")
     return FieldError.invalid(
         "spec.template.metadata.labels",
         go_string_map(labels if isinstance(labels, Mapping) else None),
@@ -941,7 +893,7 @@ def _template_mismatch(spec: Obj) -> FieldError:
 
 
 def _template_labels(spec: Obj) -> Any:
-    return _d(_d(spec.get("template")).get("metadata")).get("labels")
+    return as_dict(as_dict(spec.get("template")).get("metadata")).get("labels")
 
 
 def _validate_selector_and_template(spec: Obj, kind: str) -> tuple[Errors, bool]:
@@ -958,28 +910,28 @@ def _validate_selector_and_template(spec: Obj, kind: str) -> tuple[Errors, bool]
             errs.append(
                 FieldError.invalid(
                     "spec.selector",
-                    go_label_selector(_d(selector)),
+                    go_label_selector(as_dict(selector)),
                     f"empty selector is invalid for {kind}",
                 )
             )
     if not _selector_parses(selector):
         errs.append(
             FieldError.invalid(
-                "spec.selector", go_label_selector(_d(selector)), "invalid label selector"
+                "spec.selector", go_label_selector(as_dict(selector)), "invalid label selector"
             )
         )
         return errs, False
     # A null selector selects nothing, so it never matches the template.
     everything = selector is not None and _selector_is_empty(selector)
-    if not everything and not selector_matches(selector, _template_labels(spec)):
+    if not everything and not label_selector_matches(selector, _template_labels(spec)):
         errs.append(_template_mismatch(spec))
     return errs, True
 
 
 def _validate_template_restart_always(spec: Obj, kind: str, *, forbidden: bool = True) -> Errors:
-    template_spec = _d(_d(spec.get("template")).get("spec"))
+    template_spec = as_dict(as_dict(spec.get("template")).get("spec"))
     errs: Errors = []
-    restart = _s(template_spec.get("restartPolicy"))
+    restart = as_str(template_spec.get("restartPolicy"))
     if restart != "Always":
         errs.append(
             FieldError.not_supported("spec.template.spec.restartPolicy", restart, ("Always",))
@@ -1015,7 +967,7 @@ def _validate_int_or_percent(value: Any, path: str) -> Errors:
 def _int_or_percent_value(value: Any) -> int:
     if isinstance(value, str):
         return int(value[:-1]) if _PERCENT_RE.match(value) else 0
-    return _int(value) or 0
+    return as_int(value) or 0
 
 
 def _validate_rolling_update(rolling: Obj, path: str, *, daemon: bool = False) -> Errors:
@@ -1060,14 +1012,14 @@ def _validate_replicas(spec: Obj) -> Errors:
 
 def validate_deployment(obj: Obj) -> list[FieldError]:
     """ValidateDeploymentSpec."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs = _nonnegative("spec.replicas", spec.get("replicas"))
     selector_errs, ok = _validate_selector_and_template(spec, "deployment")
     errs += selector_errs
     if ok:
-        errs += validate_pod_template(_d(spec.get("template")), "spec.template")
+        errs += validate_pod_template(as_dict(spec.get("template")), "spec.template")
         errs += _validate_template_restart_always(spec, "ReplicaSet")
-    strategy = _d(spec.get("strategy"))
+    strategy = as_dict(spec.get("strategy"))
     kind = strategy.get("type")
     if kind == "Recreate":
         if strategy.get("rollingUpdate") is not None:
@@ -1102,11 +1054,11 @@ def validate_deployment(obj: Obj) -> list[FieldError]:
         )
     errs += _nonnegative("spec.minReadySeconds", spec.get("minReadySeconds"))
     errs += _nonnegative("spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
-    deadline = _int(spec.get("progressDeadlineSeconds"))
+    deadline = as_int(spec.get("progressDeadlineSeconds"))
     if deadline is not None:
         if deadline <= 0:
             errs.append(FieldError.invalid("spec.progressDeadlineSeconds", deadline, _NOT_POSITIVE))
-        if deadline <= (_int(spec.get("minReadySeconds")) or 0):
+        if deadline <= (as_int(spec.get("minReadySeconds")) or 0):
             errs.append(
                 FieldError.invalid(
                     "spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"
@@ -1116,8 +1068,8 @@ def validate_deployment(obj: Obj) -> list[FieldError]:
 
 
 def _selector_immutable(obj: Obj, old: Obj) -> Errors:
-    selector = _d(obj.get("spec")).get("selector")
-    old_selector = _d(old.get("spec")).get("selector")
+    selector = as_dict(obj.get("spec")).get("selector")
+    old_selector = as_dict(old.get("spec")).get("selector")
     if not semantic_equal(selector, old_selector):
         value = go_label_selector(selector if isinstance(selector, Mapping) else None)
         return [immutable("spec.selector", value)]
@@ -1131,13 +1083,13 @@ def validate_deployment_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_replicaset(obj: Obj) -> list[FieldError]:
     """ValidateReplicaSetSpec."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs = _validate_replicas(spec)
     # The server words the empty-selector error for ReplicaSets as for Deployments.
     selector_errs, ok = _validate_selector_and_template(spec, "deployment")
     errs += selector_errs
     if ok:
-        errs += validate_pod_template(_d(spec.get("template")), "spec.template")
+        errs += validate_pod_template(as_dict(spec.get("template")), "spec.template")
         errs += _validate_template_restart_always(spec, "ReplicaSet")
     return errs
 
@@ -1149,7 +1101,7 @@ def validate_replicaset_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_replication_controller(obj: Obj) -> list[FieldError]:
     """ValidateReplicationControllerSpec (selectors are plain label maps)."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs = _validate_replicas(spec)
     selector = spec.get("selector")
     if not selector:
@@ -1160,8 +1112,8 @@ def validate_replication_controller(obj: Obj) -> list[FieldError]:
     if not isinstance(template, dict):
         errs.append(FieldError.required("spec.template", ""))
         return errs
-    labels = _d(template.get("metadata")).get("labels")
-    if selector and not selector_matches({"matchLabels": selector}, labels):
+    labels = as_dict(template.get("metadata")).get("labels")
+    if selector and not label_selector_matches({"matchLabels": selector}, labels):
         errs.append(
             FieldError.invalid(
                 "spec.template.metadata.labels",
@@ -1181,16 +1133,16 @@ def validate_replication_controller_update(obj: Obj, old: Obj) -> list[FieldErro
 
 def _claim_template_names(spec: Obj) -> list[str]:
     return [
-        _s(_d(_d(claim).get("metadata")).get("name"))
-        for claim in _l(spec.get("volumeClaimTemplates"))
+        as_str(as_dict(as_dict(claim).get("metadata")).get("name"))
+        for claim in as_list(spec.get("volumeClaimTemplates"))
     ]
 
 
 def validate_statefulset(obj: Obj) -> list[FieldError]:
     """ValidateStatefulSetSpec (mounts may also name the volume claim templates)."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs: Errors = []
-    policy = _s(spec.get("podManagementPolicy"))
+    policy = as_str(spec.get("podManagementPolicy"))
     if not policy:
         errs.append(FieldError.required("spec.podManagementPolicy", ""))
     elif policy not in ("OrderedReady", "Parallel"):
@@ -1199,8 +1151,8 @@ def validate_statefulset(obj: Obj) -> list[FieldError]:
                 "spec.podManagementPolicy", policy, "must be 'OrderedReady' or 'Parallel'"
             )
         )
-    strategy = _d(spec.get("updateStrategy"))
-    kind = _s(strategy.get("type"))
+    strategy = as_dict(spec.get("updateStrategy"))
+    kind = as_str(strategy.get("type"))
     if not kind:
         errs.append(FieldError.required("spec.updateStrategy", ""))
     elif kind == "OnDelete":
@@ -1213,7 +1165,7 @@ def validate_statefulset(obj: Obj) -> list[FieldError]:
                 )
             )
     elif kind == "RollingUpdate":
-        rolling = _d(strategy.get("rollingUpdate"))
+        rolling = as_dict(strategy.get("rollingUpdate"))
         errs += _nonnegative(
             "spec.updateStrategy.rollingUpdate.partition", rolling.get("partition")
         )
@@ -1230,23 +1182,23 @@ def validate_statefulset(obj: Obj) -> list[FieldError]:
                 "must be 'RollingUpdate' or 'OnDelete'",
             )
         )
-    retention = _d(spec.get("persistentVolumeClaimRetentionPolicy"))
+    retention = as_dict(spec.get("persistentVolumeClaimRetentionPolicy"))
     for key in ("whenDeleted", "whenScaled"):
-        value = _s(retention.get(key))
+        value = as_str(retention.get(key))
         if value and value not in ("Retain", "Delete"):
             errs.append(
                 FieldError.not_supported(
                     f"spec.persistentVolumeClaimRetentionPolicy.{key}", value, ("Retain", "Delete")
                 )
             )
-    ordinals = _d(spec.get("ordinals"))
+    ordinals = as_dict(spec.get("ordinals"))
     errs += _nonnegative("spec.ordinals.start", ordinals.get("start"))
     errs += _validate_replicas(spec)
     selector_errs, ok = _validate_selector_and_template(spec, "statefulset")
     errs += selector_errs
     if ok:
         errs += validate_pod_template(
-            _d(spec.get("template")), "spec.template", _claim_template_names(spec)
+            as_dict(spec.get("template")), "spec.template", _claim_template_names(spec)
         )
     errs += _validate_template_restart_always(spec, "StatefulSet")
     return errs
@@ -1266,8 +1218,8 @@ _STS_MUTABLE = (
 def validate_statefulset_update(obj: Obj, old: Obj) -> list[FieldError]:
     """An update of a StatefulSet: only some spec fields may change."""
     errs = validate_statefulset(obj)
-    spec = {k: v for k, v in _d(obj.get("spec")).items() if k not in _STS_MUTABLE}
-    old_spec = {k: v for k, v in _d(old.get("spec")).items() if k not in _STS_MUTABLE}
+    spec = {k: v for k, v in as_dict(obj.get("spec")).items() if k not in _STS_MUTABLE}
+    old_spec = {k: v for k, v in as_dict(old.get("spec")).items() if k not in _STS_MUTABLE}
     if not semantic_equal(spec, old_spec):
         errs.append(
             FieldError.forbidden(
@@ -1282,26 +1234,26 @@ def validate_statefulset_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_daemonset(obj: Obj) -> list[FieldError]:
     """ValidateDaemonSetSpec."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     selector = spec.get("selector")
     errs = validate_label_selector(selector, "spec.selector")
     if _selector_parses(selector) and not (
-        _selector_is_empty(selector) or selector_matches(selector, _template_labels(spec))
+        _selector_is_empty(selector) or label_selector_matches(selector, _template_labels(spec))
     ):
         errs.append(_template_mismatch(spec))
     if selector is not None and _selector_is_empty(selector):
         errs.append(
             FieldError.invalid(
                 "spec.selector",
-                go_label_selector(_d(selector)),
+                go_label_selector(as_dict(selector)),
                 "empty selector is invalid for daemonset",
             )
         )
-    errs += validate_pod_template(_d(spec.get("template")), "spec.template")
+    errs += validate_pod_template(as_dict(spec.get("template")), "spec.template")
     errs += _validate_template_restart_always(spec, "DaemonSet")
     errs += _nonnegative("spec.minReadySeconds", spec.get("minReadySeconds"))
     errs += _nonnegative("spec.templateGeneration", spec.get("templateGeneration"))
-    strategy = _d(spec.get("updateStrategy"))
+    strategy = as_dict(spec.get("updateStrategy"))
     kind = strategy.get("type")
     if kind == "RollingUpdate":
         rolling = strategy.get("rollingUpdate")
@@ -1391,9 +1343,9 @@ def _validate_job_spec(spec: Obj, prefix: str) -> Errors:
             errs.append(
                 FieldError.not_supported(f"{prefix}.podReplacementPolicy", replacement, allowed)
             )
-    template = _d(spec.get("template"))
+    template = as_dict(spec.get("template"))
     errs += validate_pod_template(template, f"{prefix}.template")
-    restart = _s(_d(template.get("spec")).get("restartPolicy"))
+    restart = as_str(as_dict(template.get("spec")).get("restartPolicy"))
     at = f"{prefix}.template.spec.restartPolicy"
     if restart in ("Always", ""):
         errs.append(FieldError.required(at, 'valid values: "OnFailure", "Never"'))
@@ -1409,7 +1361,7 @@ def _validate_job_spec(spec: Obj, prefix: str) -> Errors:
 
 
 def _has_label(meta: Obj, path: str, key: str, value: str) -> Errors:
-    labels = _d(meta.get("labels"))
+    labels = as_dict(meta.get("labels"))
     if key not in labels:
         return [FieldError.required(f"{path}.labels[{key}]", f"must be '{value}'")]
     if labels[key] != value:
@@ -1421,16 +1373,16 @@ def _has_label(meta: Obj, path: str, key: str, value: str) -> Errors:
 
 def validate_job(obj: Obj) -> list[FieldError]:
     """ValidateJob: generated selector and labels, the spec, and the indexed pod names."""
-    meta = _d(obj.get("metadata"))
-    spec = _d(obj.get("spec"))
+    meta = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
     errs: Errors = []
     selector = spec.get("selector")
     if spec.get("manualSelector") is not True and selector is not None:
-        uid = _s(meta.get("uid"))
-        name = _s(meta.get("name"))
+        uid = as_str(meta.get("uid"))
+        name = as_str(meta.get("name"))
         if not uid:
             errs.append(FieldError.required("metadata.uid", ""))
-        template_meta = _d(_d(spec.get("template")).get("metadata"))
+        template_meta = as_dict(as_dict(spec.get("template")).get("metadata"))
         at = "spec.template.metadata"
         errs += _has_label(template_meta, at, "controller-uid", uid)
         errs += _has_label(template_meta, at, "job-name", name)
@@ -1442,11 +1394,11 @@ def validate_job(obj: Obj) -> list[FieldError]:
             "controller-uid": uid,
             "job-name": name,
         }
-        if _selector_parses(selector) and not selector_matches(selector, expected):
+        if _selector_parses(selector) and not label_selector_matches(selector, expected):
             errs.append(
                 FieldError.invalid(
                     "spec.selector",
-                    go_label_selector(_d(selector)),
+                    go_label_selector(as_dict(selector)),
                     "`selector` not auto-generated",
                 )
             )
@@ -1456,17 +1408,17 @@ def validate_job(obj: Obj) -> list[FieldError]:
     else:
         errs += validate_label_selector(selector, "spec.selector")
     if _selector_parses(selector) and not (
-        _selector_is_empty(selector) or selector_matches(selector, _template_labels(spec))
+        _selector_is_empty(selector) or label_selector_matches(selector, _template_labels(spec))
     ):
         errs.append(_template_mismatch(spec))
-    completions = _int(spec.get("completions"))
+    completions = as_int(spec.get("completions"))
     if spec.get("completionMode") == "Indexed" and completions and completions > 0:
-        hostname = f"{_s(meta.get('name'))}-{completions - 1}"
+        hostname = f"{as_str(meta.get('name'))}-{completions - 1}"
         if is_dns1123_label(hostname):
             errs.append(
                 FieldError.invalid(
                     "metadata.name",
-                    _s(meta.get("name")),
+                    as_str(meta.get("name")),
                     f"will not able to create pod with invalid DNS label: {hostname}",
                 )
             )
@@ -1476,8 +1428,8 @@ def validate_job(obj: Obj) -> list[FieldError]:
 def validate_job_update(obj: Obj, old: Obj) -> list[FieldError]:
     """An update of a Job: selector, template, completion mode and policies are fixed;
     completions may change only with parallelism on indexed jobs."""
-    spec = _d(obj.get("spec"))
-    old_spec = _d(old.get("spec"))
+    spec = as_dict(obj.get("spec"))
+    old_spec = as_dict(old.get("spec"))
     errs = validate_job(obj)
     completions, old_completions = spec.get("completions"), old_spec.get("completions")
     if completions != old_completions:
@@ -1493,19 +1445,25 @@ def validate_job_update(obj: Obj, old: Obj) -> list[FieldError]:
             )
     errs += _selector_immutable(obj, old)
     template, old_template = spec.get("template"), old_spec.get("template")
-    suspended = old_spec.get("suspend") is True and not _d(old.get("status")).get("startTime")
+    suspended = old_spec.get("suspend") is True and not as_dict(old.get("status")).get("startTime")
     if suspended:
         # A suspended job that never ran may still move between nodes and gain labels.
         mutable = ("nodeSelector", "tolerations", "schedulingGates", "affinity")
         template = {
-            **_d(template),
+            **as_dict(template),
             "metadata": {},
-            "spec": {k: v for k, v in _d(_d(template).get("spec")).items() if k not in mutable},
+            "spec": {
+                k: v for k, v in as_dict(as_dict(template).get("spec")).items() if k not in mutable
+            },
         }
         old_template = {
-            **_d(old_template),
+            **as_dict(old_template),
             "metadata": {},
-            "spec": {k: v for k, v in _d(_d(old_template).get("spec")).items() if k not in mutable},
+            "spec": {
+                k: v
+                for k, v in as_dict(as_dict(old_template).get("spec")).items()
+                if k not in mutable
+            },
         }
     if not semantic_equal(template, old_template):
         errs.append(immutable("spec.template", _go_json(spec.get("template"))))
@@ -1632,17 +1590,17 @@ _TIME_ZONE_PART_RE = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 
 
 def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
-    spec = _d(obj.get("spec"))
-    old_spec = _d(old.get("spec")) if old is not None else None
+    spec = as_dict(obj.get("spec"))
+    old_spec = as_dict(old.get("spec")) if old is not None else None
     errs: Errors = []
-    schedule = _s(spec.get("schedule"))
+    schedule = as_str(spec.get("schedule"))
     if not schedule:
         errs.append(FieldError.required("spec.schedule", ""))
     else:
         problem = cron_schedule_error(schedule)
         if problem:
             errs.append(FieldError.invalid("spec.schedule", schedule, problem))
-        allow_tz = old_spec is not None and "TZ" in _s(old_spec.get("schedule"))
+        allow_tz = old_spec is not None and "TZ" in as_str(old_spec.get("schedule"))
         if allow_tz and "TZ" in schedule and spec.get("timeZone") is not None:
             errs.append(
                 FieldError.invalid(
@@ -1682,7 +1640,7 @@ def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
                     "https://www.iana.org/time-zones",
                 )
             )
-    policy = _s(spec.get("concurrencyPolicy"))
+    policy = as_str(spec.get("concurrencyPolicy"))
     if not policy:
         errs.append(FieldError.required("spec.concurrencyPolicy", ""))
     elif policy not in ("Allow", "Forbid", "Replace"):
@@ -1691,13 +1649,13 @@ def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
                 "spec.concurrencyPolicy", policy, ("Allow", "Forbid", "Replace")
             )
         )
-    job_spec = _d(_d(spec.get("jobTemplate")).get("spec"))
+    job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
     errs += _validate_job_spec(job_spec, "spec.jobTemplate.spec")
     if job_spec.get("selector") is not None:
         errs.append(
             FieldError.invalid(
                 "spec.jobTemplate.spec.selector",
-                go_label_selector(_d(job_spec["selector"])),
+                go_label_selector(as_dict(job_spec["selector"])),
                 "`selector` will be auto-generated",
             )
         )
@@ -1713,7 +1671,7 @@ def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
 def validate_cronjob(obj: Obj) -> list[FieldError]:
     """A new CronJob (names are limited to 52 characters: jobs add an 11-character suffix)."""
     errs = _validate_cronjob(obj, None)
-    name = _s(_d(obj.get("metadata")).get("name"))
+    name = as_str(as_dict(obj.get("metadata")).get("name"))
     if len(name) > 52:
         errs.append(FieldError.invalid("metadata.name", name, "must be no more than 52 characters"))
     return errs
@@ -1733,7 +1691,7 @@ def _go_service_port(port: Obj) -> GoValue:
     return GoValue(
         'core.ServicePort{Name:"", Protocol:'
         f"{_go_str(port.get('protocol'))}, AppProtocol:(*string)(nil), "
-        f"Port:{_int(port.get('port')) or 0}, "
+        f"Port:{as_int(port.get('port')) or 0}, "
         'TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:""}, NodePort:0}'
     )
 
@@ -1748,13 +1706,13 @@ def _is_ip(value: str) -> bool:
 
 def validate_service(obj: Obj) -> list[FieldError]:
     """ValidateService: ports, selector, type-dependent fields."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs: Errors = []
-    kind = _s(spec.get("type"))
-    ports = _l(spec.get("ports"))
+    kind = as_str(spec.get("type"))
+    ports = as_list(spec.get("ports"))
     headless = spec.get("clusterIP") == "None"
     if kind == "ExternalName":
-        external = _s(spec.get("externalName"))
+        external = as_str(spec.get("externalName"))
         if not external:
             errs.append(FieldError.required("spec.externalName", ""))
         else:
@@ -1767,9 +1725,9 @@ def validate_service(obj: Obj) -> list[FieldError]:
         errs.append(FieldError.required("spec.ports", ""))
     names: set[str] = set()
     for i, port in enumerate(ports):
-        port = _d(port)
+        port = as_dict(port)
         at = f"spec.ports[{i}]"
-        name = _s(port.get("name"))
+        name = as_str(port.get("name"))
         if len(ports) > 1 and not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         elif name:
@@ -1777,10 +1735,10 @@ def validate_service(obj: Obj) -> list[FieldError]:
             if name in names:
                 errs.append(FieldError.duplicate(f"{at}.name", name))
             names.add(name)
-        number = _int(port.get("port"))
+        number = as_int(port.get("port"))
         if number is None or not 1 <= number <= 65535:
             errs.append(FieldError.invalid(f"{at}.port", number or 0, _PORT_RANGE))
-        protocol = _s(port.get("protocol"))
+        protocol = as_str(port.get("protocol"))
         if not protocol:
             errs.append(FieldError.required(f"{at}.protocol", ""))
         elif protocol not in _PROTOCOLS:
@@ -1789,7 +1747,7 @@ def validate_service(obj: Obj) -> list[FieldError]:
         app_protocol = port.get("appProtocol")
         if isinstance(app_protocol, str):
             errs += _each(is_qualified_name(app_protocol), f"{at}.appProtocol", app_protocol)
-        node_port = _int(port.get("nodePort")) or 0
+        node_port = as_int(port.get("nodePort")) or 0
         if node_port and kind == "ClusterIP":
             errs.append(
                 FieldError.forbidden(f"{at}.nodePort", "may not be used when `type` is 'ClusterIP'")
@@ -1798,26 +1756,26 @@ def validate_service(obj: Obj) -> list[FieldError]:
             errs.append(FieldError.invalid(f"{at}.nodePort", node_port, _PORT_RANGE))
     seen: set[tuple[str, int]] = set()
     for i, port in enumerate(ports):
-        key = (_s(_d(port).get("protocol")), _int(_d(port).get("port")) or 0)
+        key = (as_str(as_dict(port).get("protocol")), as_int(as_dict(port).get("port")) or 0)
         if key in seen:
-            errs.append(FieldError.duplicate(f"spec.ports[{i}]", _go_service_port(_d(port))))
+            errs.append(FieldError.duplicate(f"spec.ports[{i}]", _go_service_port(as_dict(port))))
         seen.add(key)
     errs += validate_labels(spec.get("selector"), "spec.selector")
     if kind and kind not in _SERVICE_TYPES:
         errs.append(FieldError.not_supported("spec.type", kind, _SERVICE_TYPES))
-    affinity = _s(spec.get("sessionAffinity"))
+    affinity = as_str(spec.get("sessionAffinity"))
     if affinity and affinity not in ("ClientIP", "None"):
         errs.append(
             FieldError.not_supported("spec.sessionAffinity", affinity, ("ClientIP", "None"))
         )
-    for i, ip in enumerate(_l(spec.get("clusterIPs"))):
+    for i, ip in enumerate(as_list(spec.get("clusterIPs"))):
         if isinstance(ip, str) and ip not in ("", "None") and not _is_ip(ip):
             errs.append(
                 FieldError.invalid(
                     f"spec.clusterIPs[{i}]", ip, "must be empty, 'None', or a valid IP address"
                 )
             )
-    for i, ip in enumerate(_l(spec.get("externalIPs"))):
+    for i, ip in enumerate(as_list(spec.get("externalIPs"))):
         if isinstance(ip, str) and not _is_ip(ip):
             errs.append(
                 FieldError.invalid(f"spec.externalIPs[{i}]", ip, "must be a valid IP address")
@@ -1839,9 +1797,9 @@ def validate_service_update(obj: Obj, old: Obj) -> list[FieldError]:
     """An update of a Service: an allocated cluster IP stays (except to or from
     ExternalName)."""
     errs: Errors = []
-    spec, old_spec = _d(obj.get("spec")), _d(old.get("spec"))
+    spec, old_spec = as_dict(obj.get("spec")), as_dict(old.get("spec"))
     if "ExternalName" not in (spec.get("type"), old_spec.get("type")):
-        ips, old_ips = _l(spec.get("clusterIPs")), _l(old_spec.get("clusterIPs"))
+        ips, old_ips = as_list(spec.get("clusterIPs")), as_list(old_spec.get("clusterIPs"))
         if ips and old_ips and ips[0] != old_ips[0]:
             errs.append(
                 FieldError.invalid(
@@ -1866,8 +1824,8 @@ def _decoded_size(value: Any) -> int:
 def validate_config_map(obj: Obj) -> list[FieldError]:
     """Keys are config keys, unique across data and binaryData; 1 MiB in total."""
     errs: Errors = []
-    data = _d(obj.get("data"))
-    binary = _d(obj.get("binaryData"))
+    data = as_dict(obj.get("data"))
+    binary = as_dict(obj.get("binaryData"))
     total = 0
     for key, value in data.items():
         errs += _each(is_config_map_key(key), f"data[{key}]", key)
@@ -1912,16 +1870,16 @@ _SECRET_REQUIRED_KEYS = {
 def validate_secret(obj: Obj) -> list[FieldError]:
     """Keys are config keys, 1 MiB in total, and typed secrets carry their keys."""
     errs: Errors = []
-    data = _d(obj.get("data"))
+    data = as_dict(obj.get("data"))
     total = 0
     for key, value in data.items():
         errs += _each(is_config_map_key(key), f"data[{key}]", key)
         total += _decoded_size(value)
     if total > MAX_DATA_BYTES:
         errs.append(FieldError.too_long("data", MAX_DATA_BYTES))
-    kind = _s(obj.get("type"))
+    kind = as_str(obj.get("type"))
     if kind == "kubernetes.io/service-account-token":
-        annotations = _d(_d(obj.get("metadata")).get("annotations"))
+        annotations = as_dict(as_dict(obj.get("metadata")).get("annotations"))
         if not annotations.get("kubernetes.io/service-account.name"):
             errs.append(
                 FieldError.required("metadata.annotations[kubernetes.io/service-account.name]", "")
@@ -1942,7 +1900,7 @@ def validate_secret(obj: Obj) -> list[FieldError]:
             if kind in ("kubernetes.io/dockercfg", "kubernetes.io/dockerconfigjson"):
                 key = _SECRET_REQUIRED_KEYS[kind][0]
                 try:
-                    orjson.loads(base64.b64decode(_s(data[key])))
+                    orjson.loads(base64.b64decode(as_str(data[key])))
                 except (orjson.JSONDecodeError, binascii.Error, ValueError) as exc:
                     errs.append(
                         FieldError.invalid(f"data[{key}]", "<secret contents redacted>", str(exc))
@@ -1963,7 +1921,7 @@ def validate_secret_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_namespace(obj: Obj) -> list[FieldError]:
     """Namespace spec finalizers are finalizer names."""
-    finalizers = _l(_d(obj.get("spec")).get("finalizers"))
+    finalizers = as_list(as_dict(obj.get("spec")).get("finalizers"))
     errs: Errors = []
     for name in finalizers:
         if isinstance(name, str):
@@ -1979,9 +1937,9 @@ def validate_namespace_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_lease(obj: Obj) -> list[FieldError]:
     """ValidateLeaseSpec: a positive duration and non-negative transitions."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs: Errors = []
-    duration = _int(spec.get("leaseDurationSeconds"))
+    duration = as_int(spec.get("leaseDurationSeconds"))
     if duration is not None and duration <= 0:
         errs.append(
             FieldError.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")
@@ -2003,11 +1961,11 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 def _validate_rules(rules: list[Any], namespaced: bool) -> Errors:
     errs: Errors = []
     for i, rule in enumerate(rules):
-        rule = _d(rule)
+        rule = as_dict(rule)
         at = f"rules[{i}]"
-        if not _l(rule.get("verbs")):
+        if not as_list(rule.get("verbs")):
             errs.append(FieldError.required(f"{at}.verbs", "verbs must contain at least one value"))
-        urls = _l(rule.get("nonResourceURLs"))
+        urls = as_list(rule.get("nonResourceURLs"))
         if urls:
             if namespaced:
                 errs.append(
@@ -2026,13 +1984,13 @@ def _validate_rules(rules: list[Any], namespaced: bool) -> Errors:
                     )
                 )
             continue
-        if not _l(rule.get("apiGroups")):
+        if not as_list(rule.get("apiGroups")):
             errs.append(
                 FieldError.required(
                     f"{at}.apiGroups", "resource rules must supply at least one api group"
                 )
             )
-        if not _l(rule.get("resources")):
+        if not as_list(rule.get("resources")):
             errs.append(
                 FieldError.required(
                     f"{at}.resources", "resource rules must supply at least one resource"
@@ -2043,7 +2001,7 @@ def _validate_rules(rules: list[Any], namespaced: bool) -> Errors:
 
 def validate_role(obj: Obj) -> list[FieldError]:
     """A Role: every rule names verbs and resources (non-resource URLs are cluster-wide)."""
-    return _validate_rules(_l(obj.get("rules")), namespaced=True)
+    return _validate_rules(as_list(obj.get("rules")), namespaced=True)
 
 
 def validate_role_update(obj: Obj, old: Obj) -> list[FieldError]:
@@ -2053,10 +2011,10 @@ def validate_role_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def validate_cluster_role(obj: Obj) -> list[FieldError]:
     """A ClusterRole: rules as for roles, and an aggregation rule with selectors."""
-    errs = _validate_rules(_l(obj.get("rules")), namespaced=False)
+    errs = _validate_rules(as_list(obj.get("rules")), namespaced=False)
     aggregation = obj.get("aggregationRule")
     if isinstance(aggregation, dict):
-        selectors = _l(aggregation.get("clusterRoleSelectors"))
+        selectors = as_list(aggregation.get("clusterRoleSelectors"))
         if not selectors:
             errs.append(
                 FieldError.required(
@@ -2076,27 +2034,27 @@ def validate_cluster_role_update(obj: Obj, old: Obj) -> list[FieldError]:
 
 def _validate_binding(obj: Obj, namespaced: bool) -> Errors:
     errs: Errors = []
-    ref = _d(obj.get("roleRef"))
+    ref = as_dict(obj.get("roleRef"))
     if ref.get("apiGroup") != RBAC_GROUP:
         errs.append(
-            FieldError.not_supported("roleRef.apiGroup", _s(ref.get("apiGroup")), (RBAC_GROUP,))
+            FieldError.not_supported("roleRef.apiGroup", as_str(ref.get("apiGroup")), (RBAC_GROUP,))
         )
     kinds = ("Role", "ClusterRole") if namespaced else ("ClusterRole",)
     if ref.get("kind") not in kinds:
-        errs.append(FieldError.not_supported("roleRef.kind", _s(ref.get("kind")), kinds))
-    name = _s(ref.get("name"))
+        errs.append(FieldError.not_supported("roleRef.kind", as_str(ref.get("kind")), kinds))
+    name = as_str(ref.get("name"))
     if not name:
         errs.append(FieldError.required("roleRef.name", ""))
     else:
         errs += _each(is_path_segment_name(name), "roleRef.name", name)
-    for i, subject in enumerate(_l(obj.get("subjects"))):
-        subject = _d(subject)
+    for i, subject in enumerate(as_list(obj.get("subjects"))):
+        subject = as_dict(subject)
         at = f"subjects[{i}]"
-        subject_name = _s(subject.get("name"))
+        subject_name = as_str(subject.get("name"))
         if not subject_name:
             errs.append(FieldError.required(f"{at}.name", ""))
         kind = subject.get("kind")
-        group = _s(subject.get("apiGroup"))
+        group = as_str(subject.get("apiGroup"))
         if kind == "ServiceAccount":
             if subject_name:
                 errs += _each(is_dns1123_subdomain(subject_name), f"{at}.name", subject_name)
@@ -2110,7 +2068,7 @@ def _validate_binding(obj: Obj, namespaced: bool) -> Errors:
         else:
             errs.append(
                 FieldError.not_supported(
-                    f"{at}.kind", _s(kind), ("ServiceAccount", "User", "Group")
+                    f"{at}.kind", as_str(kind), ("ServiceAccount", "User", "Group")
                 )
             )
     return errs
@@ -2124,8 +2082,8 @@ def _role_ref_value(ref: Obj) -> GoValue:
 
 
 def _role_ref_fixed(obj: Obj, old: Obj) -> Errors:
-    ref, old_ref = _d(obj.get("roleRef")), _d(old.get("roleRef"))
-    if any(_s(ref.get(k)) != _s(old_ref.get(k)) for k in ("apiGroup", "kind", "name")):
+    ref, old_ref = as_dict(obj.get("roleRef")), as_dict(old.get("roleRef"))
+    if any(as_str(ref.get(k)) != as_str(old_ref.get(k)) for k in ("apiGroup", "kind", "name")):
         return [FieldError.invalid("roleRef", _role_ref_value(ref), "cannot change roleRef")]
     return []
 
@@ -2164,8 +2122,8 @@ def _go_versions(versions: list[Any]) -> GoValue:
     # Go prints the nested pointers as addresses; only the identifying fields are kept.
     items = ", ".join(
         "apiextensions.CustomResourceDefinitionVersion{"
-        f"Name:{_go_str(_d(v).get('name'))}, Served:{_go_bool(_d(v).get('served'))}, "
-        f"Storage:{_go_bool(_d(v).get('storage'))}, ...}}"
+        f"Name:{_go_str(as_dict(v).get('name'))}, Served:{_go_bool(as_dict(v).get('served'))}, "
+        f"Storage:{_go_bool(as_dict(v).get('storage'))}, ...}}"
         for v in versions
     )
     return GoValue(f"[]apiextensions.CustomResourceDefinitionVersion{{{items}}}")
@@ -2178,14 +2136,14 @@ def _dns1035_joined(value: str) -> str:
 def _validate_crd_names(names: Obj) -> Errors:
     errs: Errors = []
     for key in ("plural", "singular", "kind", "listKind"):
-        if not _s(names.get(key)):
+        if not as_str(names.get(key)):
             errs.append(FieldError.required(f"spec.names.{key}", ""))
     for key in ("plural", "singular"):
-        value = _s(names.get(key))
+        value = as_str(names.get(key))
         if value and is_dns1035_label(value):
             errs.append(FieldError.invalid(f"spec.names.{key}", value, _dns1035_joined(value)))
     for key in ("kind", "listKind"):
-        value = _s(names.get(key))
+        value = as_str(names.get(key))
         if value and is_dns1035_label(value.lower()):
             errs.append(
                 FieldError.invalid(
@@ -2196,12 +2154,12 @@ def _validate_crd_names(names: Obj) -> Errors:
                 )
             )
     for key in ("shortNames", "categories"):
-        for i, value in enumerate(_l(names.get(key))):
+        for i, value in enumerate(as_list(names.get(key))):
             if isinstance(value, str) and is_dns1035_label(value):
                 errs.append(
                     FieldError.invalid(f"spec.names.{key}[{i}]", value, _dns1035_joined(value))
                 )
-    kind = _s(names.get("kind"))
+    kind = as_str(names.get("kind"))
     if kind and kind == names.get("listKind"):
         errs.append(
             FieldError.invalid("spec.names.listKind", kind, "kind and listKind may not be the same")
@@ -2212,27 +2170,27 @@ def _validate_crd_names(names: Obj) -> Errors:
 def _validate_printer_columns(columns: list[Any], path: str) -> Errors:
     errs: Errors = []
     for i, column in enumerate(columns):
-        column = _d(column)
+        column = as_dict(column)
         at = f"{path}[{i}]"
-        if not _s(column.get("name")):
+        if not as_str(column.get("name")):
             errs.append(FieldError.required(f"{at}.name", ""))
-        kind = _s(column.get("type"))
+        kind = as_str(column.get("type"))
         if not kind:
             errs.append(
                 FieldError.required(f"{at}.type", "must be one of " + ",".join(_PRINTER_TYPES))
             )
         elif kind not in _PRINTER_TYPES:
             errs.append(FieldError.not_supported(f"{at}.type", kind, _PRINTER_TYPES))
-        fmt = _s(column.get("format"))
+        fmt = as_str(column.get("format"))
         if fmt and fmt not in _PRINTER_FORMATS:
             errs.append(FieldError.not_supported(f"{at}.format", fmt, _PRINTER_FORMATS))
-        if not _s(column.get("jsonPath")):
+        if not as_str(column.get("jsonPath")):
             errs.append(FieldError.required(f"{at}.JSONPath", ""))
     return errs
 
 
 def _validate_stored_versions(obj: Obj, versions: list[Any]) -> Errors:
-    stored = _l(_d(obj.get("status")).get("storedVersions"))
+    stored = as_list(as_dict(obj.get("status")).get("storedVersions"))
     if not stored:
         return [
             FieldError.invalid(
@@ -2244,8 +2202,8 @@ def _validate_stored_versions(obj: Obj, versions: list[Any]) -> Errors:
     errs: Errors = []
     remaining = {v: i for i, v in enumerate(stored) if isinstance(v, str)}
     for version in versions:
-        name = _s(_d(version).get("name"))
-        if _d(version).get("storage") is True and name not in remaining:
+        name = as_str(as_dict(version).get("name"))
+        if as_dict(version).get("storage") is True and name not in remaining:
             errs.append(
                 FieldError.invalid(
                     "status.storedVersions",
@@ -2270,12 +2228,12 @@ def _validate_stored_versions(obj: Obj, versions: list[Any]) -> Errors:
 def validate_crd(obj: Obj) -> list[FieldError]:
     """A CustomResourceDefinition's names, group, scope and versions (the schemas are
     checked with the structural rules elsewhere)."""
-    spec = _d(obj.get("spec"))
-    names = _d(spec.get("names"))
-    group = _s(spec.get("group"))
-    name = _s(_d(obj.get("metadata")).get("name"))
+    spec = as_dict(obj.get("spec"))
+    names = as_dict(spec.get("names"))
+    group = as_str(spec.get("group"))
+    name = as_str(as_dict(obj.get("metadata")).get("name"))
     errs: Errors = []
-    if name and name != f"{_s(names.get('plural'))}.{group}":
+    if name and name != f"{as_str(names.get('plural'))}.{group}":
         errs.append(
             FieldError.invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
         )
@@ -2287,12 +2245,12 @@ def validate_crd(obj: Obj) -> list[FieldError]:
         errs.append(
             FieldError.invalid("spec.group", group, "should be a domain with at least one dot")
         )
-    scope = _s(spec.get("scope"))
+    scope = as_str(spec.get("scope"))
     if not scope:
         errs.append(FieldError.required("spec.scope", ""))
     elif scope not in ("Cluster", "Namespaced"):
         errs.append(FieldError.not_supported("spec.scope", scope, ("Cluster", "Namespaced")))
-    versions = _l(spec.get("versions"))
+    versions = as_list(spec.get("versions"))
     if not versions:
         errs.append(
             FieldError.required(
@@ -2303,9 +2261,9 @@ def validate_crd(obj: Obj) -> list[FieldError]:
     seen: set[str] = set()
     unique = True
     for i, version in enumerate(versions):
-        version = _d(version)
+        version = as_dict(version)
         at = f"spec.versions[{i}]"
-        version_name = _s(version.get("name"))
+        version_name = as_str(version.get("name"))
         if version.get("storage") is True:
             storage += 1
         if version_name in seen:
@@ -2316,7 +2274,7 @@ def validate_crd(obj: Obj) -> list[FieldError]:
                 FieldError.invalid(f"{at}.name", version_name, _dns1035_joined(version_name))
             )
         errs += _validate_printer_columns(
-            _l(version.get("additionalPrinterColumns")), f"{at}.additionalPrinterColumns"
+            as_list(version.get("additionalPrinterColumns")), f"{at}.additionalPrinterColumns"
         )
     if versions and not unique:
         errs.append(
@@ -2333,8 +2291,8 @@ def validate_crd(obj: Obj) -> list[FieldError]:
             )
         )
     errs += _validate_crd_names(names)
-    conversion = _d(spec.get("conversion"))
-    strategy = _s(conversion.get("strategy"))
+    conversion = as_dict(spec.get("conversion"))
+    strategy = as_str(conversion.get("strategy"))
     if not strategy:
         errs.append(FieldError.required("spec.conversion.strategy", ""))
     elif strategy not in ("None", "Webhook"):
@@ -2345,7 +2303,7 @@ def validate_crd(obj: Obj) -> list[FieldError]:
         # Checked as apiextensions validates its internal type, whose field paths
         # (webhookClientConfig, conversionReviewVersions under spec.conversion) its messages
         # name.
-        webhook = _d(conversion.get("webhook"))
+        webhook = as_dict(conversion.get("webhook"))
         if webhook.get("clientConfig") is None:
             errs.append(
                 FieldError.required(
@@ -2358,15 +2316,15 @@ def validate_crd(obj: Obj) -> list[FieldError]:
                 webhook["clientConfig"], "spec.conversion.webhookClientConfig"
             )
         errs += admission_configuration.validate_review_versions(
-            _l(webhook.get("conversionReviewVersions")),
+            as_list(webhook.get("conversionReviewVersions")),
             "spec.conversion.conversionReviewVersions",
             required="",
         )
     elif conversion.get("webhook") is not None:
-        webhook = _d(conversion.get("webhook"))
+        webhook = as_dict(conversion.get("webhook"))
         for field, present in (
             ("webhookClientConfig", webhook.get("clientConfig") is not None),
-            ("conversionReviewVersions", bool(_l(webhook.get("conversionReviewVersions")))),
+            ("conversionReviewVersions", bool(as_list(webhook.get("conversionReviewVersions")))),
         ):
             if present:
                 errs.append(
@@ -2381,25 +2339,25 @@ def validate_crd(obj: Obj) -> list[FieldError]:
 
 def _is_established(crd: Obj) -> bool:
     return any(
-        _d(c).get("type") == "Established" and _d(c).get("status") == "True"
-        for c in _l(_d(crd.get("status")).get("conditions"))
+        as_dict(c).get("type") == "Established" and as_dict(c).get("status") == "True"
+        for c in as_list(as_dict(crd.get("status")).get("conditions"))
     )
 
 
 def validate_crd_update(obj: Obj, old: Obj) -> list[FieldError]:
     """An update of a CRD: group and plural are fixed; scope and kind too once established."""
     errs = validate_crd(obj)
-    spec, old_spec = _d(obj.get("spec")), _d(old.get("spec"))
-    names, old_names = _d(spec.get("names")), _d(old_spec.get("names"))
+    spec, old_spec = as_dict(obj.get("spec")), as_dict(old.get("spec"))
+    names, old_names = as_dict(spec.get("names")), as_dict(old_spec.get("names"))
     if _is_established(old):
         if spec.get("scope") != old_spec.get("scope"):
-            errs.append(immutable("spec.scope", _s(spec.get("scope"))))
+            errs.append(immutable("spec.scope", as_str(spec.get("scope"))))
         if names.get("kind") != old_names.get("kind"):
-            errs.append(immutable("spec.names.kind", _s(names.get("kind"))))
+            errs.append(immutable("spec.names.kind", as_str(names.get("kind"))))
     if spec.get("group") != old_spec.get("group"):
-        errs.append(immutable("spec.group", _s(spec.get("group"))))
+        errs.append(immutable("spec.group", as_str(spec.get("group"))))
     if names.get("plural") != old_names.get("plural"):
-        errs.append(immutable("spec.names.plural", _s(names.get("plural"))))
+        errs.append(immutable("spec.names.plural", as_str(names.get("plural"))))
     return errs
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 
 from kubeforge.api import validation as crv
+from kubeforge.api.access import meta_of
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_annotations, validate_labels
 from kubeforge.apiserver.admission.client import (
@@ -294,13 +295,8 @@ def _json_type(value: Any) -> str:
     return "array" if isinstance(value, list) else "null"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
-
-
 def _identity_mismatch(original: Mapping[str, Any], converted: Mapping[str, Any]) -> str | None:
-    before, after = _meta(original), _meta(converted)
+    before, after = meta_of(original), meta_of(converted)
     for field_name, label in (("name", "name"), ("namespace", "namespace"), ("uid", "UID")):
         a, b = before.get(field_name) or "", after.get(field_name) or ""
         if a != b:
@@ -316,7 +312,7 @@ def _restore_metadata(original: Mapping[str, Any], converted: dict[str, Any]) ->
         return "missing metadata in converted object"
     if not isinstance(answered, dict):
         return f"invalid metadata of type {_go_type(answered)} in converted object"
-    restored = orjson.loads(orjson.dumps(_meta(original)))
+    restored = orjson.loads(orjson.dumps(meta_of(original)))
     for key, path in (("labels", "metadata.labels"), ("annotations", "metadata.annotation")):
         value = answered.get(key)
         if value is None:

@@ -13,9 +13,9 @@ from typing import Any
 
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.structural import structural_errors
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.conversion import CRDConversion
-from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import ResourceType, ScalePaths, Subresource
 from kubeforge.apiserver.rest import Rest, run_now

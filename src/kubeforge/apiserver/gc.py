@@ -23,9 +23,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType

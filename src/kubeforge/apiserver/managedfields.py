@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from datetime import datetime
 from typing import Any
 
 import orjson
 
 from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.timestamps import parse_time_or_none
 from kubeforge.apiserver.patch import json_copy, json_equal
 
 __all__ = [
@@ -954,12 +954,8 @@ def _is_reset(value: Any) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _seconds(time: str | None) -> int:
-    if not time:
-        return 0
-    try:
-        return int(datetime.fromisoformat(time.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return 0
+    moment = parse_time_or_none(time)
+    return 0 if moment is None else int(moment.timestamp())
 
 
 def _cap_updaters(entries: list[_Entry]) -> list[_Entry]:

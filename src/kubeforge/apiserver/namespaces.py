@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.gc import CONTROLLER_AGENT, StorageTypes, WorkQueue, controller_call
-from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.rest import Rest, run_now

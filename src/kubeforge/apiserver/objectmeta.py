@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import secrets
 import threading
-import time
 from typing import Any
+
+from kubeforge.api.timestamps import now_rfc3339
 
 __all__ = [
     "SYSTEM_FIELDS",
@@ -15,7 +15,6 @@ __all__ = [
     "fill_system_fields",
     "generate_name",
     "new_uid",
-    "now_rfc3339",
     "spec_changed",
 ]
 
@@ -30,21 +29,6 @@ SYSTEM_FIELDS = (
 )
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-
-_last_second = 0
-_last_text = ""
-
-
-def now_rfc3339() -> str:
-    """The current time as Kubernetes writes `metav1.Time` (seconds, UTC, `Z`)."""
-    global _last_second, _last_text
-    second = int(time.time())
-    if second != _last_second:  # formatting once a second keeps it off the write path
-        stamp = dt.datetime.fromtimestamp(second, dt.UTC)
-        _last_text = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
-        _last_second = second
-    return _last_text
 
 
 def generate_name(base: str) -> str:

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.durations import age, human_duration, parse_time
+from kubeforge.api.access import as_dict, as_int, as_list, meta_of, name_of
+from kubeforge.api.durations import age, human_duration
 from kubeforge.api.selectors import SelectorError, selector_from_dict
+from kubeforge.api.timestamps import parse_time_or_none
 
 __all__ = [
     "Column",
@@ -77,57 +79,28 @@ CONTAINERS = Column("Containers", "string", "Names of the containers in the pod 
 IMAGES = Column("Images", "string", "Images of the containers in the pod template.", 1)
 
 
-def _d(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _d(obj.get("metadata"))
-
-
-def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
 def _age(obj: Obj, now: datetime) -> str:
-    return age(_meta(obj).get("creationTimestamp"), now)
+    return age(meta_of(obj).get("creationTimestamp"), now)
 
 
 def _since(timestamp: Any, now: datetime) -> str:
     return age(timestamp if isinstance(timestamp, str) else None, now)
 
 
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return parse_time(value)
-    except ValueError:
-        return None
-
-
 def _container_cells(pod_spec: Any) -> tuple[str, str]:
-    containers = _l(_d(pod_spec).get("containers"))
-    names = ",".join(str(_d(c).get("name") or "") for c in containers)
-    images = ",".join(str(_d(c).get("image") or "") for c in containers)
+    containers = as_list(as_dict(pod_spec).get("containers"))
+    names = ",".join(str(as_dict(c).get("name") or "") for c in containers)
+    images = ",".join(str(as_dict(c).get("image") or "") for c in containers)
     return names, images
 
 
 def _template_spec(obj: Obj) -> Mapping[str, Any]:
-    return _d(_d(_d(obj.get("spec")).get("template")).get("spec"))
+    return as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("spec"))
 
 
 def format_labels(labels: Any) -> str:
     """`a=b,c=d` sorted by key, or `<none>`."""
-    labels = _d(labels)
+    labels = as_dict(labels)
     if not labels:
         return "<none>"
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
@@ -138,14 +111,14 @@ _SELECTOR_OPS = {"In": " in ", "NotIn": " notin "}
 
 def _selector_string(selector: Any) -> str | None:
     """A structured label selector as selector text; None when it is malformed."""
-    selector = _d(selector)
+    selector = as_dict(selector)
     reqs: list[tuple[str, str]] = []
-    for key, value in _d(selector.get("matchLabels")).items():
+    for key, value in as_dict(selector.get("matchLabels")).items():
         reqs.append((key, f"{key}={value}"))
-    for expr in _l(selector.get("matchExpressions")):
-        expr = _d(expr)
+    for expr in as_list(selector.get("matchExpressions")):
+        expr = as_dict(expr)
         key, op = str(expr.get("key") or ""), expr.get("operator")
-        values = sorted(str(v) for v in _l(expr.get("values")))
+        values = sorted(str(v) for v in as_list(expr.get("values")))
         if op in _SELECTOR_OPS:
             if not values:
                 return None
@@ -196,8 +169,8 @@ def _with_more(items: list[str], total: int, limit: int, empty: str) -> str:
 
 def _lb_ingress(status: Any) -> str:
     found = set()
-    for entry in _l(_d(_d(status).get("loadBalancer")).get("ingress")):
-        entry = _d(entry)
+    for entry in as_list(as_dict(as_dict(status).get("loadBalancer")).get("ingress")):
+        entry = as_dict(entry)
         if entry.get("ip"):
             found.add(str(entry["ip"]))
         elif entry.get("hostname"):
@@ -206,8 +179,8 @@ def _lb_ingress(status: Any) -> str:
 
 
 def _first_condition_true(conditions: Any, kind: str) -> bool:
-    for cond in _l(conditions):
-        cond = _d(cond)
+    for cond in as_list(conditions):
+        cond = as_dict(cond)
         if cond.get("type") == kind:
             return bool(cond.get("status") == "True")
     return False
@@ -236,11 +209,11 @@ _NODE_LOST = "NodeLost"
 
 
 def _is_restartable(container: Any) -> bool:
-    return _d(container).get("restartPolicy") == "Always"
+    return as_dict(container).get("restartPolicy") == "Always"
 
 
 def _later(current: datetime | None, state: Any) -> datetime | None:
-    finished = _time(_d(_d(state).get("terminated")).get("finishedAt"))
+    finished = parse_time_or_none(as_dict(as_dict(state).get("terminated")).get("finishedAt"))
     if finished is not None and (current is None or finished > current):
         return finished
     return current
@@ -250,18 +223,18 @@ def _terminated_reason(terminated: Mapping[str, Any], prefix: str) -> str:
     reason = terminated.get("reason")
     if reason:
         return f"{prefix}{reason}"
-    signal = _int(terminated.get("signal"))
+    signal = as_int(terminated.get("signal"), 0)
     if signal:
         return f"{prefix}Signal:{signal}"
-    return f"{prefix}ExitCode:{_int(terminated.get('exitCode'))}"
+    return f"{prefix}ExitCode:{as_int(terminated.get('exitCode'), 0)}"
 
 
 def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
     """The READY, STATUS and RESTARTS cells of a pod, as `kubectl get pods` shows them."""
-    spec, status = _d(pod.get("spec")), _d(pod.get("status"))
-    init_specs = _l(spec.get("initContainers"))
-    restartable = {str(_d(c).get("name")) for c in init_specs if _is_restartable(c)}
-    total = len(_l(spec.get("containers"))) + len(restartable)
+    spec, status = as_dict(pod.get("spec")), as_dict(pod.get("status"))
+    init_specs = as_list(spec.get("initContainers"))
+    restartable = {str(as_dict(c).get("name")) for c in init_specs if _is_restartable(c)}
+    total = len(as_list(spec.get("containers"))) + len(restartable)
     ready = 0
     restarts = restartable_restarts = 0
     last_restart: datetime | None = None
@@ -269,25 +242,25 @@ def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
 
     phase = str(status.get("phase") or "")
     reason = str(status.get("reason") or phase)
-    conditions = _l(status.get("conditions"))
+    conditions = as_list(status.get("conditions"))
     for cond in conditions:
-        cond = _d(cond)
+        cond = as_dict(cond)
         if cond.get("type") == "PodScheduled" and cond.get("reason") == "SchedulingGated":
             reason = "SchedulingGated"
 
     initializing = False
-    for i, cs in enumerate(_l(status.get("initContainerStatuses"))):
-        cs = _d(cs)
-        count = _int(cs.get("restartCount"))
+    for i, cs in enumerate(as_list(status.get("initContainerStatuses"))):
+        cs = as_dict(cs)
+        count = as_int(cs.get("restartCount"), 0)
         restarts += count
         last_restart = _later(last_restart, cs.get("lastState"))
         is_sidecar = cs.get("name") in restartable
         if is_sidecar:
             restartable_restarts += count
             last_restartable_restart = _later(last_restartable_restart, cs.get("lastState"))
-        state = _d(cs.get("state"))
+        state = as_dict(cs.get("state"))
         terminated, waiting = state.get("terminated"), state.get("waiting")
-        if isinstance(terminated, Mapping) and _int(terminated.get("exitCode")) == 0:
+        if isinstance(terminated, Mapping) and as_int(terminated.get("exitCode"), 0) == 0:
             continue
         if is_sidecar and cs.get("started") is True:
             if cs.get("ready"):
@@ -309,11 +282,11 @@ def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
     if not initializing or _first_condition_true(conditions, "Initialized"):
         restarts, last_restart = restartable_restarts, last_restartable_restart
         has_running = False
-        for cs in reversed(_l(status.get("containerStatuses"))):
-            cs = _d(cs)
-            restarts += _int(cs.get("restartCount"))
+        for cs in reversed(as_list(status.get("containerStatuses"))):
+            cs = as_dict(cs)
+            restarts += as_int(cs.get("restartCount"), 0)
             last_restart = _later(last_restart, cs.get("lastState"))
-            state = _d(cs.get("state"))
+            state = as_dict(cs.get("state"))
             terminated, waiting = state.get("terminated"), state.get("waiting")
             if isinstance(waiting, Mapping) and waiting.get("reason"):
                 reason = str(waiting["reason"])
@@ -326,7 +299,7 @@ def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
         if reason == "Completed" and has_running:
             reason = "Running" if _first_condition_true(conditions, "Ready") else "NotReady"
 
-    if _meta(pod).get("deletionTimestamp"):
+    if meta_of(pod).get("deletionTimestamp"):
         if status.get("reason") == _NODE_LOST:
             reason = "Unknown"
         elif phase not in ("Succeeded", "Failed"):
@@ -340,21 +313,23 @@ def pod_status(pod: Obj, now: datetime) -> tuple[str, str, str]:
 
 
 def _pod_cells(pod: Obj, now: datetime) -> Cells:
-    spec, status = _d(pod.get("spec")), _d(pod.get("status"))
+    spec, status = as_dict(pod.get("spec")), as_dict(pod.get("status"))
     ready, reason, restarts = pod_status(pod, now)
-    ips = _l(status.get("podIPs"))
-    pod_ip = str(_d(ips[0]).get("ip") or "") if ips else ""
-    gates = _l(spec.get("readinessGates"))
+    ips = as_list(status.get("podIPs"))
+    pod_ip = str(as_dict(ips[0]).get("ip") or "") if ips else ""
+    gates = as_list(spec.get("readinessGates"))
     gates_text = "<none>"
     if gates:
         by_type: dict[str, Any] = {}
-        for cond in _l(status.get("conditions")):
-            cond = _d(cond)
+        for cond in as_list(status.get("conditions")):
+            cond = as_dict(cond)
             by_type.setdefault(str(cond.get("type")), cond.get("status"))
-        passed = sum(1 for g in gates if by_type.get(str(_d(g).get("conditionType"))) == "True")
+        passed = sum(
+            1 for g in gates if by_type.get(str(as_dict(g).get("conditionType"))) == "True"
+        )
         gates_text = f"{passed}/{len(gates)}"
     return [
-        _name(pod),
+        name_of(pod),
         ready,
         reason,
         restarts,
@@ -367,7 +342,7 @@ def _pod_cells(pod: Obj, now: datetime) -> Cells:
 
 
 def _pod_conditions(pod: Obj) -> list[dict[str, Any]] | None:
-    phase = _d(pod.get("status")).get("phase")
+    phase = as_dict(pod.get("status")).get("phase")
     if phase == "Succeeded":
         message = "The pod has completed successfully."
     elif phase == "Failed":
@@ -382,19 +357,24 @@ def _pod_conditions(pod: Obj) -> list[dict[str, Any]] | None:
 
 
 def _pod_template_cells(obj: Obj, now: datetime) -> Cells:
-    template = _d(obj.get("template"))
+    template = as_dict(obj.get("template"))
     names, images = _container_cells(template.get("spec"))
-    return [_name(obj), names, images, format_labels(_d(template.get("metadata")).get("labels"))]
+    return [
+        name_of(obj),
+        names,
+        images,
+        format_labels(as_dict(template.get("metadata")).get("labels")),
+    ]
 
 
 def _replication_controller_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     names, images = _container_cells(_template_spec(obj))
     return [
-        _name(obj),
-        _int(spec.get("replicas", 1)),
-        _int(status.get("replicas")),
-        _int(status.get("readyReplicas")),
+        name_of(obj),
+        as_int(spec.get("replicas", 1), 0),
+        as_int(status.get("replicas"), 0),
+        as_int(status.get("readyReplicas"), 0),
         _age(obj, now),
         names,
         images,
@@ -405,18 +385,18 @@ def _replication_controller_cells(obj: Obj, now: datetime) -> Cells:
 def _format_service_ports(ports: list[Any]) -> str:
     pieces = []
     for port in ports:
-        port = _d(port)
+        port = as_dict(port)
         protocol = port.get("protocol") or "TCP"
-        node_port = _int(port.get("nodePort"))
+        node_port = as_int(port.get("nodePort"), 0)
         if node_port > 0:
-            pieces.append(f"{_int(port.get('port'))}:{node_port}/{protocol}")
+            pieces.append(f"{as_int(port.get('port'), 0)}:{node_port}/{protocol}")
         else:
-            pieces.append(f"{_int(port.get('port'))}/{protocol}")
+            pieces.append(f"{as_int(port.get('port'), 0)}/{protocol}")
     return ",".join(pieces)
 
 
 def _service_external_ip(spec: Mapping[str, Any], status: Any, kind: str) -> str:
-    external = [str(ip) for ip in _l(spec.get("externalIPs"))]
+    external = [str(ip) for ip in as_list(spec.get("externalIPs"))]
     if kind in ("ClusterIP", "NodePort"):
         return ",".join(external) if external else "<none>"
     if kind == "LoadBalancer":
@@ -430,15 +410,15 @@ def _service_external_ip(spec: Mapping[str, Any], status: Any, kind: str) -> str
 
 
 def _service_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     kind = str(spec.get("type") or "ClusterIP")
-    cluster_ips = _l(spec.get("clusterIPs"))
+    cluster_ips = as_list(spec.get("clusterIPs"))
     return [
-        _name(obj),
+        name_of(obj),
         kind,
         str(cluster_ips[0]) if cluster_ips else "<none>",
         _service_external_ip(spec, obj.get("status"), kind),
-        _format_service_ports(_l(spec.get("ports"))) or "<none>",
+        _format_service_ports(as_list(spec.get("ports"))) or "<none>",
         _age(obj, now),
         format_labels(spec.get("selector")),
     ]
@@ -454,9 +434,9 @@ def _endpoints_text(subsets: list[Any]) -> str:
     limit, count, more = 3, 0, False
     items: list[str] = []
     for subset in subsets:
-        subset = _d(subset)
-        addresses = [str(_d(a).get("ip") or "") for a in _l(subset.get("addresses"))]
-        ports = _l(subset.get("ports"))
+        subset = as_dict(subset)
+        addresses = [str(as_dict(a).get("ip") or "") for a in as_list(subset.get("addresses"))]
+        ports = as_list(subset.get("ports"))
         if not ports:
             count += len(addresses)
             for ip in addresses:
@@ -471,13 +451,13 @@ def _endpoints_text(subsets: list[Any]) -> str:
                 if len(items) == limit:
                     more = True
                     break
-                items.append(_join_host_port(ip, _int(_d(port).get("port"))))
+                items.append(_join_host_port(ip, as_int(as_dict(port).get("port"), 0)))
     text = ",".join(items)
     return f"{text} + {count - limit} more..." if more else text
 
 
 def _endpoints_cells(obj: Obj, now: datetime) -> Cells:
-    return [_name(obj), _endpoints_text(_l(obj.get("subsets"))), _age(obj, now)]
+    return [name_of(obj), _endpoints_text(as_list(obj.get("subsets"))), _age(obj, now)]
 
 
 def _node_roles(labels: Mapping[str, Any]) -> str:
@@ -494,7 +474,7 @@ def _node_roles(labels: Mapping[str, Any]) -> str:
 
 def _node_address(addresses: list[Any], kind: str) -> str:
     for address in addresses:
-        address = _d(address)
+        address = as_dict(address)
         if address.get("type") == kind:
             return str(address.get("address") or "")
     return "<none>"
@@ -504,21 +484,21 @@ _ABSENT = object()
 
 
 def _node_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     ready: Any = _ABSENT
-    for cond in _l(status.get("conditions")):
-        cond = _d(cond)
+    for cond in as_list(status.get("conditions")):
+        cond = as_dict(cond)
         if cond.get("type") == "Ready":
             ready = cond.get("status")  # the last one wins, as in a map keyed by type
     states = ["Unknown"] if ready is _ABSENT else ["Ready" if ready == "True" else "NotReady"]
     if spec.get("unschedulable"):
         states.append("SchedulingDisabled")
-    info = _d(status.get("nodeInfo"))
-    addresses = _l(status.get("addresses"))
+    info = as_dict(status.get("nodeInfo"))
+    addresses = as_list(status.get("addresses"))
     return [
-        _name(obj),
+        name_of(obj),
         ",".join(states),
-        _node_roles(_d(_meta(obj).get("labels"))),
+        _node_roles(as_dict(meta_of(obj).get("labels"))),
         _age(obj, now),
         str(info.get("kubeletVersion") or ""),
         _node_address(addresses, "InternalIP"),
@@ -546,13 +526,13 @@ def _event_cells(obj: Obj, now: datetime) -> Cells:
     series = obj.get("series")
     if isinstance(series, Mapping):
         last = _since(series.get("lastObservedTime"), now)
-        count = _int(series.get("count"))
+        count = as_int(series.get("count"), 0)
     else:
-        count = _int(_first(obj, "count", "deprecatedCount")) or 1
-    involved = _d(_first(obj, "involvedObject", "regarding"))
+        count = as_int(_first(obj, "count", "deprecatedCount"), 0) or 1
+    involved = as_dict(_first(obj, "involvedObject", "regarding"))
     kind = str(involved.get("kind") or "").lower()
     target = f"{kind}/{involved['name']}" if involved.get("name") else kind
-    source = _d(_first(obj, "source", "deprecatedSource"))
+    source = as_dict(_first(obj, "source", "deprecatedSource"))
     component = source.get("component") or _first(obj, "reportingComponent", "reportingController")
     instance = source.get("host") or obj.get("reportingInstance")
     source_text = f"{component or ''}, {instance}" if instance else str(component or "")
@@ -567,33 +547,33 @@ def _event_cells(obj: Obj, now: datetime) -> Cells:
         message,
         first,
         count,
-        _name(obj),
+        name_of(obj),
     ]
 
 
 def _namespace_cells(obj: Obj, now: datetime) -> Cells:
-    return [_name(obj), str(_d(obj.get("status")).get("phase") or ""), _age(obj, now)]
+    return [name_of(obj), str(as_dict(obj.get("status")).get("phase") or ""), _age(obj, now)]
 
 
 def _secret_cells(obj: Obj, now: datetime) -> Cells:
     return [
-        _name(obj),
+        name_of(obj),
         str(obj.get("type") or ""),
-        len(_d(obj.get("data"))),
+        len(as_dict(obj.get("data"))),
         _age(obj, now),
     ]
 
 
 def _config_map_cells(obj: Obj, now: datetime) -> Cells:
     return [
-        _name(obj),
-        len(_d(obj.get("data"))) + len(_d(obj.get("binaryData"))),
+        name_of(obj),
+        len(as_dict(obj.get("data"))) + len(as_dict(obj.get("binaryData"))),
         _age(obj, now),
     ]
 
 
 def _service_account_cells(obj: Obj, now: datetime) -> Cells:
-    return [_name(obj), len(_l(obj.get("secrets"))), _age(obj, now)]
+    return [name_of(obj), len(as_list(obj.get("secrets"))), _age(obj, now)]
 
 
 _ACCESS_MODES = (
@@ -605,7 +585,7 @@ _ACCESS_MODES = (
 
 
 def _access_modes(modes: Any) -> str:
-    present = set(_l(modes))
+    present = set(as_list(modes))
     return ",".join(short for mode, short in _ACCESS_MODES if mode in present)
 
 
@@ -613,24 +593,24 @@ _BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 
 
 def _volume_class(obj: Obj) -> str:
-    annotations = _d(_meta(obj).get("annotations"))
+    annotations = as_dict(meta_of(obj).get("annotations"))
     if _BETA_STORAGE_CLASS in annotations:
         return str(annotations[_BETA_STORAGE_CLASS])
-    return str(_d(obj.get("spec")).get("storageClassName") or "")
+    return str(as_dict(obj.get("spec")).get("storageClassName") or "")
 
 
 def _persistent_volume_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     claim = spec.get("claimRef")
     claim_text = ""
     if isinstance(claim, Mapping):
         claim_text = f"{claim.get('namespace') or ''}/{claim.get('name') or ''}"
     phase = str(status.get("phase") or "")
-    if _meta(obj).get("deletionTimestamp"):
+    if meta_of(obj).get("deletionTimestamp"):
         phase = "Terminating"
     return [
-        _name(obj),
-        _quantity(_d(spec.get("capacity")).get("storage")),
+        name_of(obj),
+        _quantity(as_dict(spec.get("capacity")).get("storage")),
         _access_modes(spec.get("accessModes")),
         str(spec.get("persistentVolumeReclaimPolicy") or ""),
         phase,
@@ -644,17 +624,17 @@ def _persistent_volume_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _persistent_volume_claim_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     phase = str(status.get("phase") or "")
-    if _meta(obj).get("deletionTimestamp"):
+    if meta_of(obj).get("deletionTimestamp"):
         phase = "Terminating"
     volume = str(spec.get("volumeName") or "")
     capacity = access = ""
     if volume:
         access = _access_modes(status.get("accessModes"))
-        capacity = _quantity(_d(status.get("capacity")).get("storage"))
+        capacity = _quantity(as_dict(status.get("capacity")).get("storage"))
     return [
-        _name(obj),
+        name_of(obj),
         phase,
         volume,
         capacity,
@@ -667,14 +647,14 @@ def _persistent_volume_claim_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _resource_quota_cells(obj: Obj, now: datetime) -> Cells:
-    status = _d(obj.get("status"))
-    hard, used = _d(status.get("hard")), _d(status.get("used"))
+    status = as_dict(obj.get("status"))
+    hard, used = as_dict(status.get("hard")), as_dict(status.get("used"))
     requests: list[str] = []
     limits: list[str] = []
     for resource in sorted(hard):
         target = limits if resource.split(".")[0] == "limits" and "." in resource else requests
         target.append(f"{resource}: {_quantity(used.get(resource))}/{_quantity(hard[resource])}")
-    return [_name(obj), ", ".join(requests), ", ".join(limits), _age(obj, now)]
+    return [name_of(obj), ", ".join(requests), ", ".join(limits), _age(obj, now)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -682,14 +662,14 @@ def _resource_quota_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _deployment_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     names, images = _container_cells(_template_spec(obj))
     selector = _selector_string(spec.get("selector")) if spec.get("selector") else ""
     return [
-        _name(obj),
-        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas', 1))}",
-        _int(status.get("updatedReplicas")),
-        _int(status.get("availableReplicas")),
+        name_of(obj),
+        f"{as_int(status.get('readyReplicas'), 0)}/{as_int(spec.get('replicas', 1), 0)}",
+        as_int(status.get("updatedReplicas"), 0),
+        as_int(status.get("availableReplicas"), 0),
         _age(obj, now),
         names,
         images,
@@ -698,13 +678,13 @@ def _deployment_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _replica_set_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     names, images = _container_cells(_template_spec(obj))
     return [
-        _name(obj),
-        _int(spec.get("replicas", 1)),
-        _int(status.get("replicas")),
-        _int(status.get("readyReplicas")),
+        name_of(obj),
+        as_int(spec.get("replicas", 1), 0),
+        as_int(status.get("replicas"), 0),
+        as_int(status.get("readyReplicas"), 0),
         _age(obj, now),
         names,
         images,
@@ -713,11 +693,11 @@ def _replica_set_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _stateful_set_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     names, images = _container_cells(_template_spec(obj))
     return [
-        _name(obj),
-        f"{_int(status.get('readyReplicas'))}/{_int(spec.get('replicas', 1))}",
+        name_of(obj),
+        f"{as_int(status.get('readyReplicas'), 0)}/{as_int(spec.get('replicas', 1), 0)}",
         _age(obj, now),
         names,
         images,
@@ -725,16 +705,16 @@ def _stateful_set_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _daemon_set_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     pod_spec = _template_spec(obj)
     names, images = _container_cells(pod_spec)
     return [
-        _name(obj),
-        _int(status.get("desiredNumberScheduled")),
-        _int(status.get("currentNumberScheduled")),
-        _int(status.get("numberReady")),
-        _int(status.get("updatedNumberScheduled")),
-        _int(status.get("numberAvailable")),
+        name_of(obj),
+        as_int(status.get("desiredNumberScheduled"), 0),
+        as_int(status.get("currentNumberScheduled"), 0),
+        as_int(status.get("numberReady"), 0),
+        as_int(status.get("updatedNumberScheduled"), 0),
+        as_int(status.get("numberAvailable"), 0),
         format_labels(pod_spec.get("nodeSelector")),
         _age(obj, now),
         names,
@@ -745,14 +725,14 @@ def _daemon_set_cells(obj: Obj, now: datetime) -> Cells:
 
 def _controller_revision_cells(obj: Obj, now: datetime) -> Cells:
     controller = "<none>"
-    for ref in _l(_meta(obj).get("ownerReferences")):
-        ref = _d(ref)
+    for ref in as_list(meta_of(obj).get("ownerReferences")):
+        ref = as_dict(ref)
         if ref.get("controller") is True:
             kind = _lower_group_kind(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
             name = str(ref.get("name") or "")
             controller = f"{kind}/{name}" if kind else name
             break
-    return [_name(obj), controller, _int(obj.get("revision")), _age(obj, now)]
+    return [name_of(obj), controller, as_int(obj.get("revision"), 0), _age(obj, now)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,14 +740,15 @@ def _controller_revision_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _job_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
-    succeeded = _int(status.get("succeeded"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    succeeded = as_int(status.get("succeeded"), 0)
     if spec.get("completions") is not None:
-        completions = f"{succeeded}/{_int(spec.get('completions'))}"
+        completions = f"{succeeded}/{as_int(spec.get('completions'), 0)}"
     else:
-        parallelism = _int(spec.get("parallelism"))
+        parallelism = as_int(spec.get("parallelism"), 0)
         completions = f"{succeeded}/1 of {parallelism}" if parallelism > 1 else f"{succeeded}/1"
-    started, finished = _time(status.get("startTime")), _time(status.get("completionTime"))
+    started = parse_time_or_none(status.get("startTime"))
+    finished = parse_time_or_none(status.get("completionTime"))
     duration = ""
     if started is not None:
         end = finished if finished is not None else now
@@ -777,7 +758,7 @@ def _job_cells(obj: Obj, now: datetime) -> Cells:
         state = "Complete"
     elif _first_condition_true(conditions, "Failed"):
         state = "Failed"
-    elif _meta(obj).get("deletionTimestamp"):
+    elif meta_of(obj).get("deletionTimestamp"):
         state = "Terminating"
     elif _first_condition_true(conditions, "Suspended"):
         state = "Suspended"
@@ -787,7 +768,7 @@ def _job_cells(obj: Obj, now: datetime) -> Cells:
         state = "Running"
     names, images = _container_cells(_template_spec(obj))
     return [
-        _name(obj),
+        name_of(obj),
         state,
         completions,
         duration,
@@ -799,17 +780,17 @@ def _job_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _cron_job_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
-    job_spec = _d(_d(spec.get("jobTemplate")).get("spec"))
-    names, images = _container_cells(_d(_d(job_spec.get("template")).get("spec")))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    job_spec = as_dict(as_dict(spec.get("jobTemplate")).get("spec"))
+    names, images = _container_cells(as_dict(as_dict(job_spec.get("template")).get("spec")))
     suspend = spec.get("suspend")
     last = status.get("lastScheduleTime")
     return [
-        _name(obj),
+        name_of(obj),
         str(spec.get("schedule") or ""),
         spec.get("timeZone") or "<none>",
         "<unset>" if suspend is None else ("True" if suspend else "False"),
-        len(_l(status.get("active"))),
+        len(as_list(status.get("active"))),
         _since(last, now) if last else "<none>",
         _age(obj, now),
         names,
@@ -826,9 +807,9 @@ def _metric_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
     kind = spec.get("type")
     if kind in ("External", "Object"):
         key = "external" if kind == "External" else "object"
-        target = _d(_d(spec.get(key)).get("target"))
+        target = as_dict(as_dict(spec.get(key)).get("target"))
         current_status = status.get(key)
-        current = _d(_d(current_status).get("current"))
+        current = as_dict(as_dict(current_status).get("current"))
         if target.get("averageValue") is not None:
             value = "<unknown>"
             if isinstance(current_status, Mapping) and current.get("averageValue") is not None:
@@ -839,18 +820,18 @@ def _metric_text(spec: Mapping[str, Any], status: Mapping[str, Any]) -> str:
             value = _quantity_ref(current.get("value"))
         return f"{value}/{_quantity_ref(target.get('value'))}"
     if kind == "Pods":
-        target = _d(_d(spec.get("pods")).get("target"))
+        target = as_dict(as_dict(spec.get("pods")).get("target"))
         value = "<unknown>"
         if isinstance(status.get("pods"), Mapping):
-            value = _quantity_ref(_d(status["pods"].get("current")).get("averageValue"))
+            value = _quantity_ref(as_dict(status["pods"].get("current")).get("averageValue"))
         return f"{value}/{_quantity_ref(target.get('averageValue'))}"
     if kind in ("Resource", "ContainerResource"):
         key = "resource" if kind == "Resource" else "containerResource"
-        source = _d(spec.get(key))
-        target = _d(source.get("target"))
+        source = as_dict(spec.get(key))
+        target = as_dict(source.get("target"))
         name = str(source.get("name") or "")
         current_status = status.get(key)
-        current = _d(_d(current_status).get("current"))
+        current = as_dict(as_dict(current_status).get("current"))
         if target.get("averageValue") is not None:
             value = "<unknown>"
             if isinstance(current_status, Mapping):
@@ -871,7 +852,7 @@ def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
         return "<none>"
     limit = 2
     items = [
-        _metric_text(_d(spec), _d(statuses[i]) if i < len(statuses) else {})
+        _metric_text(as_dict(spec), as_dict(statuses[i]) if i < len(statuses) else {})
         for i, spec in enumerate(specs)
     ]
     text = ", ".join(items[:limit])
@@ -881,16 +862,16 @@ def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
 
 
 def _hpa_cells(obj: Obj, now: datetime) -> Cells:
-    spec, status = _d(obj.get("spec")), _d(obj.get("status"))
-    ref = _d(spec.get("scaleTargetRef"))
+    spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
+    ref = as_dict(spec.get("scaleTargetRef"))
     minimum = spec.get("minReplicas")
     return [
-        _name(obj),
+        name_of(obj),
         f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
-        _hpa_metrics(_l(spec.get("metrics")), _l(status.get("currentMetrics"))),
+        _hpa_metrics(as_list(spec.get("metrics")), as_list(status.get("currentMetrics"))),
         "<unset>" if minimum is None else str(minimum),
-        _int(spec.get("maxReplicas")),
-        _int(status.get("currentReplicas")),
+        as_int(spec.get("maxReplicas"), 0),
+        as_int(status.get("currentReplicas"), 0),
         _age(obj, now),
     ]
 
@@ -905,7 +886,7 @@ def _ingress_hosts(rules: list[Any]) -> str:
     for rule in rules:
         if len(hosts) == limit:
             more = True
-        host = _d(rule).get("host")
+        host = as_dict(rule).get("host")
         if not more and host:
             hosts.append(str(host))
     if not hosts:
@@ -915,19 +896,19 @@ def _ingress_hosts(rules: list[Any]) -> str:
 
 
 def _ingress_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     return [
-        _name(obj),
+        name_of(obj),
         spec.get("ingressClassName") or "<none>",
-        _ingress_hosts(_l(spec.get("rules"))),
+        _ingress_hosts(as_list(spec.get("rules"))),
         _lb_ingress(obj.get("status")),
-        "80, 443" if _l(spec.get("tls")) else "80",
+        "80, 443" if as_list(spec.get("tls")) else "80",
         _age(obj, now),
     ]
 
 
 def _ingress_class_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     params = spec.get("parameters")
     text = "<none>"
     if isinstance(params, Mapping):
@@ -935,19 +916,19 @@ def _ingress_class_cells(obj: Obj, now: datetime) -> Cells:
         if params.get("apiGroup") is not None:
             text += f".{params['apiGroup']}"
         text += f"/{params.get('name') or ''}"
-    return [_name(obj), str(spec.get("controller") or ""), text, _age(obj, now)]
+    return [name_of(obj), str(spec.get("controller") or ""), text, _age(obj, now)]
 
 
 def _network_policy_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
-    return [_name(obj), format_label_selector(spec.get("podSelector") or {}), _age(obj, now)]
+    spec = as_dict(obj.get("spec"))
+    return [name_of(obj), format_label_selector(spec.get("podSelector") or {}), _age(obj, now)]
 
 
 def _endpoint_slice_cells(obj: Obj, now: datetime) -> Cells:
     limit = 3
     ports = []
-    for port in _l(obj.get("ports")):
-        port = _d(port)
+    for port in as_list(obj.get("ports")):
+        port = as_dict(port)
         if port.get("port") is not None:
             ports.append(str(port["port"]))
         elif port.get("name") is not None:
@@ -956,11 +937,11 @@ def _endpoint_slice_cells(obj: Obj, now: datetime) -> Cells:
             ports.append("*")
     addresses = [
         str(address)
-        for endpoint in _l(obj.get("endpoints"))
-        for address in _l(_d(endpoint).get("addresses"))
+        for endpoint in as_list(obj.get("endpoints"))
+        for address in as_list(as_dict(endpoint).get("addresses"))
     ]
     return [
-        _name(obj),
+        name_of(obj),
         str(obj.get("addressType") or ""),
         _with_more(ports[:limit], len(ports), limit, "<unset>"),
         _with_more(addresses[:limit], len(addresses), limit, "<unset>"),
@@ -969,21 +950,21 @@ def _endpoint_slice_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _pdb_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     low, high = spec.get("minAvailable"), spec.get("maxUnavailable")
     return [
-        _name(obj),
+        name_of(obj),
         "N/A" if low is None else _int_or_string(low),
         "N/A" if high is None else _int_or_string(high),
-        _int(_d(obj.get("status")).get("disruptionsAllowed")),
+        as_int(as_dict(obj.get("status")).get("disruptionsAllowed"), 0),
         _age(obj, now),
     ]
 
 
 def _priority_class_cells(obj: Obj, now: datetime) -> Cells:
     return [
-        _name(obj),
-        _int(obj.get("value")),
+        name_of(obj),
+        as_int(obj.get("value"), 0),
         bool(obj.get("globalDefault")),
         _age(obj, now),
         str(obj.get("preemptionPolicy") or ""),
@@ -991,8 +972,8 @@ def _priority_class_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _storage_class_cells(obj: Obj, now: datetime) -> Cells:
-    annotations = _d(_meta(obj).get("annotations"))
-    name = _name(obj)
+    annotations = as_dict(meta_of(obj).get("annotations"))
+    name = name_of(obj)
     if (
         annotations.get("storageclass.kubernetes.io/is-default-class") == "true"
         or annotations.get("storageclass.beta.kubernetes.io/is-default-class") == "true"
@@ -1009,15 +990,15 @@ def _storage_class_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _lease_cells(obj: Obj, now: datetime) -> Cells:
-    holder = _d(obj.get("spec")).get("holderIdentity")
-    return [_name(obj), "" if holder is None else str(holder), _age(obj, now)]
+    holder = as_dict(obj.get("spec")).get("holderIdentity")
+    return [name_of(obj), "" if holder is None else str(holder), _age(obj, now)]
 
 
 def _binding_cells(obj: Obj, now: datetime) -> Cells:
-    ref = _d(obj.get("roleRef"))
+    ref = as_dict(obj.get("roleRef"))
     users, groups, accounts = [], [], []
-    for subject in _l(obj.get("subjects")):
-        subject = _d(subject)
+    for subject in as_list(obj.get("subjects")):
+        subject = as_dict(subject)
         kind, name = subject.get("kind"), str(subject.get("name") or "")
         if kind == "ServiceAccount":
             accounts.append(f"{subject.get('namespace') or ''}/{name}")
@@ -1026,7 +1007,7 @@ def _binding_cells(obj: Obj, now: datetime) -> Cells:
         elif kind == "Group":
             groups.append(name)
     return [
-        _name(obj),
+        name_of(obj),
         f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
         _age(obj, now),
         ", ".join(users),
@@ -1036,20 +1017,20 @@ def _binding_cells(obj: Obj, now: datetime) -> Cells:
 
 
 def _webhook_configuration_cells(obj: Obj, now: datetime) -> Cells:
-    return [_name(obj), len(_l(obj.get("webhooks"))), _age(obj, now)]
+    return [name_of(obj), len(as_list(obj.get("webhooks"))), _age(obj, now)]
 
 
 def _admission_policy_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     param = spec.get("paramKind")
     kind = "<unset>"
     if isinstance(param, dict):
         kind = f"{param.get('apiVersion', '')}/{param.get('kind', '')}"
-    return [_name(obj), len(_l(spec.get("validations"))), kind, _age(obj, now)]
+    return [name_of(obj), len(as_list(spec.get("validations"))), kind, _age(obj, now)]
 
 
 def _admission_policy_binding_cells(obj: Obj, now: datetime) -> Cells:
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     ref = spec.get("paramRef")
     param = "<unset>"
     if isinstance(ref, dict):
@@ -1061,7 +1042,7 @@ def _admission_policy_binding_cells(obj: Obj, now: datetime) -> Cells:
                 param = str(selector_from_dict(ref["selector"]))
             except (SelectorError, KeyError, TypeError):
                 param = "<invalid>"
-    return [_name(obj), spec.get("policyName", ""), param, _age(obj, now)]
+    return [name_of(obj), spec.get("policyName", ""), param, _age(obj, now)]
 
 
 # ---------------------------------------------------------------------------------------------

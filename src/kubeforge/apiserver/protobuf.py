@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge.api.timestamps import format_micro_time, format_time
 from kubeforge.apiserver.errors import StatusError
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "decode_protobuf", "go_duration"]
@@ -391,8 +392,8 @@ def _special(buf: bytes, start: int, end: int, field: _Field, tables: _Tables) -
             return _OMIT
         moment = _EPOCH + timedelta(seconds=seconds)
         if code == _TIME:
-            return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{nanos // 1000:06d}Z"
+            return format_time(moment)
+        return format_micro_time(moment + timedelta(microseconds=nanos // 1000))
     if code == _QUANTITY:
         text = _only_bytes(buf, start, end, 1).decode("utf-8", "replace")
         return text or "0"

@@ -26,8 +26,10 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubeforge.api.access import name_of
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
+from kubeforge.api.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver import managedfields, nesting, patch, preconditions
 from kubeforge.apiserver.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
 from kubeforge.apiserver.call import Call
@@ -39,7 +41,6 @@ from kubeforge.apiserver.objectmeta import (
     carry_system_fields,
     fill_system_fields,
     generate_name,
-    now_rfc3339,
     spec_changed,
 )
 from kubeforge.apiserver.queryparams import query_flag
@@ -230,7 +231,7 @@ class Rest:
                 raise StatusError.invalid(
                     rt.group,
                     rt.kind,
-                    _name_of(obj),
+                    name_of(obj),
                     [FieldError.invalid("kind", kind, f"must be {rt.kind}")],
                 )
             raise StatusError.bad_request(
@@ -841,14 +842,6 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-def _name_of(obj: Any) -> str:
-    if isinstance(obj, dict):
-        meta = obj.get("metadata")
-        if isinstance(meta, dict):
-            return str(meta.get("name") or "")
-    return ""
-
-
 def _status_only(
     obj: dict[str, Any], old: dict[str, Any], keep_annotations: bool = False
 ) -> dict[str, Any]:
@@ -923,5 +916,4 @@ def _grace_period(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]
 
 
 def _deletion_time(grace: int) -> str:
-    when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace)
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace))

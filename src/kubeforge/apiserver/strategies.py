@@ -14,6 +14,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubeforge.api.access import as_dict
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_builtin_finalizers
 from kubeforge.apiserver import defaults
@@ -85,10 +86,6 @@ STATUS_ON_CREATE: dict[tuple[str, str], Obj] = {
 }
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 class Strategy:
     """The per-kind hooks of the write path. This base changes nothing and finds no errors,
     which is right for CRD-defined kinds (their schema does that work)."""
@@ -151,7 +148,7 @@ class BuiltinStrategy(Strategy):
 
     def prepare_create(self, obj: Obj) -> None:
         if self._status is not None:
-            obj["status"] = {**copy.deepcopy(self._status), **_d(obj.get("status"))}
+            obj["status"] = {**copy.deepcopy(self._status), **as_dict(obj.get("status"))}
 
     def prepare_status_update(self, obj: Obj, old: Obj) -> None:
         if self._status is not None:
@@ -176,7 +173,7 @@ class BuiltinStrategy(Strategy):
 
 
 def _finalizer_errors(obj: Obj) -> list[FieldError]:
-    finalizers = _d(obj.get("metadata")).get("finalizers")
+    finalizers = as_dict(obj.get("metadata")).get("finalizers")
     if not finalizers:
         return []
     return validate_builtin_finalizers(finalizers, "metadata.finalizers")
@@ -257,7 +254,7 @@ class PodStrategy(BuiltinStrategy):
     def prepare_status_update(self, obj: Obj, old: Obj) -> None:
         # The QoS class is fixed at creation; a status without one keeps the old.
         status = obj.get("status")
-        old_qos = _d(old.get("status")).get("qosClass")
+        old_qos = as_dict(old.get("status")).get("qosClass")
         if isinstance(status, dict) and not status.get("qosClass") and old_qos:
             status["qosClass"] = old_qos
 
@@ -311,7 +308,9 @@ def _copy_template_labels(obj: Obj) -> None:
     # Reading a Job back applies its defaults again: an object without labels takes the
     # (by then generated) labels of its pod template.
     meta = obj.get("metadata")
-    labels = _d(_d(_d(obj.get("spec")).get("template")).get("metadata")).get("labels")
+    labels = as_dict(as_dict(as_dict(obj.get("spec")).get("template")).get("metadata")).get(
+        "labels"
+    )
     if isinstance(meta, dict) and not meta.get("labels") and isinstance(labels, dict) and labels:
         meta["labels"] = dict(labels)
 
@@ -336,7 +335,7 @@ class JobStrategy(BuiltinStrategy):
 
     @staticmethod
     def _generate_selector(obj: Obj, spec: Obj) -> None:
-        meta = _d(obj.get("metadata"))
+        meta = as_dict(obj.get("metadata"))
         uid = str(meta.get("uid") or "")
         name = str(meta.get("name") or "")
         template = spec.get("template")
@@ -345,7 +344,7 @@ class JobStrategy(BuiltinStrategy):
         template_meta = template.get("metadata")
         if not isinstance(template_meta, dict):
             template_meta = template["metadata"] = {}
-        labels = dict(_d(template_meta.get("labels")))
+        labels = dict(as_dict(template_meta.get("labels")))
         generated = {
             JOB_UID_LABEL: uid,
             "batch.kubernetes.io/job-name": name,
@@ -376,7 +375,7 @@ class DeploymentStrategy(BuiltinStrategy):
 
     def prepare_update(self, obj: Obj, old: Obj) -> None:
         meta = obj.get("metadata")
-        old_meta = _d(old.get("metadata"))
+        old_meta = as_dict(old.get("metadata"))
         if not isinstance(meta, dict):
             return
         if (meta.get("annotations") or {}) != (old_meta.get("annotations") or {}):
@@ -411,7 +410,7 @@ class ServiceStrategy(BuiltinStrategy):
 
     def prepare_update(self, obj: Obj, old: Obj) -> None:
         spec = obj.get("spec")
-        old_spec = _d(old.get("spec"))
+        old_spec = as_dict(old.get("spec"))
         if not isinstance(spec, dict):
             return
         kinds = (spec.get("type"), old_spec.get("type"))
@@ -442,7 +441,7 @@ class ServiceStrategy(BuiltinStrategy):
 
 
 def _storage_version(crd: Obj) -> str | None:
-    versions = _d(crd.get("spec")).get("versions")
+    versions = as_dict(crd.get("spec")).get("versions")
     for version in versions if isinstance(versions, list) else ():
         if isinstance(version, dict) and version.get("storage") is True:
             name = version.get("name")

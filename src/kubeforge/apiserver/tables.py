@@ -17,8 +17,10 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kubeforge.api.durations import format_time, human_duration, parse_time
+from kubeforge.api.access import name_of
+from kubeforge.api.durations import human_duration
 from kubeforge.api.jsonpath import JSONPath, JSONPathError, compile_path
+from kubeforge.api.timestamps import format_time, parse_time
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.printers import NAME, Column, Printer, printer_for
 from kubeforge.apiserver.resource import ResourceType
@@ -41,11 +43,6 @@ class _Convertor(Protocol):
     def row(
         self, obj: Mapping[str, Any], now: datetime
     ) -> tuple[list[Any], list[dict[str, Any]] | None]: ...
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
 
 
 class _PrinterConvertor:
@@ -77,7 +74,7 @@ class _DefaultConvertor:
     ) -> tuple[list[Any], list[dict[str, Any]] | None]:
         meta = obj.get("metadata")
         created = meta.get("creationTimestamp") if isinstance(meta, Mapping) else None
-        return [_name(obj), _utc_timestamp(created)], None
+        return [name_of(obj), _utc_timestamp(created)], None
 
 
 def _utc_timestamp(value: Any) -> str:
@@ -133,7 +130,7 @@ class _CrdConvertor:
     def row(
         self, obj: Mapping[str, Any], now: datetime
     ) -> tuple[list[Any], list[dict[str, Any]] | None]:
-        cells: list[Any] = [_name(obj)]
+        cells: list[Any] = [name_of(obj)]
         for kind, path in self.columns:
             found = path.find(obj)
             cells.append(_crd_cell(kind, found[0], now) if found else None)

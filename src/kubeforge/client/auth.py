@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from kubeforge.api.timestamps import parse_time
+
 __all__ = [
     "EXEC_API_VERSIONS",
     "CredentialError",
@@ -328,14 +330,12 @@ def _timestamp(value: Any) -> datetime | None:
     if not isinstance(value, str):
         raise CredentialError(f"exec plugin returned an invalid expirationTimestamp: {value!r}")
     try:
-        stamp = datetime.fromisoformat(value)
+        # metav1.Time: RFC 3339, so always with a time zone.
+        return parse_time(value)
     except ValueError as exc:
         raise CredentialError(
             f"exec plugin returned an invalid expirationTimestamp {value!r}: {exc}"
         ) from exc
-    if stamp.tzinfo is None:
-        raise CredentialError(f"exec plugin expirationTimestamp {value!r} has no time zone")
-    return stamp
 
 
 class ServiceAccountToken:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubeforge.api.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
 from kubeforge.client.client import Client
 from kubeforge.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubeforge.cluster.containers import (
@@ -49,14 +50,6 @@ ALLOCATION_LOCK = "kubeforge-pod-cidr-allocation"
 LOCK_SECONDS = 15.0
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _micro_now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _architecture() -> str:
     machine = platform.machine().lower()
     return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(machine, machine or "amd64")
@@ -74,9 +67,8 @@ def _node_subnet(pod_cidr: str, index: int) -> ipaddress.IPv4Network | ipaddress
 
 def _age(micro_time: str) -> float:
     """Seconds since a MicroTime (`2024-01-01T00:00:00.000000Z`); large when unreadable."""
-    try:
-        then = datetime.strptime(micro_time, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-    except ValueError:
+    then = parse_time_or_none(micro_time)
+    if then is None:
         return float("inf")
     return (datetime.now(UTC) - then).total_seconds()
 
@@ -131,7 +123,7 @@ class SimulatedNode:
         self._finished = asyncio.Event()
         self._running = False
         self._node_uid = ""
-        self._started_at = _now()
+        self._started_at = now_rfc3339()
         self._closing: set[asyncio.Task[None]] = set()
 
     # running ----------------------------------------------------------------------------------
@@ -289,7 +281,7 @@ class SimulatedNode:
         """Run `action` while holding a Lease named `name` as a mutex."""
         kind = "coordination.k8s.io/v1/Lease"
         while True:
-            now = _micro_now()
+            now = now_micro_time()
             lease = {
                 "apiVersion": "coordination.k8s.io/v1",
                 "kind": "Lease",
@@ -379,7 +371,7 @@ class SimulatedNode:
         self.events.record(node_ref, "Normal", "Starting", "Starting kubelet.")
 
     def _node_status(self) -> dict[str, Any]:
-        now = _now()
+        now = now_rfc3339()
         options = self.options
         resources = {
             "cpu": options.node_cpu,
@@ -471,7 +463,7 @@ class SimulatedNode:
         spec = {
             "holderIdentity": self.name,
             "leaseDurationSeconds": LEASE_SECONDS,
-            "renewTime": _micro_now(),
+            "renewTime": now_micro_time(),
         }
         kind = "coordination.k8s.io/v1/Lease"
         try:

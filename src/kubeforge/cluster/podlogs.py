@@ -12,8 +12,8 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
-from datetime import UTC, datetime
 
+from kubeforge.api.timestamps import format_nano_time
 from kubeforge.apiserver.subresources import LogRequest
 
 __all__ = ["MAX_BYTES", "PodLogs"]
@@ -103,9 +103,7 @@ class _Container:
 
 def _stamp(nanos: int) -> bytes:
     """RFC 3339 with nanoseconds, as the kubelet prefixes lines with `timestamps=true`."""
-    seconds, fraction = divmod(nanos, 1_000_000_000)
-    when = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    return f"{when}.{fraction:09d}Z ".encode()
+    return f"{format_nano_time(nanos)} ".encode()
 
 
 class PodLogs:

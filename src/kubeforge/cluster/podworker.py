@@ -18,11 +18,11 @@ import hashlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from kubeforge.api.timestamps import now_rfc3339, parse_time_or_none
 from kubeforge.client.errors import ApiError, Conflict, NotFound
 from kubeforge.cluster.commandline import container_argv, full_image
 from kubeforge.cluster.containers import (
@@ -58,10 +58,6 @@ KUBELET_CONDITIONS = (
 )
 FIELD_MANAGER = "kubelet"
 PROBES = ("startupProbe", "livenessProbe", "readinessProbe")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _go_duration(seconds: float) -> str:
@@ -305,7 +301,7 @@ class PodWorker:
 
     async def _work(self) -> None:
         """From scheduled to finished (or running until deleted)."""
-        self.start_time = self.start_time or _now()
+        self.start_time = self.start_time or now_rfc3339()
         if not self.pod_ip:
             if self.spec.get("hostNetwork"):
                 self.pod_ip = self.node.address
@@ -420,7 +416,7 @@ class PodWorker:
         image = str(slot.spec.get("image") or "")
         slot.container_id = f"kubeforge://{secrets.token_hex(32)}"
         self.node.logs.start(self.namespace, self.name, slot.name)
-        started = _now()
+        started = now_rfc3339()
         slot.state = {"running": {"startedAt": started}}
         slot.started = True
         slot.ready = False
@@ -588,7 +584,7 @@ class PodWorker:
             "exitCode": code,
             "reason": reason,
             "startedAt": started,
-            "finishedAt": _now(),
+            "finishedAt": now_rfc3339(),
             "containerID": slot.container_id,
         }
         if message:
@@ -699,7 +695,7 @@ class PodWorker:
     ) -> dict[str, Any]:
         status = "True" if ok else "False"
         previous = self.transitions.get(kind)
-        when = previous[1] if previous is not None and previous[0] == status else _now()
+        when = previous[1] if previous is not None and previous[0] == status else now_rfc3339()
         self.transitions[kind] = (status, when)
         condition: dict[str, Any] = {
             "type": kind,
@@ -821,9 +817,7 @@ class PodWorker:
 
 
 def _elapsed(start: Any, end: Any) -> float:
-    try:
-        a = datetime.strptime(str(start), "%Y-%m-%dT%H:%M:%SZ")
-        b = datetime.strptime(str(end), "%Y-%m-%dT%H:%M:%SZ")
-    except ValueError:
+    a, b = parse_time_or_none(start), parse_time_or_none(end)
+    if a is None or b is None:
         return 0.0
     return (b - a).total_seconds()

@@ -10,10 +10,11 @@ aware datetime.
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeAlias
 
 from kubeforge.api.meta import Condition
+from kubeforge.api.timestamps import format_time, now, parse_time
 
 __all__ = [
     "ConditionLike",
@@ -38,23 +39,16 @@ _FIELDS = (
 _ATTR = dict(_FIELDS)
 
 
-def _now() -> datetime:
-    # metav1.Time is serialised with whole seconds.
-    return datetime.now(UTC).replace(microsecond=0)
-
-
 def _format_time(value: Any) -> Any:
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value
+    """A datetime as metav1.Time text; anything else (text already) as it is."""
+    return format_time(value) if isinstance(value, datetime) else value
 
 
 def _parse_time(value: Any) -> datetime | None:
+    """Text as the datetime a model holds; None and datetimes as they are."""
     if value is None or isinstance(value, datetime):
         return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return parse_time(str(value))
 
 
 def _fields(condition: ConditionLike) -> dict[str, Any]:
@@ -120,14 +114,14 @@ def set_status_condition(conditions: list[Any], condition: ConditionLike) -> boo
     if existing is None:
         added = _same_form(conditions, condition)
         if not new["lastTransitionTime"]:
-            _put(added, "lastTransitionTime", _now())
+            _put(added, "lastTransitionTime", now())
         conditions.append(added)
         return True
     old = _fields(existing)
     changed = False
     if old["status"] != new["status"]:
         _put(existing, "status", new["status"])
-        _put(existing, "lastTransitionTime", new["lastTransitionTime"] or _now())
+        _put(existing, "lastTransitionTime", new["lastTransitionTime"] or now())
         changed = True
     for field in ("reason", "message", "observedGeneration"):
         if old[field] != new[field]:

@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kubeforge.api.access import api_version_kind, get_meta
 from kubeforge.api.meta import KubeObject
+from kubeforge.api.timestamps import now_micro_time
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import Writer
-from kubeforge.runtime._access import api_version_kind, get_meta
-from kubeforge.runtime._timefmt import micro_time
 
 __all__ = [
     "EVENT_KIND",
@@ -264,7 +264,7 @@ class EventRecorder:
 
     async def _repeat(self, series: _Series) -> dict[str, Any]:
         count = series.count + 1
-        patch = {"series": {"count": count, "lastObservedTime": micro_time()}}
+        patch = {"series": {"count": count, "lastObservedTime": now_micro_time()}}
         updated: dict[str, Any] = await self.client.patch(
             EVENT_KIND, series.name or "", patch, namespace=series.namespace
         )
@@ -288,7 +288,7 @@ class EventRecorder:
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": name, "namespace": regarding.get("namespace") or "default"},
-            "eventTime": micro_time(),
+            "eventTime": now_micro_time(),
             "regarding": regarding,
             "reason": reason,
             "note": note,

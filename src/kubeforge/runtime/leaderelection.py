@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubeforge.api.timestamps import now_micro_time
 from kubeforge.client.client import Client
 from kubeforge.client.errors import NotFound
-from kubeforge.runtime._timefmt import micro_time
 
 __all__ = ["JITTER_FACTOR", "LEASE_KIND", "LeaderElector", "LeadershipLost", "default_identity"]
 
@@ -259,7 +259,7 @@ class LeaderElector:
         return self._stopping.is_set()
 
     async def _try_acquire_or_renew(self) -> bool:
-        now = micro_time()
+        now = now_micro_time()
         record = _Record(self.identity, self._duration_seconds, now, now, 0)
 
         # Fast path: a leader whose view is fresh writes straight over the Lease it knows.
@@ -340,7 +340,7 @@ class LeaderElector:
         """Hand the Lease back (empty holder, one-second term) so a successor need not wait."""
         if not self._holds() or self._observed is None:
             return
-        now = micro_time()
+        now = now_micro_time()
         record = _Record("", 1, now, now, self._observed.transitions)
         try:
             await asyncio.wait_for(self._update(record), self.renew_deadline)

@@ -18,7 +18,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Final, Protocol
+from typing import Final
 
 from prometheus_client import (
     CollectorRegistry,
@@ -41,7 +41,6 @@ __all__ = [
     "REST_CLIENT_DURATION_BUCKETS",
     "ControllerMetrics",
     "Metrics",
-    "QueueMetrics",
     "QueueMetricsAdapter",
     "WebhookMetricsAdapter",
     "format_float",
@@ -89,29 +88,6 @@ _UNFINISHED_HELP = (
 )
 _LONGEST_HELP = "How many seconds has the longest running processor for workqueue been running."
 _QUEUE_LABELS = ("name", "controller")
-
-
-class QueueMetrics(Protocol):
-    """What a work queue reports; one instance per queue.
-
-    Depth moves only through :meth:`depth`: the queue calls ``add`` and ``depth(p, +1)`` when an
-    item becomes ready, and ``depth(p, -1)`` and ``get`` when a worker takes it.
-    """
-
-    def add(self, priority: int) -> None:
-        """An item entered the ready queue at ``priority`` (workqueue_adds_total)."""
-
-    def get(self, priority: int, queued_seconds: float) -> None:
-        """An item at ``priority`` went to a worker after ``queued_seconds`` ready."""
-
-    def done(self, work_seconds: float) -> None:
-        """A worker finished an item it held for ``work_seconds``."""
-
-    def retry(self) -> None:
-        """An item was added with a non-zero delay (workqueue_retries_total)."""
-
-    def depth(self, priority: int, delta: int) -> None:
-        """The number of ready items at ``priority`` changed by ``delta`` (workqueue_depth)."""
 
 
 class QueueMetricsAdapter:
@@ -543,7 +519,8 @@ class Metrics:
     # -- work queues -------------------------------------------------------------------------
 
     def queue_metrics(self, controller: str) -> QueueMetricsAdapter:
-        """The QueueMetrics of ``controller``'s queue; the same adapter for the same name."""
+        """The QueueMetrics (the work queue's protocol) of ``controller``'s queue; the same
+        adapter for the same name."""
         adapter = self._queues.get(controller)
         if adapter is None:
             with self._bind_lock:

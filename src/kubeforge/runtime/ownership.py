@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.meta import KubeObject, split_api_version
-from kubeforge.runtime._access import (
+from kubeforge.api.access import (
     api_version_kind,
     get_meta,
     get_owner_references,
     set_owner_references,
 )
+from kubeforge.api.meta import KubeObject, split_api_version
 
 __all__ = [
     "AlreadyOwnedError",

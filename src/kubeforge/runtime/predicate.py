@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubeforge.api.access import meta_of
 from kubeforge.api.selectors import LabelSelector
 
 __all__ = [
@@ -26,11 +27,6 @@ __all__ = [
 ]
 
 Obj = Mapping[str, Any]
-
-
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
 
 
 class Predicate:
@@ -76,28 +72,28 @@ class GenerationChanged(Predicate):
     edits (and not resyncs)."""
 
     def update(self, old: Obj, new: Obj) -> bool:
-        return _meta(old).get("generation") != _meta(new).get("generation")
+        return meta_of(old).get("generation") != meta_of(new).get("generation")
 
 
 class ResourceVersionChanged(Predicate):
     """Updates only when the resourceVersion changed (drops resyncs)."""
 
     def update(self, old: Obj, new: Obj) -> bool:
-        return _meta(old).get("resourceVersion") != _meta(new).get("resourceVersion")
+        return meta_of(old).get("resourceVersion") != meta_of(new).get("resourceVersion")
 
 
 class LabelsChanged(Predicate):
     """Updates only when labels changed."""
 
     def update(self, old: Obj, new: Obj) -> bool:
-        return (_meta(old).get("labels") or {}) != (_meta(new).get("labels") or {})
+        return (meta_of(old).get("labels") or {}) != (meta_of(new).get("labels") or {})
 
 
 class AnnotationsChanged(Predicate):
     """Updates only when annotations changed."""
 
     def update(self, old: Obj, new: Obj) -> bool:
-        return (_meta(old).get("annotations") or {}) != (_meta(new).get("annotations") or {})
+        return (meta_of(old).get("annotations") or {}) != (meta_of(new).get("annotations") or {})
 
 
 class LabelSelectorPredicate(Predicate):
@@ -107,7 +103,7 @@ class LabelSelectorPredicate(Predicate):
         self.selector = LabelSelector.parse(selector) if isinstance(selector, str) else selector
 
     def _match(self, obj: Obj) -> bool:
-        return self.selector.matches(_meta(obj).get("labels"))
+        return self.selector.matches(meta_of(obj).get("labels"))
 
     def create(self, obj: Obj) -> bool:
         return self._match(obj)

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Coroutine
 from enum import StrEnum
 from typing import Any, TypeVar, overload
 
+from kubeforge.api.access import client_kind, get_meta, json_copy
 from kubeforge.client.client import adopt
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import ObjectClient, SyncObjectClient
-from kubeforge.runtime._access import client_kind, get_meta, json_copy
 from kubeforge.runtime._steps import ClientCall, Steps, UserCall, drive
 
 __all__ = ["Mutate", "OperationResult", "create_or_patch", "create_or_update", "merge_patch"]

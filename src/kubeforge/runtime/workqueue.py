@@ -56,14 +56,19 @@ class ShutDown(Exception):
 
 
 class QueueMetrics(Protocol):
-    """Receives the queue's events; a Prometheus adapter turns them into `workqueue_*` series."""
+    """What a work queue reports, one instance per queue; the Prometheus adapter
+    (`kubeforge.runtime.metrics.QueueMetricsAdapter`) turns it into `workqueue_*` series.
+
+    Depth moves only through `depth`: the queue calls `add` and `depth(p, +1)` when an item
+    becomes ready, and `depth(p, -1)` and `get` when a worker takes it.
+    """
 
     def add(self, priority: int) -> None:
-        """An item entered the ready queue (`workqueue_adds_total`)."""
+        """An item entered the ready queue at `priority` (`workqueue_adds_total`)."""
         ...
 
     def get(self, priority: int, queued_seconds: float) -> None:
-        """An item was handed to a worker after being ready for `queued_seconds`."""
+        """An item at `priority` went to a worker after `queued_seconds` ready."""
         ...
 
     def done(self, work_seconds: float) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from kubeforge.api.access import name_of
 from kubeforge.api.fielderror import FieldError, invalid_details, invalid_message
 from kubeforge.webhook.review import AdmissionRequest, AdmissionResponse
 
@@ -137,7 +138,7 @@ class InvalidObject(Denied):
 
     def status(self, request: AdmissionRequest) -> dict[str, Any]:
         group, kind = request.kind.group, request.kind.kind
-        name = request.name or _name_of(request.object) or _name_of(request.old_object)
+        name = request.name or name_of(request.object) or name_of(request.old_object)
         return {
             "metadata": {},
             "status": "Failure",
@@ -146,12 +147,6 @@ class InvalidObject(Denied):
             "details": invalid_details(group, kind, name, self.errors),
             "code": 422,
         }
-
-
-def _name_of(obj: dict[str, Any] | None) -> str:
-    meta = (obj or {}).get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    return name if isinstance(name, str) else ""
 
 
 def _api_status(error: BaseException) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubeforge.api.access import as_dict, as_int, as_list, as_str
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import (
     go_string_slice,
@@ -79,22 +80,6 @@ _CEL_RESERVED = frozenset(
 _MESSAGE_VARIABLES = tuple(v for v in POLICY_VARIABLES if v != "authorizer")
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _s(value: Any) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _each(messages: Iterable[str], path: str, value: Any) -> Errors:
     return [FieldError.invalid(path, value, m) for m in messages]
 
@@ -140,7 +125,7 @@ def _resources(resources: list[Any], path: str) -> Errors:
     wildcard_res: set[str] = set()  # y of */y
     double = single = plain = False
     for i, item in enumerate(resources):
-        item = _s(item)
+        item = as_str(item)
         if not item:
             errs.append(FieldError.required(f"{path}[{i}]", ""))
             continue
@@ -187,7 +172,7 @@ def _resources(resources: list[Any], path: str) -> Errors:
 
 
 def _rule(rule: Obj, path: str) -> Errors:
-    operations = _l(rule.get("operations"))
+    operations = as_list(rule.get("operations"))
     errs: Errors = []
     if not operations:
         errs.append(FieldError.required(f"{path}.operations", ""))
@@ -202,13 +187,13 @@ def _rule(rule: Obj, path: str) -> Errors:
     for i, operation in enumerate(operations):
         if operation not in _OPERATIONS:
             errs.append(FieldError.not_supported(f"{path}.operations[{i}]", operation, _OPERATIONS))
-    errs += _wildcard_list(_l(rule.get("apiGroups")), f"{path}.apiGroups", "API groups")
-    versions = _l(rule.get("apiVersions"))
+    errs += _wildcard_list(as_list(rule.get("apiGroups")), f"{path}.apiGroups", "API groups")
+    versions = as_list(rule.get("apiVersions"))
     errs += _wildcard_list(versions, f"{path}.apiVersions", "API versions")
     for i, version in enumerate(versions):
         if not version:
             errs.append(FieldError.required(f"{path}.apiVersions[{i}]", ""))
-    errs += _resources(_l(rule.get("resources")), f"{path}.resources")
+    errs += _resources(as_list(rule.get("resources")), f"{path}.resources")
     scope = rule.get("scope")
     if scope is not None and scope not in _SCOPES:
         errs.append(FieldError.not_supported(f"{path}.scope", scope, _SCOPES))
@@ -228,14 +213,14 @@ def _match_conditions(conditions: list[Any], path: str, variables: tuple[str, ..
         errs.append(FieldError.too_many(path, len(conditions), _MAX_MATCH_CONDITIONS))
     names: set[str] = set()
     for i, condition in enumerate(conditions):
-        condition = _d(condition)
+        condition = as_dict(condition)
         at = f"{path}[{i}]"
-        expression = _s(condition.get("expression"))
+        expression = as_str(condition.get("expression"))
         if not expression.strip():
             errs.append(FieldError.required(f"{at}.expression", ""))
         else:
             errs += _expression(expression.strip(), variables, f"{at}.expression")
-        name = _s(condition.get("name"))
+        name = as_str(condition.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         else:
@@ -289,7 +274,7 @@ def _service(service: Obj, path: str) -> Errors:
         errs.append(FieldError.required(f"{path}.name", "service name is required"))
     if not service.get("namespace"):
         errs.append(FieldError.required(f"{path}.namespace", "service namespace is required"))
-    port = _int(service.get("port"))
+    port = as_int(service.get("port"))
     if port is not None and not 1 <= port <= 65535:
         errs.append(FieldError.invalid(f"{path}.port", port, "port is not valid: " + _PORT_RANGE))
     url_path = service.get("path")
@@ -316,7 +301,7 @@ def _service(service: Obj, path: str) -> Errors:
 def validate_client_config(config: Any, path: str) -> Errors:
     """A webhook's clientConfig: exactly one of a valid `url` or `service` (admission
     webhooks and CRDs' conversion webhooks are checked alike)."""
-    config = _d(config)
+    config = as_dict(config)
     url, service = config.get("url"), config.get("service")
     if (url is None) == (service is None):
         return [FieldError.required(path, "exactly one of url or service is required")]
@@ -337,7 +322,7 @@ def validate_review_versions(
     errs: Errors = []
     seen: set[str] = set()
     for i, version in enumerate(versions):
-        version = _s(version)
+        version = as_str(version)
         if version in seen:
             errs.append(FieldError.invalid(f"{path}[{i}]", version, "duplicate version"))
             continue
@@ -355,13 +340,13 @@ def validate_review_versions(
 def _webhooks(obj: Obj, *, mutating: bool) -> Errors:
     errs: Errors = []
     names: set[str] = set()
-    for i, hook in enumerate(_l(obj.get("webhooks"))):
-        hook = _d(hook)
+    for i, hook in enumerate(as_list(obj.get("webhooks"))):
+        hook = as_dict(hook)
         at = f"webhooks[{i}]"
-        name = _s(hook.get("name"))
+        name = as_str(hook.get("name"))
         errs += _fully_qualified(name, f"{at}.name")
-        for j, rule in enumerate(_l(hook.get("rules"))):
-            errs += _rule(_d(rule), f"{at}.rules[{j}]")
+        for j, rule in enumerate(as_list(hook.get("rules"))):
+            errs += _rule(as_dict(rule), f"{at}.rules[{j}]")
         for key, allowed in (
             ("failurePolicy", ("Fail", "Ignore")),
             ("matchPolicy", ("Equivalent", "Exact")),
@@ -378,7 +363,7 @@ def _webhooks(obj: Obj, *, mutating: bool) -> Errors:
             errs.append(
                 FieldError.not_supported(f"{at}.sideEffects", side_effects, _NO_SIDE_EFFECTS)
             )
-        timeout = _int(hook.get("timeoutSeconds"))
+        timeout = as_int(hook.get("timeoutSeconds"))
         if timeout is not None and not 1 <= timeout <= 30:
             errs.append(
                 FieldError.invalid(
@@ -399,10 +384,10 @@ def _webhooks(obj: Obj, *, mutating: bool) -> Errors:
                 )
         errs += validate_client_config(hook.get("clientConfig"), f"{at}.clientConfig")
         errs += _match_conditions(
-            _l(hook.get("matchConditions")), f"{at}.matchConditions", WEBHOOK_VARIABLES
+            as_list(hook.get("matchConditions")), f"{at}.matchConditions", WEBHOOK_VARIABLES
         )
         errs += validate_review_versions(
-            _l(hook.get("admissionReviewVersions")), f"{at}.admissionReviewVersions"
+            as_list(hook.get("admissionReviewVersions")), f"{at}.admissionReviewVersions"
         )
         if name:
             if name in names:
@@ -427,8 +412,8 @@ def validate_validating_webhooks(obj: Obj) -> Errors:
 def _named_rule(rule: Obj, path: str) -> Errors:
     errs: Errors = []
     seen: set[str] = set()
-    for i, name in enumerate(_l(rule.get("resourceNames"))):
-        name = _s(name)
+    for i, name in enumerate(as_list(rule.get("resourceNames"))):
+        name = as_str(name)
         errs += _each(is_path_segment_name(name), f"{path}.resourceNames[{i}]", name)
         if name in seen:
             errs.append(FieldError.duplicate(f"{path}.resourceNames[{i}]", name))
@@ -451,14 +436,14 @@ def _match_resources(resources: Obj, path: str) -> Errors:
         else:
             errs += validate_label_selector(resources.get(key), f"{path}.{key}")
     for key in ("resourceRules", "excludeResourceRules"):
-        for i, rule in enumerate(_l(resources.get(key))):
-            errs += _named_rule(_d(rule), f"{path}.{key}[{i}]")
+        for i, rule in enumerate(as_list(resources.get(key))):
+            errs += _named_rule(as_dict(rule), f"{path}.{key}[{i}]")
     return errs
 
 
 def _param_kind(param: Obj, path: str) -> Errors:
     errs: Errors = []
-    api_version = _s(param.get("apiVersion"))
+    api_version = as_str(param.get("apiVersion"))
     if not api_version:
         errs.append(FieldError.required(f"{path}.apiVersion", ""))
     elif api_version.count("/") > 1:
@@ -479,7 +464,7 @@ def _param_kind(param: Obj, path: str) -> Errors:
             )
         elif problems := is_dns1035_label(version):
             errs.append(FieldError.invalid(f"{path}.apiVersion", version, ",".join(problems)))
-    kind = _s(param.get("kind"))
+    kind = as_str(param.get("kind"))
     if not kind:
         errs.append(FieldError.required(f"{path}.kind", ""))
     elif problems := is_dns1035_label(kind.lower()):
@@ -497,12 +482,12 @@ def _validation(
     validation: Obj, path: str, variables: tuple[str, ...], message_vars: tuple[str, ...]
 ) -> Errors:
     errs: Errors = []
-    expression = _s(validation.get("expression"))
+    expression = as_str(validation.get("expression"))
     if not expression.strip():
         errs.append(FieldError.required(f"{path}.expression", "expression is not specified"))
     else:
         errs += _expression(expression, variables, f"{path}.expression")
-    message_expression = _s(validation.get("messageExpression"))
+    message_expression = as_str(validation.get("messageExpression"))
     if message_expression and not message_expression.strip():
         errs.append(
             FieldError.invalid(
@@ -511,7 +496,7 @@ def _validation(
         )
     elif message_expression.strip():
         errs += _expression(message_expression, message_vars, f"{path}.messageExpression")
-    message = _s(validation.get("message"))
+    message = as_str(validation.get("message"))
     if message and not message.strip():
         errs.append(
             FieldError.invalid(f"{path}.message", message, "message must be non-empty if specified")
@@ -528,8 +513,8 @@ def _validation(
 
 def validate_admission_policy(obj: Obj) -> Errors:
     """A ValidatingAdmissionPolicy."""
-    spec = _d(obj.get("spec"))
-    name = _s(_d(obj.get("metadata")).get("name"))
+    spec = as_dict(obj.get("spec"))
+    name = as_str(as_dict(obj.get("metadata")).get("name"))
     errs: Errors = []
     failure = spec.get("failurePolicy")
     if failure is None:
@@ -538,7 +523,7 @@ def validate_admission_policy(obj: Obj) -> Errors:
         errs.append(FieldError.not_supported("spec.failurePolicy", failure, ("Fail", "Ignore")))
     has_params = isinstance(spec.get("paramKind"), dict)
     if has_params:
-        errs += _param_kind(_d(spec.get("paramKind")), "spec.paramKind")
+        errs += _param_kind(as_dict(spec.get("paramKind")), "spec.paramKind")
     variables = (
         POLICY_VARIABLES if has_params else tuple(v for v in POLICY_VARIABLES if v != "params")
     )
@@ -548,33 +533,35 @@ def validate_admission_policy(obj: Obj) -> Errors:
         errs.append(FieldError.required("spec.matchConstraints", ""))
     else:
         errs += _match_resources(constraints, "spec.matchConstraints")
-        if not _l(constraints.get("resourceRules")):
+        if not as_list(constraints.get("resourceRules")):
             errs.append(FieldError.required("spec.matchConstraints.resourceRules", ""))
-    errs += _match_conditions(_l(spec.get("matchConditions")), "spec.matchConditions", variables)
-    for i, variable in enumerate(_l(spec.get("variables"))):
-        variable = _d(variable)
+    errs += _match_conditions(
+        as_list(spec.get("matchConditions")), "spec.matchConditions", variables
+    )
+    for i, variable in enumerate(as_list(spec.get("variables"))):
+        variable = as_dict(variable)
         at = f"spec.variables[{i}]"
-        var_name = _s(variable.get("name"))
+        var_name = as_str(variable.get("name"))
         if not var_name.strip():
             errs.append(FieldError.required(f"{at}.name", "name is not specified"))
         elif not _CEL_IDENT.match(var_name) or var_name in _CEL_RESERVED:
             errs.append(
                 FieldError.invalid(f"{at}.name", var_name, "name is not a valid CEL identifier")
             )
-        expression = _s(variable.get("expression"))
+        expression = as_str(variable.get("expression"))
         if not expression.strip():
             errs.append(FieldError.required(f"{at}.expression", "expression is not specified"))
         else:
             errs += _expression(expression, variables, f"{at}.expression")
-    validations = _l(spec.get("validations"))
-    annotations = _l(spec.get("auditAnnotations"))
+    validations = as_list(spec.get("validations"))
+    annotations = as_list(spec.get("auditAnnotations"))
     if not validations and not annotations:
         needed = "validations or auditAnnotations must contain at least one item"
         errs.append(FieldError.required("spec.validations", needed))
         errs.append(FieldError.required("spec.auditAnnotations", needed))
         return errs
     for i, validation in enumerate(validations):
-        errs += _validation(_d(validation), f"spec.validations[{i}]", variables, message_vars)
+        errs += _validation(as_dict(validation), f"spec.validations[{i}]", variables, message_vars)
     if len(annotations) > _MAX_AUDIT_ANNOTATIONS:
         errs.append(
             FieldError.invalid(
@@ -585,14 +572,14 @@ def validate_admission_policy(obj: Obj) -> Errors:
         )
     keys: set[str] = set()
     for i, annotation in enumerate(annotations):
-        annotation = _d(annotation)
+        annotation = as_dict(annotation)
         at = f"spec.auditAnnotations[{i}]"
-        key = _s(annotation.get("key"))
+        key = as_str(annotation.get("key"))
         if name:
             errs += _each(is_qualified_name(f"{name}/{key}"), f"{at}.key", f"{name}/{key}")
         else:
             errs.append(FieldError.invalid(f"{at}.key", key, "requires metadata.name be non-empty"))
-        value = _s(annotation.get("valueExpression")).strip()
+        value = as_str(annotation.get("valueExpression")).strip()
         if not value:
             errs.append(
                 FieldError.required(f"{at}.valueExpression", "valueExpression is not specified")
@@ -614,9 +601,9 @@ def validate_admission_policy(obj: Obj) -> Errors:
 
 def validate_admission_policy_binding(obj: Obj) -> Errors:
     """A ValidatingAdmissionPolicyBinding."""
-    spec = _d(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     errs: Errors = []
-    policy = _s(spec.get("policyName"))
+    policy = as_str(spec.get("policyName"))
     if not policy:
         errs.append(FieldError.required("spec.policyName", ""))
     else:
@@ -624,7 +611,7 @@ def validate_admission_policy_binding(obj: Obj) -> Errors:
     ref = spec.get("paramRef")
     if isinstance(ref, dict):
         at = "spec.paramRef"
-        name = _s(ref.get("name"))
+        name = as_str(ref.get("name"))
         selector = ref.get("selector")
         exclusive = "name and selector are mutually exclusive"
         if name:
@@ -647,14 +634,14 @@ def validate_admission_policy_binding(obj: Obj) -> Errors:
     resources = spec.get("matchResources")
     if isinstance(resources, dict):
         errs += _match_resources(resources, "spec.matchResources")
-    actions = _l(spec.get("validationActions"))
+    actions = as_list(spec.get("validationActions"))
     seen: set[str] = set()
     for i, action in enumerate(actions):
         if action not in _ACTIONS:
             errs.append(FieldError.not_supported(f"spec.validationActions[{i}]", action, _ACTIONS))
         if action in seen:
             errs.append(FieldError.duplicate(f"spec.validationActions[{i}]", action))
-        seen.add(_s(action))
+        seen.add(as_str(action))
     if {"Deny", "Warn"} <= seen:
         errs.append(
             FieldError.invalid(

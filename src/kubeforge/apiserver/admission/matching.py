@@ -21,7 +21,6 @@ __all__ = [
     "Matcher",
     "Rule",
     "Selector",
-    "labels_of",
     "subresource_kind",
 ]
 
@@ -167,7 +166,7 @@ def _first(
     return None
 
 
-def labels_of(obj: Mapping[str, Any] | None) -> dict[str, str] | None:
+def _object_labels(obj: Mapping[str, Any] | None) -> dict[str, str] | None:
     """The labels of an object with metadata; None for what has none (options, absent)."""
     if not isinstance(obj, Mapping):
         return None
@@ -206,7 +205,7 @@ class Selector:
         if self.selector is None:
             return True
         for obj in (attrs.object, attrs.old_object):
-            labels = labels_of(obj)
+            labels = _object_labels(obj)
             if labels is not None and self.selector.matches(labels):
                 return True
         return False
@@ -224,7 +223,7 @@ class Selector:
         if self.selector is None:
             return True
         if attrs.is_namespace and not attrs.subresource and attrs.operation in ("CREATE", "UPDATE"):
-            labels = labels_of(attrs.object) or {}
+            labels = _object_labels(attrs.object) or {}
         else:
             found = namespace_labels(attrs.namespace)
             if found is None:

@@ -15,11 +15,11 @@ import datetime as dt
 import secrets
 from typing import Any
 
+from kubeforge.api.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.objectmeta import now_rfc3339
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store
 from kubeforge.apiserver.tokenrequest import read_token_request, validate_token_request
@@ -40,10 +40,6 @@ SERVICE_ACCOUNTS = GroupResource("", "serviceaccounts")
 PODS = GroupResource("", "pods")
 SECRETS = GroupResource("", "secrets")
 NODES = GroupResource("", "nodes")
-
-
-def _rfc3339(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def token_request(
@@ -81,7 +77,10 @@ def token_request(
             "creationTimestamp": now_rfc3339(),
         },
         "spec": out_spec,
-        "status": {"token": token, "expirationTimestamp": _rfc3339(expires)},
+        "status": {
+            "token": token,
+            "expirationTimestamp": format_time(dt.datetime.fromtimestamp(expires, dt.UTC)),
+        },
     }
 
 

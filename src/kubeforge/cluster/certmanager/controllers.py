@@ -16,10 +16,11 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
+from kubeforge.api.access import annotations_of, meta_of, namespace_of
+from kubeforge.api.timestamps import format_time
 from kubeforge.client.errors import AlreadyExists, Conflict, NotFound
 from kubeforge.cluster.certmanager.crds import GROUP
 from kubeforge.cluster.certmanager.issuance import CertificateError, Signer, issue, up_to_date
-from kubeforge.cluster.controllers._pods import annotations_of, format_time, meta_of, namespace_of
 from kubeforge.runtime.events import EventRecorder
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result

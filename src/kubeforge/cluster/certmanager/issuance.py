@@ -18,6 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kubeforge.api import timestamps
+
 __all__ = ["CertificateError", "Issued", "Signer", "go_duration", "issue", "up_to_date"]
 
 DEFAULT_DURATION = dt.timedelta(hours=2160)
@@ -173,7 +175,7 @@ def issue(spec: Mapping[str, Any], signer: Signer | None) -> Issued:
             raise CertificateError(f"spec.usages: unknown usage {usage!r}")
     extended = [_EXTENDED_USAGES[u] for u in usages if u in _EXTENDED_USAGES]
 
-    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    now = timestamps.now()
     if signer is None:
         issuer_name, signing_key = subject, key
     else:

@@ -29,29 +29,24 @@ from typing import Any
 
 import orjson
 
-from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Obj,
+from kubeforge.api.access import (
     annotations_of,
-    claim,
     controller_ref,
-    controllers_of,
-    format_time,
-    index_pods_by_controller,
     is_deleting,
     labels_of,
     meta_of,
     name_of,
     namespace_of,
-    namespace_terminating,
-    now,
-    parse_time,
-    pods_controlled_by,
-    quiet_conflicts,
-    replace,
-    selector_matches,
+    spec_of,
+    status_of,
     uid_of,
 )
+from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now, parse_time_or_none
+from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
+from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient
@@ -82,6 +77,8 @@ __all__ = [
     "setup",
     "template_hash",
 ]
+
+Obj = dict[str, Any]
 
 DEPLOYMENT = "apps/v1/Deployment"
 REPLICA_SET = "apps/v1/ReplicaSet"
@@ -128,23 +125,13 @@ _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 # -- reading objects ---------------------------------------------------------------------------
 
 
-def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    value = obj.get("spec") if obj is not None else None
-    return value if isinstance(value, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    value = obj.get("status") if obj is not None else None
-    return value if isinstance(value, Mapping) else {}
-
-
 def _replicas(obj: Mapping[str, Any]) -> int:
-    value = _spec(obj).get("replicas")
+    value = spec_of(obj).get("replicas")
     return 1 if value is None else int(value)
 
 
 def _count(rss: Sequence[Mapping[str, Any] | None], field: str) -> int:
-    return sum(int(_status(rs).get(field) or 0) for rs in rss if rs is not None)
+    return sum(int(status_of(rs).get(field) or 0) for rs in rss if rs is not None)
 
 
 def _spec_total(rss: Sequence[Mapping[str, Any] | None]) -> int:
@@ -198,7 +185,7 @@ def scaled_value(value: int | str | None, total: int, round_up: bool) -> int:
 
 
 def _is_rolling(d: Mapping[str, Any]) -> bool:
-    strategy = _spec(d).get("strategy") or {}
+    strategy = spec_of(d).get("strategy") or {}
     return bool(strategy.get("type", "RollingUpdate") == "RollingUpdate")
 
 
@@ -215,7 +202,7 @@ def resolve_fenceposts(
 
 
 def _fenceposts(d: Mapping[str, Any]) -> tuple[int, int]:
-    rolling = (_spec(d).get("strategy") or {}).get("rollingUpdate") or {}
+    rolling = (spec_of(d).get("strategy") or {}).get("rollingUpdate") or {}
     return resolve_fenceposts(rolling.get("maxSurge"), rolling.get("maxUnavailable"), _replicas(d))
 
 
@@ -279,9 +266,9 @@ def equal_ignore_hash(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 def find_new_rs(d: Mapping[str, Any], rss: Sequence[Obj]) -> Obj | None:
     """The oldest ReplicaSet whose template is the deployment's."""
-    template = _spec(d).get("template") or {}
+    template = spec_of(d).get("template") or {}
     for rs in sorted(rss, key=_creation_key):
-        if equal_ignore_hash(_spec(rs).get("template") or {}, template):
+        if equal_ignore_hash(spec_of(rs).get("template") or {}, template):
             return rs
     return None
 
@@ -310,7 +297,7 @@ def _is_saturated(d: Mapping[str, Any], rs: Mapping[str, Any] | None) -> bool:
     return (
         _replicas(rs) == want
         and desired == want
-        and int(_status(rs).get("availableReplicas") or 0) == want
+        and int(status_of(rs).get("availableReplicas") or 0) == want
     )
 
 
@@ -333,7 +320,7 @@ def _replica_fraction(rs: Mapping[str, Any], d: Mapping[str, Any]) -> int:
     deployment_replicas = _replicas(d) + max_surge(d)
     annotated = _int_annotation(rs, MAX_REPLICAS_ANNOTATION)
     if annotated is None:
-        annotated = int(_status(d).get("replicas") or 0)
+        annotated = int(status_of(d).get("replicas") or 0)
     if annotated <= 0:
         return 0
     size = _replicas(rs) * deployment_replicas / annotated
@@ -460,10 +447,10 @@ def calculate_status(
     ):
         if value:
             status[field] = value
-    collisions = _status(d).get("collisionCount")
+    collisions = status_of(d).get("collisionCount")
     if collisions is not None:
         status["collisionCount"] = collisions
-    conditions = [dict(c) for c in _status(d).get("conditions") or ()]
+    conditions = [dict(c) for c in status_of(d).get("conditions") or ()]
     if conditions:
         status["conditions"] = conditions
     if available >= _replicas(d) - max_unavailable(d):
@@ -487,7 +474,7 @@ def calculate_status(
 
 
 def _has_progress_deadline(d: Mapping[str, Any]) -> bool:
-    deadline = _spec(d).get("progressDeadlineSeconds")
+    deadline = spec_of(d).get("progressDeadlineSeconds")
     return deadline is not None and int(deadline) != MAX_INT32
 
 
@@ -503,7 +490,7 @@ def deployment_complete(d: Mapping[str, Any], status: Mapping[str, Any]) -> bool
 
 
 def _progressing(d: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    old = _status(d)
+    old = status_of(d)
 
     def get(status: Mapping[str, Any], field: str) -> int:
         return int(status.get(field) or 0)
@@ -526,10 +513,10 @@ def _timed_out(d: Mapping[str, Any], status: Mapping[str, Any], at: datetime) ->
         return False
     if condition.get("reason") == TIMED_OUT:
         return True
-    since = parse_time(condition.get("lastUpdateTime"))
+    since = parse_time_or_none(condition.get("lastUpdateTime"))
     if since is None:
         return False
-    return since.timestamp() + int(_spec(d)["progressDeadlineSeconds"]) < at.timestamp()
+    return since.timestamp() + int(spec_of(d)["progressDeadlineSeconds"]) < at.timestamp()
 
 
 def _replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list[Obj]:
@@ -538,7 +525,7 @@ def _replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list
 
     def of(rs: Mapping[str, Any]) -> list[Obj]:
         out = []
-        for c in _status(rs).get("conditions") or ():
+        for c in status_of(rs).get("conditions") or ():
             if c.get("type") == REPLICA_FAILURE:
                 out.append(
                     {
@@ -611,24 +598,24 @@ class _Sync:
     async def replica_sets(self) -> list[Obj]:
         """The ReplicaSets this deployment controls, adopting and releasing by selector."""
         d = self.d
-        selector = _spec(d).get("selector")
+        selector = spec_of(d).get("selector")
         candidates = await self.client.list(REPLICA_SET, namespace=namespace_of(d))
         return await claim(
             self.client,
             d,
             REPLICA_SET,
             candidates,
-            lambda rs: selector_matches(selector, labels_of(rs)),
+            lambda rs: label_selector_matches(selector, labels_of(rs)),
         )
 
     async def pods_by_rs(self, rss: Sequence[Obj]) -> dict[str, list[Obj]]:
         """The pods of each ReplicaSet (by uid) that the deployment selects."""
         d = self.d
-        selector = _spec(d).get("selector")
+        selector = spec_of(d).get("selector")
         by_uid: dict[str, list[Obj]] = {}
         for rs in rss:
             pods = await pods_controlled_by(self.client, namespace_of(d), uid_of(rs))
-            by_uid[uid_of(rs)] = [p for p in pods if selector_matches(selector, labels_of(p))]
+            by_uid[uid_of(rs)] = [p for p in pods if label_selector_matches(selector, labels_of(p))]
         return by_uid
 
     async def all_rss(self, rss: list[Obj], create: bool) -> tuple[Obj | None, list[Obj]]:
@@ -644,13 +631,13 @@ class _Sync:
         if existing is not None:
             changed = copy.deepcopy(existing)
             annotations_changed = _set_new_rs_annotations(d, changed, revision, True)
-            min_ready = _spec(d).get("minReadySeconds") or 0
-            if annotations_changed or (_spec(changed).get("minReadySeconds") or 0) != min_ready:
+            min_ready = spec_of(d).get("minReadySeconds") or 0
+            if annotations_changed or (spec_of(changed).get("minReadySeconds") or 0) != min_ready:
                 changed["spec"]["minReadySeconds"] = min_ready
                 replace(existing, await self.client.update(changed))
                 return existing
             needs_update = self._set_revision(annotations_of(existing).get(REVISION_ANNOTATION))
-            if _has_progress_deadline(d) and get_condition(_status(d), PROGRESSING) is None:
+            if _has_progress_deadline(d) and get_condition(status_of(d), PROGRESSING) is None:
                 message = f'Found new replica set "{name_of(existing)}"'
                 set_condition(
                     self._status_dict(),
@@ -666,11 +653,11 @@ class _Sync:
 
     async def _create_new_rs(self, old: Sequence[Obj], revision: str) -> Obj:
         d = self.d
-        template = copy.deepcopy(dict(_spec(d).get("template") or {}))
-        hash_value = template_hash(template, _status(d).get("collisionCount"))
+        template = copy.deepcopy(dict(spec_of(d).get("template") or {}))
+        hash_value = template_hash(template, status_of(d).get("collisionCount"))
         template_meta = template.setdefault("metadata", {})
         template_meta["labels"] = {**(template_meta.get("labels") or {}), HASH_LABEL: hash_value}
-        selector = copy.deepcopy(dict(_spec(d).get("selector") or {}))
+        selector = copy.deepcopy(dict(spec_of(d).get("selector") or {}))
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), HASH_LABEL: hash_value}
         name = f"{name_of(d)}-{hash_value}"
         rs: Obj = {
@@ -693,7 +680,7 @@ class _Sync:
             },
             "spec": {
                 "replicas": 0,
-                "minReadySeconds": _spec(d).get("minReadySeconds") or 0,
+                "minReadySeconds": spec_of(d).get("minReadySeconds") or 0,
                 "selector": selector,
                 "template": template,
             },
@@ -713,7 +700,7 @@ class _Sync:
                 ref is None
                 or ref.get("uid") != uid_of(d)
                 or not equal_ignore_hash(
-                    _spec(d).get("template") or {}, _spec(found).get("template") or {}
+                    spec_of(d).get("template") or {}, spec_of(found).get("template") or {}
                 )
             ):
                 # Someone else's ReplicaSet has this name: hash again with a new salt.
@@ -825,7 +812,7 @@ class _Sync:
     async def cleanup(self, old: Sequence[Obj]) -> None:
         """Delete the oldest scaled-down ReplicaSets beyond revisionHistoryLimit."""
         d = self.d
-        limit = _spec(d).get("revisionHistoryLimit")
+        limit = spec_of(d).get("revisionHistoryLimit")
         if limit is None or int(limit) == MAX_INT32:
             return
         candidates = [rs for rs in old if not is_deleting(rs)]
@@ -834,7 +821,7 @@ class _Sync:
             return
         candidates.sort(key=lambda rs: (revision_of(rs), _creation_key(rs)))
         for rs in candidates[:excess]:
-            status = _status(rs)
+            status = status_of(rs)
             if (
                 int(status.get("replicas") or 0) != 0
                 or _replicas(rs) != 0
@@ -851,7 +838,7 @@ class _Sync:
 
     async def sync_status(self, all_rss: Sequence[Obj | None], new_rs: Obj | None) -> None:
         status = calculate_status(all_rss, new_rs, self.d, now())
-        if status != _status(self.d):
+        if status != status_of(self.d):
             self.d["status"] = status
             await self.update_status()
 
@@ -862,7 +849,7 @@ class _Sync:
         status = calculate_status(all_rss, new_rs, d, at)
         if not _has_progress_deadline(d):
             remove_condition(status, PROGRESSING)
-        current = get_condition(_status(d), PROGRESSING)
+        current = get_condition(status_of(d), PROGRESSING)
         finished = (
             int(status.get("replicas") or 0) == int(status.get("updatedReplicas") or 0)
             and current is not None
@@ -896,7 +883,7 @@ class _Sync:
             set_condition(status, failures[0])
         else:
             remove_condition(status, REPLICA_FAILURE)
-        if status == _status(d):
+        if status == status_of(d):
             self._requeue_if_stuck(status, at)
             return
         d["status"] = status
@@ -905,26 +892,26 @@ class _Sync:
     def _requeue_if_stuck(self, status: Mapping[str, Any], at: datetime) -> None:
         """Come back when the progress deadline would pass without any further event."""
         d = self.d
-        current = get_condition(_status(d), PROGRESSING)
+        current = get_condition(status_of(d), PROGRESSING)
         if not _has_progress_deadline(d) or current is None:
             return
         if deployment_complete(d, status) or current.get("reason") == TIMED_OUT:
             return
-        since = parse_time(current.get("lastUpdateTime"))
+        since = parse_time_or_none(current.get("lastUpdateTime"))
         if since is None:
             return
-        after = since.timestamp() + int(_spec(d)["progressDeadlineSeconds"]) - at.timestamp()
+        after = since.timestamp() + int(spec_of(d)["progressDeadlineSeconds"]) - at.timestamp()
         self.requeue_after = after + 0.05 if after < 1 else after + 1
 
     async def check_paused_conditions(self) -> None:
         d = self.d
         if not _has_progress_deadline(d):
             return
-        condition = get_condition(_status(d), PROGRESSING)
+        condition = get_condition(status_of(d), PROGRESSING)
         if condition is not None and condition.get("reason") == TIMED_OUT:
             return  # a reported lack of progress is not overwritten
         paused_recorded = condition is not None and condition.get("reason") == PAUSED
-        paused = bool(_spec(d).get("paused"))
+        paused = bool(spec_of(d).get("paused"))
         if paused and not paused_recorded:
             new = _condition(PROGRESSING, "Unknown", PAUSED, "Deployment is paused", now())
         elif not paused and paused_recorded:
@@ -940,7 +927,7 @@ class _Sync:
         """Scaling (and a paused deployment's bookkeeping) without rolling anything out."""
         new_rs, old = await self.all_rss(rss, False)
         await self.scale(new_rs, old)
-        if _spec(self.d).get("paused"):
+        if spec_of(self.d).get("paused"):
             await self.cleanup(old)
         await self.sync_status([*old, new_rs], new_rs)
 
@@ -962,7 +949,7 @@ class _Sync:
             all_rss, _active(old), new_rs
         )
         # Nothing scaled this time: a finished rollout may drop surplus history.
-        if not scaled and deployment_complete(self.d, _status(self.d)):
+        if not scaled and deployment_complete(self.d, status_of(self.d)):
             await self.cleanup(old)
         await self.sync_rollout_status(all_rss, new_rs)
 
@@ -979,7 +966,7 @@ class _Sync:
         if _spec_total(old) == 0:
             return False
         min_available = _replicas(d) - max_unavailable(d)
-        new_unavailable = _replicas(new_rs) - int(_status(new_rs).get("availableReplicas") or 0)
+        new_unavailable = _replicas(new_rs) - int(status_of(new_rs).get("availableReplicas") or 0)
         max_scale_down = _spec_total(all_rss) - min_available - new_unavailable
         if max_scale_down <= 0:
             return False
@@ -989,7 +976,7 @@ class _Sync:
         for rs in old:
             if cleaned >= max_scale_down:
                 break
-            unhealthy = _replicas(rs) - int(_status(rs).get("availableReplicas") or 0)
+            unhealthy = _replicas(rs) - int(status_of(rs).get("availableReplicas") or 0)
             if _replicas(rs) == 0 or unhealthy <= 0:
                 continue
             count = min(max_scale_down - cleaned, unhealthy)
@@ -1004,7 +991,7 @@ class _Sync:
         # A ReplicaSet's pods beyond its size are being deleted, even if its status (written
         # before it saw that) still counts them.
         available = sum(
-            min(int(_status(rs).get("availableReplicas") or 0), _replicas(rs)) for rs in all_rss
+            min(int(status_of(rs).get("availableReplicas") or 0), _replicas(rs)) for rs in all_rss
         )
         if available <= min_available:
             return 0
@@ -1037,7 +1024,7 @@ class _Sync:
             all_rss = [*old, new_rs]
         assert new_rs is not None
         await self.scale_rs(new_rs, _replicas(d))
-        if deployment_complete(self.d, _status(self.d)):
+        if deployment_complete(self.d, status_of(self.d)):
             await self.cleanup(old)
         await self.sync_rollout_status(all_rss, new_rs)
 
@@ -1051,7 +1038,7 @@ class _Sync:
             if rs_uid == new_uid:
                 continue
             for pod in pods:
-                if _status(pod).get("phase") not in ("Succeeded", "Failed"):
+                if status_of(pod).get("phase") not in ("Succeeded", "Failed"):
                     return True
         return False
 
@@ -1074,7 +1061,7 @@ class DeploymentReconciler(Reconciler):
         except NotFound:
             return None
         run = _Sync(self.client, self.events, d)
-        if _spec(d).get("selector") == {}:
+        if spec_of(d).get("selector") == {}:
             self.events.record(
                 d,
                 "Warning",
@@ -1082,7 +1069,7 @@ class DeploymentReconciler(Reconciler):
                 "This deployment is selecting all pods. A non-empty selector is required.",
             )
             generation = int(meta_of(d).get("generation") or 0)
-            if int(_status(d).get("observedGeneration") or 0) < generation:
+            if int(status_of(d).get("observedGeneration") or 0) < generation:
                 run._status_dict()["observedGeneration"] = generation
                 await run.update_status()
             return None
@@ -1092,7 +1079,7 @@ class DeploymentReconciler(Reconciler):
             await run.sync_status([*old, new_rs], new_rs)
             return None
         await run.check_paused_conditions()
-        if _spec(run.d).get("paused") or await run.is_scaling_event(rss):
+        if spec_of(run.d).get("paused") or await run.is_scaling_event(rss):
             await run.sync(rss)
         elif _is_rolling(run.d):
             await run.rollout_rolling(rss)

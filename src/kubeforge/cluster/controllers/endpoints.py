@@ -20,22 +20,23 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeforge.client.errors import AlreadyExists, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Obj,
+from kubeforge.api.access import (
     annotations_of,
     controller_ref,
-    generate_name_prefix,
     is_deleting,
-    is_pod_ready,
-    is_pod_terminal,
     labels_of,
     meta_of,
     name_of,
     namespace_of,
-    quiet_conflicts,
+    spec_of,
+    status_of,
     uid_of,
 )
+from kubeforge.api.selectors import label_set_matches
+from kubeforge.client.errors import AlreadyExists, NotFound
+from kubeforge.cluster.controllers._children import generate_name_prefix
+from kubeforge.cluster.controllers._podstate import is_pod_ready, is_pod_terminal
+from kubeforge.cluster.controllers._writes import quiet_conflicts
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.manager import Manager
@@ -55,6 +56,8 @@ __all__ = [
     "setup",
 ]
 
+Obj = dict[str, Any]
+
 SERVICE = "v1/Service"
 ENDPOINTS = "v1/Endpoints"
 ENDPOINT_SLICE = "discovery.k8s.io/v1/EndpointSlice"
@@ -70,46 +73,31 @@ MAX_ENDPOINTS_PER_SLICE = 100
 MAX_ENDPOINTS_ADDRESSES = 1000
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _pod_status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("status")
-    return value if isinstance(value, Mapping) else {}
-
-
 # -- services and their pods -------------------------------------------------------------------
 
 
 def _selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:
     """The Service's pod selector; None when it manages no endpoints."""
-    spec = _spec(service)
+    spec = spec_of(service)
     selector = spec.get("selector")
     if spec.get("type") == "ExternalName" or not isinstance(selector, Mapping) or not selector:
         return None
     return selector
 
 
-def _selects(selector: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
-    labels = labels_of(pod)
-    return all(labels.get(key) == value for key, value in selector.items())
-
-
 def _headless(service: Mapping[str, Any]) -> bool:
-    return _spec(service).get("clusterIP") == "None"
+    return spec_of(service).get("clusterIP") == "None"
 
 
 def _families(service: Mapping[str, Any]) -> list[str]:
-    families = [str(f) for f in _spec(service).get("ipFamilies") or ()]
+    families = [str(f) for f in spec_of(service).get("ipFamilies") or ()]
     if families:
         return families
-    return ["IPv6" if ":" in str(_spec(service).get("clusterIP") or "") else "IPv4"]
+    return ["IPv6" if ":" in str(spec_of(service).get("clusterIP") or "") else "IPv4"]
 
 
 def _pod_ip(pod: Mapping[str, Any], family: str) -> str | None:
-    status = _pod_status(pod)
+    status = status_of(pod)
     candidates = [str(entry.get("ip") or "") for entry in status.get("podIPs") or ()]
     if not candidates and status.get("podIP"):
         candidates = [str(status["podIP"])]
@@ -120,7 +108,7 @@ def _pod_ip(pod: Mapping[str, Any], family: str) -> str | None:
 
 
 def _has_ip(pod: Mapping[str, Any]) -> bool:
-    status = _pod_status(pod)
+    status = status_of(pod)
     return bool(status.get("podIP") or status.get("podIPs"))
 
 
@@ -140,7 +128,7 @@ def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | 
     if target is None:
         return None
     protocol = service_port.get("protocol") or "TCP"
-    spec = _spec(pod)
+    spec = spec_of(pod)
     containers = list(spec.get("containers") or ())
     containers += [
         c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"
@@ -162,7 +150,7 @@ def _target_ref(pod: Mapping[str, Any]) -> Obj:
 
 
 def _hostname(pod: Mapping[str, Any], service: Mapping[str, Any]) -> str | None:
-    spec = _spec(pod)
+    spec = spec_of(pod)
     hostname = spec.get("hostname")
     if (
         hostname
@@ -174,7 +162,7 @@ def _hostname(pod: Mapping[str, Any], service: Mapping[str, Any]) -> str | None:
 
 
 def _selected_pods(cache_pods: Sequence[Obj], selector: Mapping[str, str]) -> list[Obj]:
-    return [pod for pod in cache_pods if _selects(selector, pod)]
+    return [pod for pod in cache_pods if label_set_matches(selector, labels_of(pod))]
 
 
 # -- Endpoints ---------------------------------------------------------------------------------
@@ -268,7 +256,7 @@ def _truncate(subsets: list[Obj]) -> bool:
 
 def desired_subsets(service: Mapping[str, Any], pods: Sequence[Obj]) -> list[Obj]:
     """The Endpoints subsets of a Service for its selected pods."""
-    spec = _spec(service)
+    spec = spec_of(service)
     tolerate = bool(spec.get("publishNotReadyAddresses"))
     family = _families(service)[0]
     service_ports = list(spec.get("ports") or ())
@@ -283,7 +271,7 @@ def desired_subsets(service: Mapping[str, Any], pods: Sequence[Obj]) -> list[Obj
         hostname = _hostname(pod, service)
         if hostname:
             address["hostname"] = hostname
-        node = _spec(pod).get("nodeName")
+        node = spec_of(pod).get("nodeName")
         if node:
             address["nodeName"] = node
         address["targetRef"] = _target_ref(pod)
@@ -383,7 +371,7 @@ def _slice_endpoint(pod: Mapping[str, Any], service: Mapping[str, Any], ip: str)
     serving = is_pod_ready(pod)
     terminating = is_deleting(pod)
     # A terminating pod is never "ready" unless the Service publishes unready addresses.
-    ready = bool(_spec(service).get("publishNotReadyAddresses")) or (serving and not terminating)
+    ready = bool(spec_of(service).get("publishNotReadyAddresses")) or (serving and not terminating)
     endpoint: Obj = {
         "addresses": [ip],
         "conditions": {"ready": ready, "serving": serving, "terminating": terminating},
@@ -392,7 +380,7 @@ def _slice_endpoint(pod: Mapping[str, Any], service: Mapping[str, Any], ip: str)
     if hostname:
         endpoint["hostname"] = hostname
     endpoint["targetRef"] = _target_ref(pod)
-    node = _spec(pod).get("nodeName")
+    node = spec_of(pod).get("nodeName")
     if node:
         endpoint["nodeName"] = node
     return endpoint
@@ -400,7 +388,7 @@ def _slice_endpoint(pod: Mapping[str, Any], service: Mapping[str, Any], ip: str)
 
 def _slice_ports(pod: Mapping[str, Any], service: Mapping[str, Any]) -> list[Obj]:
     ports = []
-    for service_port in _spec(service).get("ports") or ():
+    for service_port in spec_of(service).get("ports") or ():
         number = find_port(pod, service_port)
         if number is None:
             continue
@@ -638,7 +626,7 @@ def _services_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
     out = []
     for service in cache.list(SERVICE, namespace=namespace):
         selector = _selector(service)
-        if selector is not None and _selects(selector, pod):
+        if selector is not None and label_set_matches(selector, labels_of(pod)):
             out.append(Request(namespace, name_of(service)))
     return out
 

@@ -32,37 +32,32 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Expectations,
-    Obj,
-    claim,
-    claimable_pods,
+from kubeforge.api.access import (
     controller_ref,
-    controllers_of,
-    format_time,
-    generate_name_prefix,
-    index_pods_by_controller,
     is_deleting,
-    is_pod_active,
-    is_pod_ready,
-    is_pod_terminal,
     labels_of,
     meta_of,
     name_of,
     namespace_of,
-    namespace_terminating,
-    now,
-    observe_pods,
-    parse_time,
-    pod_from_template,
-    pods_to_delete,
-    quiet_conflicts,
-    ready_condition,
-    replace,
-    selector_matches,
+    spec_of,
+    status_of,
     uid_of,
 )
+from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now, parse_time_or_none
+from kubeforge.client.errors import ApiError, NotFound
+from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._deletionorder import pods_to_delete
+from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge.cluster.controllers._podindex import claimable_pods, index_pods_by_controller
+from kubeforge.cluster.controllers._podstate import (
+    is_pod_active,
+    is_pod_ready,
+    is_pod_terminal,
+    ready_condition,
+)
+from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
@@ -77,6 +72,8 @@ __all__ = [
     "parse_indexes",
     "setup",
 ]
+
+Obj = dict[str, Any]
 
 JOB = "batch/v1/Job"
 POD = "v1/Pod"
@@ -100,18 +97,8 @@ SUCCESS_CRITERIA_MET = "SuccessCriteriaMet"
 SUSPENDED = "Suspended"
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _pod_status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("status")
-    return value if isinstance(value, Mapping) else {}
-
-
 def _phase(pod: Mapping[str, Any]) -> str:
-    return str(_pod_status(pod).get("phase") or "")
+    return str(status_of(pod).get("phase") or "")
 
 
 def _has_finalizer(pod: Mapping[str, Any]) -> bool:
@@ -119,11 +106,11 @@ def _has_finalizer(pod: Mapping[str, Any]) -> bool:
 
 
 def _suspended(job: Mapping[str, Any]) -> bool:
-    return _spec(job).get("suspend") is True
+    return spec_of(job).get("suspend") is True
 
 
 def _only_replace_failed(job: Mapping[str, Any]) -> bool:
-    spec = _spec(job)
+    spec = spec_of(job)
     return spec.get("podReplacementPolicy") == "Failed" or spec.get("podFailurePolicy") is not None
 
 
@@ -141,16 +128,16 @@ def _finish_time(pod: Mapping[str, Any]) -> float:
     """When a pod finished: its Ready=False transition, its containers' end, its deletion."""
     ready = ready_condition(pod)
     if is_pod_terminal(pod) and ready is not None and ready.get("status") == "False":
-        when = parse_time(ready.get("lastTransitionTime"))
+        when = parse_time_or_none(ready.get("lastTransitionTime"))
         if when is not None:
             return when.timestamp()
     ends = []
-    for status in _pod_status(pod).get("containerStatuses") or ():
+    for status in status_of(pod).get("containerStatuses") or ():
         terminated = (status.get("state") or {}).get("terminated") or {}
-        ends.append(parse_time(terminated.get("finishedAt")))
+        ends.append(parse_time_or_none(terminated.get("finishedAt")))
     if ends and all(end is not None for end in ends):
         return max(end.timestamp() for end in ends if end is not None)
-    deleted = parse_time(meta_of(pod).get("deletionTimestamp"))
+    deleted = parse_time_or_none(meta_of(pod).get("deletionTimestamp"))
     return deleted.timestamp() if deleted is not None else time.time()
 
 
@@ -263,7 +250,7 @@ def _find(conditions: Sequence[Mapping[str, Any]], kind: str) -> Mapping[str, An
 
 
 def _finished(job: Mapping[str, Any]) -> bool:
-    conditions = _pod_status(job).get("conditions") or ()
+    conditions = status_of(job).get("conditions") or ()
     return any(
         c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True" for c in conditions
     )
@@ -363,8 +350,8 @@ class _JobSync:
         self.job = job
         self.key = key
         self.requeue_after: float | None = None
-        self.indexed = _spec(job).get("completionMode") == "Indexed"
-        self.completions = int(_spec(job).get("completions") or 0)
+        self.indexed = spec_of(job).get("completionMode") == "Indexed"
+        self.completions = int(spec_of(job).get("completions") or 0)
         self.succeeded_indexes: set[int] = set()
 
     def _valid_index(self, pod: Mapping[str, Any]) -> bool:
@@ -421,14 +408,14 @@ class _JobSync:
 
     async def pods(self) -> list[Obj]:
         job = self.job
-        selector = _spec(job).get("selector")
+        selector = spec_of(job).get("selector")
         candidates = await claimable_pods(self.client, job)
         return await claim(
             self.client,
             job,
             POD,
             candidates,
-            lambda pod: selector_matches(selector, labels_of(pod)),
+            lambda pod: label_selector_matches(selector, labels_of(pod)),
             release_finalizers=(TRACKING_FINALIZER,),
         )
 
@@ -485,7 +472,7 @@ class _JobSync:
 
     def _new_pod(self, index: int | None) -> Obj:
         job = self.job
-        template = _spec(job).get("template") or {}
+        template = spec_of(job).get("template") or {}
         if index is None:
             prefix = generate_name_prefix(name_of(job))
         else:
@@ -533,7 +520,7 @@ class _JobSync:
 
     async def run(self) -> None:
         job = self.job
-        spec = _spec(job)
+        spec = spec_of(job)
         satisfied = self.r.expectations.satisfied(self.key)
         pods = await self.pods()
         active_pods = [p for p in pods if is_pod_active(p)]
@@ -636,7 +623,7 @@ class _JobSync:
             return _condition(
                 FAILED, str(target.get("reason", "")), str(target.get("message", "")), at
             )
-        spec = _spec(job)
+        spec = spec_of(job)
         if failed > int(spec.get("backoffLimit", 6)) or self._past_backoff_limit_on_failure(pods):
             return _condition(
                 FAILURE_TARGET,
@@ -645,7 +632,7 @@ class _JobSync:
                 at,
             )
         deadline = spec.get("activeDeadlineSeconds")
-        started = parse_time(self.status.get("startTime"))
+        started = parse_time_or_none(self.status.get("startTime"))
         if deadline is not None and started is not None and not _suspended(job):
             remaining = started.timestamp() + int(deadline) - at.timestamp()
             if remaining <= 0:
@@ -660,15 +647,15 @@ class _JobSync:
 
     def _past_backoff_limit_on_failure(self, pods: Sequence[Obj]) -> bool:
         """With restartPolicy OnFailure failures are container restarts in running pods."""
-        spec = _spec(self.job)
-        template_spec = _spec(spec.get("template") or {})
+        spec = spec_of(self.job)
+        template_spec = spec_of(spec.get("template") or {})
         if template_spec.get("restartPolicy") != "OnFailure":
             return False
         restarts = 0
         for pod in pods:
             if _phase(pod) not in ("Running", "Pending"):
                 continue
-            status = _pod_status(pod)
+            status = status_of(pod)
             for entry in (
                 *(status.get("initContainerStatuses") or ()),
                 *(status.get("containerStatuses") or ()),
@@ -704,7 +691,7 @@ class _JobSync:
     ) -> tuple[int, int, int, BaseException | None]:
         """Create or delete pods towards the wanted number running. Returns active, ready,
         terminating and the first error."""
-        spec = _spec(self.job)
+        spec = spec_of(self.job)
         active = len(active_pods)
         if _suspended(self.job):
             removed_ready, removed, error = await self.delete_pods(
@@ -901,7 +888,7 @@ def _counts_as_failed(failed: bool, finished: Mapping[str, Any] | None) -> bool:
 
 
 def _finished_at(condition: Mapping[str, Any]) -> datetime:
-    return parse_time(condition.get("lastTransitionTime")) or now()
+    return parse_time_or_none(condition.get("lastTransitionTime")) or now()
 
 
 # -- the reconciler ----------------------------------------------------------------------------
@@ -940,10 +927,10 @@ class JobReconciler(Reconciler):
         if _finished(job):
             self.backoffs.pop(key, None)
             return None
-        managed_by = _spec(job).get("managedBy")
+        managed_by = spec_of(job).get("managedBy")
         if managed_by is not None and managed_by != JOB_CONTROLLER:
             return None
-        mode = _spec(job).get("completionMode") or "NonIndexed"
+        mode = spec_of(job).get("completionMode") or "NonIndexed"
         if mode not in ("NonIndexed", "Indexed"):
             self.events.record(
                 job,

@@ -18,36 +18,39 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._pods import (
-    Expectations,
-    Obj,
-    claim,
-    claimable_pods,
+from kubeforge.api.access import (
     controller_ref,
-    controllers_of,
-    format_time,
-    gather_errors,
-    generate_name_prefix,
-    index_pods_by_controller,
     is_deleting,
-    is_pod_active,
-    is_pod_ready,
     labels_of,
     meta_of,
     name_of,
     namespace_of,
-    namespace_terminating,
-    now,
-    observe_pods,
-    pod_from_template,
+    spec_of,
+    status_of,
+    uid_of,
+)
+from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.timestamps import format_time, now
+from kubeforge.client.errors import ApiError, NotFound
+from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge.cluster.controllers._claiming import claim, controllers_of
+from kubeforge.cluster.controllers._deletionorder import pods_to_delete
+from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge.cluster.controllers._podindex import (
+    claimable_pods,
+    index_pods_by_controller,
     pods_controlled_by,
-    pods_to_delete,
+)
+from kubeforge.cluster.controllers._podstate import (
+    is_pod_active,
+    is_pod_ready,
+    seconds_until_available,
+)
+from kubeforge.cluster.controllers._writes import (
+    gather_errors,
+    namespace_terminating,
     quiet_conflicts,
     replace,
-    seconds_until_available,
-    selector_matches,
-    uid_of,
 )
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
@@ -61,20 +64,12 @@ __all__ = [
     "slow_start",
 ]
 
+Obj = dict[str, Any]
+
 REPLICA_SET = "apps/v1/ReplicaSet"
 POD = "v1/Pod"
 # At most this many pods are created or deleted in one sync (--replicaset burst).
 BURST_REPLICAS = 500
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("spec")
-    return value if isinstance(value, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("status")
-    return value if isinstance(value, Mapping) else {}
 
 
 # -- status ------------------------------------------------------------------------------------
@@ -85,7 +80,7 @@ def calculate_status(
 ) -> Obj:
     """The status a ReplicaSet should report for its active pods (zero counts omitted as
     the API serialises them, except replicas)."""
-    spec = _spec(rs)
+    spec = spec_of(rs)
     template_labels = labels_of(spec.get("template") or {})
     min_ready = int(spec.get("minReadySeconds") or 0)
     fully_labeled = ready = available = 0
@@ -106,7 +101,7 @@ def calculate_status(
     ):
         if value:
             status[field] = value
-    conditions = [dict(c) for c in _status(rs).get("conditions") or ()]
+    conditions = [dict(c) for c in status_of(rs).get("conditions") or ()]
     failure = next((c for c in conditions if c.get("type") == "ReplicaFailure"), None)
     if error is not None and failure is None:
         diff = len(pods) - int(spec.get("replicas", 1))
@@ -148,14 +143,14 @@ class ReplicaSetReconciler(Reconciler):
             self.expectations.forget(key)
             return None
         needs_sync = self.expectations.satisfied(key) and not is_deleting(rs)
-        selector = _spec(rs).get("selector")
+        selector = spec_of(rs).get("selector")
         active = [pod for pod in await claimable_pods(self.client, rs) if is_pod_active(pod)]
         pods = await claim(
             self.client,
             rs,
             POD,
             active,
-            lambda pod: selector_matches(selector, labels_of(pod)),
+            lambda pod: label_selector_matches(selector, labels_of(pod)),
         )
         error: Exception | None = None
         deleted: set[str] = set()
@@ -168,7 +163,7 @@ class ReplicaSetReconciler(Reconciler):
         # Pods deleted just now are on their way out: not counted, as the next sync would not.
         remaining = [pod for pod in pods if name_of(pod) not in deleted]
         status = calculate_status(rs, remaining, error, at)
-        if status != dict(_status(rs)):
+        if status != dict(status_of(rs)):
             rs["status"] = status
             replace(rs, await self.client.update_status(rs))
         if error is not None:
@@ -180,7 +175,7 @@ class ReplicaSetReconciler(Reconciler):
     ) -> Result | None:
         """Come back when a ready pod turns available, or when unmet expectations expire."""
         waits: list[float] = []
-        min_ready = int(_spec(rs).get("minReadySeconds") or 0)
+        min_ready = int(spec_of(rs).get("minReadySeconds") or 0)
         if min_ready > 0:
             for pod in pods:
                 remaining = seconds_until_available(pod, min_ready, at)
@@ -198,7 +193,7 @@ class ReplicaSetReconciler(Reconciler):
         pods: Sequence[Obj],
         deleted: set[str],
     ) -> None:
-        diff = len(pods) - int(_spec(rs).get("replicas", 1))
+        diff = len(pods) - int(spec_of(rs).get("replicas", 1))
         if diff < 0:
             await self._create(rs, key, min(-diff, BURST_REPLICAS))
         elif diff > 0:
@@ -208,7 +203,7 @@ class ReplicaSetReconciler(Reconciler):
 
     async def _create(self, rs: Obj, key: str, count: int) -> None:
         self.expectations.expect_creations(key, count)
-        template = _spec(rs).get("template") or {}
+        template = spec_of(rs).get("template") or {}
         prefix = generate_name_prefix(name_of(rs))
 
         async def create_one() -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeforge.api.access import is_deleting, namespace_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import namespace_of, namespace_terminating
+from kubeforge.cluster.controllers._writes import namespace_terminating
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
@@ -37,7 +38,7 @@ class RootCAPublisher(Reconciler):
             namespace = await self.client.get(NAMESPACE, request.name)
         except NotFound:
             return None
-        if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(namespace):
             return None
         data = {"ca.crt": self.ca}
         try:

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api import quantity
+from kubeforge.api.access import is_deleting, spec_of, status_of
+from kubeforge.api.quantity import decode_quantity
+from kubeforge.api.selectors import label_set_matches, requirement_matches
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
-__all__ = ["SCHEDULER_NAME", "Scheduler", "parse_quantity", "setup"]
+__all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 
 POD = "v1/Pod"
 NODE = "v1/Node"
@@ -49,34 +51,31 @@ NO_VICTIMS = "No preemption victims found for incoming pod"
 NO_NODES = "no nodes available to schedule pods"
 
 
-def parse_quantity(value: Any) -> Decimal:
-    """A resource quantity (`100m`, `1.5Gi`, `2`) as a number; 0 when it is not one."""
-    parsed = quantity.parse_quantity(value.strip() if isinstance(value, str) else value)
+def resource_amount(value: Any) -> Decimal:
+    """A resource quantity (`100m`, `1.5Gi`, `2`) as the scheduler counts it; 0 when it is
+    not one."""
+    parsed = decode_quantity(value)
     return parsed if parsed is not None else Decimal(0)
 
 
 # -- reading pods and nodes ------------------------------------------------------------------
 
 
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
 def wants_scheduling(pod: Mapping[str, Any]) -> bool:
     """Whether this scheduler should place the pod now."""
-    spec = _spec(pod)
+    spec = spec_of(pod)
     if spec.get("nodeName") or spec.get("schedulingGates"):
         return False
     if (spec.get("schedulerName") or SCHEDULER_NAME) != SCHEDULER_NAME:
         return False
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if is_deleting(pod):
         return False
-    return (pod.get("status") or {}).get("phase") not in TERMINAL
+    return status_of(pod).get("phase") not in TERMINAL
 
 
 def _occupied_node(pod: Mapping[str, Any]) -> Iterable[str]:
-    node = _spec(pod).get("nodeName")
-    if node and (pod.get("status") or {}).get("phase") not in TERMINAL:
+    node = spec_of(pod).get("nodeName")
+    if node and status_of(pod).get("phase") not in TERMINAL:
         return (str(node),)
     return ()
 
@@ -88,13 +87,13 @@ def _pending(pod: Mapping[str, Any]) -> Iterable[str]:
 def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
     """The cpu and memory a pod needs on a node: its containers' (and sidecars') requests,
     at least the largest init container's, plus its overhead."""
-    spec = _spec(pod)
+    spec = spec_of(pod)
 
     def requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
         resources = container.get("resources") or {}
         wanted = resources.get("requests") or {}
         limits = resources.get("limits") or {}
-        return {r: parse_quantity(wanted.get(r, limits.get(r, 0))) for r in RESOURCES}
+        return {r: resource_amount(wanted.get(r, limits.get(r, 0))) for r in RESOURCES}
 
     total = dict.fromkeys(RESOURCES, Decimal(0))
     inits = spec.get("initContainers") or []
@@ -108,7 +107,7 @@ def pod_requests(pod: Mapping[str, Any]) -> dict[str, Decimal]:
                 total[resource] = max(total[resource], amount)
     for resource, amount in (spec.get("overhead") or {}).items():
         if resource in total:
-            total[resource] += parse_quantity(amount)
+            total[resource] += resource_amount(amount)
     return total
 
 
@@ -129,36 +128,13 @@ def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]
     return False
 
 
-def _requirement_matches(requirement: Mapping[str, Any], values: Mapping[str, str]) -> bool:
-    key = requirement.get("key") or ""
-    operator = requirement.get("operator")
-    wanted = [str(v) for v in requirement.get("values") or []]
-    have = values.get(key)
-    if operator == "In":
-        return have is not None and have in wanted
-    if operator == "NotIn":
-        return have is None or have not in wanted
-    if operator == "Exists":
-        return have is not None
-    if operator == "DoesNotExist":
-        return have is None
-    if operator in ("Gt", "Lt") and have is not None and len(wanted) == 1:
-        try:
-            a, b = int(have), int(wanted[0])
-        except ValueError:
-            return False
-        return a > b if operator == "Gt" else a < b
-    return False
-
-
 def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """The pod's nodeSelector and required node affinity against the node."""
     meta = node.get("metadata") or {}
     labels: Mapping[str, str] = meta.get("labels") or {}
-    spec = _spec(pod)
-    for key, value in (spec.get("nodeSelector") or {}).items():
-        if labels.get(key) != value:
-            return False
+    spec = spec_of(pod)
+    if not label_set_matches(spec.get("nodeSelector") or {}, labels):
+        return False
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or None
@@ -170,8 +146,8 @@ def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
         field_terms = term.get("matchFields") or []
         if not expressions and not field_terms:
             continue  # an empty term matches nothing
-        if all(_requirement_matches(r, labels) for r in expressions) and all(
-            _requirement_matches(r, fields) for r in field_terms
+        if all(requirement_matches(r, labels, numeric=True) for r in expressions) and all(
+            requirement_matches(r, fields, numeric=True) for r in field_terms
         ):
             return True
     return False
@@ -179,7 +155,7 @@ def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
 
 def _readiness_taint(node: Mapping[str, Any]) -> dict[str, str] | None:
     """The taint the node lifecycle controller puts on a node that is not Ready."""
-    for condition in (node.get("status") or {}).get("conditions") or []:
+    for condition in status_of(node).get("conditions") or []:
         if condition.get("type") == "Ready":
             status = condition.get("status")
             if status == "True":
@@ -190,11 +166,11 @@ def _readiness_taint(node: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 def _allocatable(node: Mapping[str, Any], resource: str) -> Decimal:
-    status = node.get("status") or {}
+    status = status_of(node)
     value = (status.get("allocatable") or {}).get(resource)
     if value is None:
         value = (status.get("capacity") or {}).get(resource)
-    return parse_quantity(value) if value is not None else Decimal(-1)
+    return resource_amount(value) if value is not None else Decimal(-1)
 
 
 def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
@@ -222,19 +198,15 @@ class _RoomFreed:
         return None
 
     def update(self, old: Mapping[str, Any], new: Mapping[str, Any], queue: Queue) -> None:
-        if not _spec(new).get("nodeName"):
+        if not spec_of(new).get("nodeName"):
             return
-        was_active = bool(_occupied_node(old)) and not _deleting(old)
-        if was_active and (not _occupied_node(new) or _deleting(new)):
+        was_active = bool(_occupied_node(old)) and not is_deleting(old)
+        if was_active and (not _occupied_node(new) or is_deleting(new)):
             self._requeue(queue)
 
     def delete(self, obj: Mapping[str, Any], queue: Queue) -> None:
         if _occupied_node(obj):
             self._requeue(queue)
-
-
-def _deleting(obj: Mapping[str, Any]) -> bool:
-    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
 class Scheduler(Reconciler):
@@ -272,11 +244,7 @@ class Scheduler(Reconciler):
             return None
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
-        nodes = [
-            n
-            for n in await self.client.list(NODE)
-            if not (n.get("metadata") or {}).get("deletionTimestamp")
-        ]
+        nodes = [n for n in await self.client.list(NODE) if not is_deleting(n)]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
@@ -293,7 +261,7 @@ class Scheduler(Reconciler):
             else:
                 fits.append((load, name))
         if not fits:
-            if _spec(pod).get("preemptionPolicy") == "Never":
+            if spec_of(pod).get("preemptionPolicy") == "Never":
                 preempt = "not eligible due to preemptionPolicy=Never."
             else:
                 counted = ", ".join(sorted(f"{n} {r}" for r, n in preemption.items()))
@@ -330,8 +298,8 @@ class Scheduler(Reconciler):
     ) -> tuple[list[str], bool, int]:
         """Why the pod does not fit the node (empty: it fits), whether removing other pods
         could help, and how many pods the node runs."""
-        spec = _spec(node)
-        tolerations = _spec(pod).get("tolerations") or []
+        spec = spec_of(node)
+        tolerations = spec_of(pod).get("tolerations") or []
         unschedulable_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
         if spec.get("unschedulable") and not tolerates(tolerations, unschedulable_taint):
             return [UNSCHEDULABLE], False, 0
@@ -387,7 +355,7 @@ class Scheduler(Reconciler):
 
     async def _unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
         meta = pod["metadata"]
-        conditions = list((pod.get("status") or {}).get("conditions") or [])
+        conditions = list(status_of(pod).get("conditions") or [])
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         self.events.record(pod, "Warning", "FailedScheduling", message)
         if (
@@ -397,7 +365,7 @@ class Scheduler(Reconciler):
             and current.get("message") == message
         ):
             return
-        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        since = now_rfc3339()
         if current is not None and current.get("status") == "False":
             since = current.get("lastTransitionTime") or since
         condition = {

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeforge.api.access import is_deleting, name_of, namespace_of, status_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._pods import name_of, namespace_of, namespace_terminating
+from kubeforge.cluster.controllers._writes import namespace_terminating
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import Funcs
@@ -32,9 +33,9 @@ class ServiceAccountReconciler(Reconciler):
             namespace = await self.client.get(NAMESPACE, request.name)
         except NotFound:
             return None
-        if (namespace.get("status") or {}).get("phase", "Active") != "Active":
+        if status_of(namespace).get("phase", "Active") != "Active":
             return None
-        if (namespace.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(namespace):
             return None
         for account in MANAGED_ACCOUNTS:
             try:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kubeforge.api.access import meta_of
 from kubeforge.apiserver.auth.tokens import TokenIssuer
 from kubeforge.client.errors import NotFound
-from kubeforge.cluster.controllers._pods import meta_of
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import Funcs
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
