@@ -28,6 +28,7 @@ from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge.client import load_kubeconfig
 from kubeforge.models.core_v1 import Pod
 from kubeforge.testing.metrics import metric_value
+from kubeforge.webhook.review import MAX_REVIEW_BYTES
 from tests.support import eventually
 
 GROUP = "hooks.kubeforge.dev"
@@ -477,6 +478,15 @@ async def test_malformed_reviews_get_an_error_review(
     assert response["allowed"] is False
     assert response["status"]["code"] == code
     assert message in response["status"]["message"]
+
+
+async def test_a_body_refused_unread_does_not_hold_a_stop(hooks: Hooks) -> None:
+    # The refusal is answered before the body is read; the server then closes that
+    # connection rather than waiting to read the rest, so stopping it is prompt.
+    status, answer = await hooks.post(VALIDATE, b" " * (MAX_REVIEW_BYTES + 1))
+    assert (status, answer["response"]["status"]["code"]) == (200, 413)
+    await asyncio.wait_for(hooks.server.stop(), timeout=5)
+    assert not hooks.server.serving.is_set()
 
 
 async def test_unknown_paths_are_not_found(hooks: Hooks) -> None:

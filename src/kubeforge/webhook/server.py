@@ -332,7 +332,15 @@ class WebhookServer:
         status = 500
         try:
             status, body = await endpoint(request)
-            return web.Response(status=status, body=body, content_type="application/json")
+            response = web.Response(status=status, body=body, content_type="application/json")
+            if not request.content.at_eof():
+                # A body refused unread (too large): send the answer, then close the
+                # connection (its buffered answer still goes out) instead of lingering to
+                # read the rest, which would hold a stop for up to ten seconds.
+                await response.prepare(request)
+                await response.write_eof()
+                request.protocol.force_close()
+            return response
         finally:
             self.metrics.request_finished(path, status, time.perf_counter() - started)
 
