@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kubeforge._version import __version__
 from kubeforge.lazyload import lazy_exports
-
-__version__ = "0.1.0"
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
