@@ -11,7 +11,8 @@ from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
 from kubeforge.client import Client as KubeClient
 from kubeforge.client import load_kubeconfig
-from tests.support import Client, Kubectl, connect
+from kubeforge.testing import Kubectl
+from tests.support import Client, connect
 
 
 @pytest.fixture
@@ -35,10 +36,10 @@ def kubeconfig(server: APIServer, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
-    """The default kubectl, pointed at `server`."""
+    """The default kubectl, pointed at `server`, with a private cache (and HOME) directory."""
     cache = tmp_path / "kube-cache"
     cache.mkdir()
-    return Kubectl(kubeconfig, cache)
+    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
 
 
 @pytest.fixture
@@ -65,4 +66,5 @@ async def gc(gc_server: APIServer) -> AsyncIterator[Client]:
 def gc_kubectl(gc_server: APIServer, tmp_path: Path) -> Kubectl:
     cache = tmp_path / "kube-cache"
     cache.mkdir()
-    return Kubectl(gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig"), cache)
+    kubeconfig = gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig")
+    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})

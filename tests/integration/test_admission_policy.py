@@ -6,8 +6,9 @@ from typing import Any
 
 import orjson
 
+from kubeforge.testing import Kubectl
 from tests.integration.admission_support import BINDINGS, POLICIES, configmap, deployment
-from tests.support import Client, Kubectl
+from tests.support import Client
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

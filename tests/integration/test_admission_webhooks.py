@@ -12,6 +12,7 @@ from aiohttp import web
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.admission.chain import GROUP
 from kubeforge.apiserver.resource import GroupResource
+from kubeforge.testing import Kubectl
 from tests.integration.admission_support import (
     MUTATING,
     VALIDATING,
@@ -30,7 +31,7 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import Client, Kubectl
+from tests.support import Client
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

@@ -9,7 +9,8 @@ from typing import Any
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.persistence import SQLiteBackend
 from kubeforge.apiserver.server import ServerConfig
-from tests.support import Client, Kubectl, connect
+from kubeforge.testing import Kubectl
+from tests.support import Client, connect
 
 SVCS = "/api/v1/namespaces/default/services"
 MERGE = "application/merge-patch+json"

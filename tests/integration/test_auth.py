@@ -10,7 +10,8 @@ import pytest
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.kubeconfig import write_kubeconfig
 from kubeforge.apiserver.server import ServerConfig
-from tests.support import Client, Kubectl, connect
+from kubeforge.testing import Kubectl
+from tests.support import Client, connect
 
 pytestmark = pytest.mark.kubectl
 
@@ -37,7 +38,7 @@ def as_token(server: APIServer, token: str, tmp_path: Path, name: str) -> Kubect
     cache = tmp_path / f"cache-{name}"
     cache.mkdir()
     path = write_kubeconfig(tmp_path / f"kubeconfig-{name}", server.url, server.ca_pem, token, name)
-    return Kubectl(path, cache)
+    return Kubectl(path, cache_dir=cache, env={"HOME": str(cache)})
 
 
 async def robot(server: APIServer, kubectl: Kubectl, tmp_path: Path, *grants: str) -> Kubectl:
@@ -373,7 +374,7 @@ async def test_client_certificates_name_the_user_and_groups(
     config.write_text(yaml.safe_dump(server.user_kubeconfig_dict("alice", ("team-a", "qa"))))
     cache = tmp_path / "alice-cache"
     cache.mkdir()
-    alice = Kubectl(config, cache)
+    alice = Kubectl(config, cache_dir=cache, env={"HOME": str(cache)})
     assert whoami((await alice.run("auth", "whoami")).out) == {
         "Username": "alice",
         "Groups": "[team-a qa system:authenticated]",

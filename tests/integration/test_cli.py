@@ -14,7 +14,8 @@ from pathlib import Path
 import aiohttp
 import yaml
 
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl
+from tests.support import eventually
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 
@@ -54,7 +55,8 @@ async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> No
 
         cache = tmp_path / "cache"
         cache.mkdir()
-        out = (await Kubectl(kubeconfig, cache).run("get", "namespaces", "-o", "name")).out
+        kubectl = Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
+        out = (await kubectl.run("get", "namespaces", "-o", "name")).out
         assert "namespace/kube-system" in out.split()
 
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()

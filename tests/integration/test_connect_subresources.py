@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubeforge.apiserver import APIServer
-from tests.support import Client, Kubectl
+from kubeforge.testing import Kubectl, find_kubectl
+from tests.support import Client
 
 PODS = "/api/v1/namespaces/default/pods"
 WHY = "this API server has no kubelet or container runtime behind it to connect to"
@@ -54,7 +55,12 @@ async def test_kubectl_shows_the_reason(
     server: APIServer, client: Client, tmp_path: Path, version: str | None
 ) -> None:
     # kubectl 1.27 speaks SPDY only; newer ones try WebSockets first, then fall back.
-    kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path, version)
+    kubectl = Kubectl(
+        server.write_kubeconfig(tmp_path / "kubeconfig"),
+        binary=find_kubectl(version, exact=True),
+        cache_dir=tmp_path,
+        env={"HOME": str(tmp_path)},
+    )
     await running_pod(client)
     local = tmp_path / "file"
     local.write_text("x")

@@ -9,7 +9,8 @@ from pathlib import Path
 import orjson
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
-from tests.support import Kubectl, connect, eventually
+from kubeforge.testing import Kubectl, find_kubectl
+from tests.support import connect, eventually
 
 
 class Raw:
@@ -153,7 +154,12 @@ async def test_kubectl_waits_for_a_free_connection(tmp_path: Path) -> None:
         cache.mkdir()
         # A plain kubectl binary: the one first on PATH may be a wrapper of its own that
         # asks the server for its version before starting the kubectl it picks.
-        kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), cache, "1.33")
+        kubectl = Kubectl(
+            server.write_kubeconfig(tmp_path / "kubeconfig"),
+            binary=find_kubectl("1.33", exact=True),
+            cache_dir=cache,
+            env={"HOME": str(cache)},
+        )
         held = [await Raw.open(server) for _ in range(2)]
         for conn in held:
             assert (await conn.ask(READYZ))[0] == 200

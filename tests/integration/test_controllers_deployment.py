@@ -20,7 +20,8 @@ from kubeforge.client.errors import NotFound
 from kubeforge.cluster.controllers import deployment, replicaset, serviceaccount
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl
+from tests.support import eventually
 
 NS = "default"
 DEPLOYMENT = "apps/v1/Deployment"
