@@ -1,11 +1,10 @@
-"""Test helpers: an HTTPS client for the embedded server and waiting on conditions."""
+"""Test helpers: an HTTPS client for the embedded server."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -89,19 +88,6 @@ class Client:
 
             await asyncio.wait_for(read(), timeout)
         return events
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], timeout: float = 10.0, interval: float = 0.02
-) -> None:
-    """Wait until `check()` is true, failing after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met within timeout")
-        await asyncio.sleep(interval)
 
 
 @asynccontextmanager

@@ -10,8 +10,7 @@ import pytest
 
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
-from kubeforge.testing import Kubectl, find_kubectl
-from tests.support import eventually
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 
 pytestmark = pytest.mark.kubectl
 

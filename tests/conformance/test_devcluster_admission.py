@@ -9,7 +9,7 @@ import pytest
 
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
-from kubeforge.testing import Kubectl
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     mutating,
     patch,
@@ -17,7 +17,6 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import eventually
 
 pytestmark = pytest.mark.kubectl
 

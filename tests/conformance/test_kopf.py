@@ -11,8 +11,9 @@ import kopf
 import pytest
 
 from kubeforge.apiserver import APIServer
+from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
-from tests.support import Client, eventually
+from tests.support import Client
 
 MERGE = "application/merge-patch+json"
 

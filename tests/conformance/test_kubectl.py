@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from kubeforge.apiserver import APIServer
-from kubeforge.testing import Kubectl, find_kubectl
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 from tests.integration.crd_fixtures import widget_crd
-from tests.support import eventually
 
 pytestmark = pytest.mark.kubectl
 

@@ -9,8 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Client as KubeClient
-from kubeforge.testing import metric_sum, metric_value
-from tests.support import Client, eventually
+from kubeforge.testing import eventually, metric_sum, metric_value
+from tests.support import Client
 
 CMS = "/api/v1/namespaces/default/configmaps"
 APPLY = "application/apply-patch+yaml"

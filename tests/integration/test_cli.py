@@ -14,8 +14,7 @@ from pathlib import Path
 import aiohttp
 import yaml
 
-from kubeforge.testing import Kubectl
-from tests.support import eventually
+from kubeforge.testing import Kubectl, eventually
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 

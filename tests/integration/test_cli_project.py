@@ -15,8 +15,7 @@ import orjson
 import yaml
 
 from kubeforge.client import Client, NotFound
-from kubeforge.testing import Kubectl, find_kubectl
-from tests.support import eventually
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 GROUP = "demo.kubeforge.dev"

@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
-from kubeforge.testing import Kubectl, find_kubectl
-from tests.support import connect, eventually
+from kubeforge.testing import Kubectl, eventually, find_kubectl
+from tests.support import connect
 
 
 class Raw:

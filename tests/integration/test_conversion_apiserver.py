@@ -14,6 +14,7 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
+from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer, free_port, webhook_server
 from tests.integration.conversion_support import (
     CRD_NAME,
@@ -26,7 +27,7 @@ from tests.integration.conversion_support import (
     gadget,
     gadget_crd,
 )
-from tests.support import Client, connect, eventually
+from tests.support import Client, connect
 
 MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"

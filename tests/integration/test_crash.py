@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeforge.client import Client, Gone, load_kubeconfig
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 NS = "default"
 

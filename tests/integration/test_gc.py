@@ -8,9 +8,9 @@ from typing import Any
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.persistence import SQLiteBackend
 from kubeforge.apiserver.server import ServerConfig
-from kubeforge.testing import Kubectl
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
-from tests.support import Client, connect, eventually
+from tests.support import Client, connect
 
 CMS = "/api/v1/namespaces/default/configmaps"
 JSONP = "application/json-patch+json"

@@ -24,9 +24,8 @@ from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.options import RUN_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.runtime.manager import Manager
-from kubeforge.testing import Kubectl
+from kubeforge.testing import Kubectl, eventually
 from tests.support import Client as RawClient
-from tests.support import eventually
 
 NS = "default"
 FAST = ClusterOptions(pod_start_seconds=0.05, command_run_seconds=0.05)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from tests.support import Client, eventually
+from kubeforge.testing import eventually
+from tests.support import Client
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

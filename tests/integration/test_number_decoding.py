@@ -9,8 +9,9 @@ from typing import Any
 
 import orjson
 
+from kubeforge.testing import eventually
 from tests.fuzz.kinds import CRD
-from tests.support import Client, eventually
+from tests.support import Client
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 GADGETS = "/apis/fuzz.kubeforge.dev/v1/namespaces/default/gadgets"

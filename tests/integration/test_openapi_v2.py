@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from email.utils import formatdate, parsedate_to_datetime
 
+from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import CRDS, widget_crd
-from tests.support import Client, eventually
+from tests.support import Client
 
 KUBECTL_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

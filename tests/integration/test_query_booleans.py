@@ -11,7 +11,8 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.subresources import LogRequest
-from tests.support import Client, connect, eventually
+from kubeforge.testing import eventually
+from tests.support import Client, connect
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

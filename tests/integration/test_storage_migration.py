@@ -14,10 +14,10 @@ from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.resource import GroupResource
 from kubeforge.client import Client, load_kubeconfig
 from kubeforge.client.storagemigration import MigrationProgress, find_crd, migrate_storage
+from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer
 from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
 from tests.support import Client as RawClient
-from tests.support import eventually
 
 GADGETS = GroupResource(GROUP, "gadgets")
 
