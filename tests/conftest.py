@@ -12,7 +12,7 @@ from kubeforge.apiserver.server import ServerConfig
 from kubeforge.client import Client as KubeClient
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import Kubectl
-from tests.support import Client, connect
+from tests.support import HTTPClient, connect
 
 
 @pytest.fixture
@@ -23,7 +23,7 @@ async def server() -> AsyncIterator[APIServer]:
 
 
 @pytest.fixture
-async def client(server: APIServer) -> AsyncIterator[Client]:
+async def http(server: APIServer) -> AsyncIterator[HTTPClient]:
     """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
     async with connect(server) as raw:
         yield raw
@@ -57,7 +57,7 @@ async def gc_server() -> AsyncIterator[APIServer]:
 
 
 @pytest.fixture
-async def gc(gc_server: APIServer) -> AsyncIterator[Client]:
+async def gc_http(gc_server: APIServer) -> AsyncIterator[HTTPClient]:
     async with connect(gc_server) as raw:
         yield raw
 

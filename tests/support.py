@@ -1,8 +1,9 @@
-"""Test helpers: an HTTPS client for the embedded server."""
+"""Test helpers: raw HTTPS access to the embedded server, and free local ports."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,7 +26,7 @@ class Reply:
         return orjson.loads(self.body)
 
 
-class Client:
+class HTTPClient:
     """Raw HTTP access to the server, as a client would make it."""
 
     def __init__(self, server: APIServer, session: aiohttp.ClientSession) -> None:
@@ -91,9 +92,17 @@ class Client:
 
 
 @asynccontextmanager
-async def connect(server: APIServer) -> AsyncIterator[Client]:
+async def connect(server: APIServer) -> AsyncIterator[HTTPClient]:
     """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
     assert server.certificates is not None
     ctx: ssl.SSLContext = server.certificates.client_context()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
-        yield Client(server, session)
+        yield HTTPClient(server, session)
+
+
+def free_port() -> int:
+    """A local port nothing listens on (bound and released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

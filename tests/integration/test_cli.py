@@ -6,7 +6,6 @@ import asyncio
 import base64
 import os
 import signal
-import socket
 import ssl
 import sys
 from pathlib import Path
@@ -15,14 +14,9 @@ import aiohttp
 import yaml
 
 from kubeforge.testing import Kubectl, eventually
+from tests.support import free_port
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> None:

@@ -118,12 +118,12 @@ async def test_a_quiet_watch_outlives_the_timeouts() -> None:
     # A watch with nothing to say for several idle and body timeouts stays open and still
     # delivers the next event.
     limits = ConnectionLimits(header_timeout=0.2, body_timeout=0.2, idle_timeout=0.2)
-    async with APIServer(connections=limits) as server, connect(server) as client:
+    async with APIServer(connections=limits) as server, connect(server) as http:
         path = "/api/v1/namespaces/default/configmaps"
-        listed = await client.get(path)
+        listed = await http.get(path)
         version = listed.json()["metadata"]["resourceVersion"]
         watching = asyncio.ensure_future(
-            client.watch_lines(
+            http.watch_lines(
                 f"{path}?watch=true&resourceVersion={version}", lambda seen: len(seen) >= 1
             )
         )
@@ -137,7 +137,7 @@ async def test_a_quiet_watch_outlives_the_timeouts() -> None:
             assert await idle.closed()
             await idle.close()
         assert not watching.done()
-        created = await client.post(path, {"metadata": {"name": "after-quiet"}})
+        created = await http.post(path, {"metadata": {"name": "after-quiet"}})
         assert created.status == 201
         seen = await asyncio.wait_for(watching, 5)
         assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
