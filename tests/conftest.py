@@ -9,8 +9,7 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
-from kubeforge.client import Client as KubeClient
-from kubeforge.client import load_kubeconfig
+from kubeforge.client import Client as KubeClient, load_kubeconfig
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

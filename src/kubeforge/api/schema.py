@@ -37,8 +37,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
-from kubeforge.api import definitions
-from kubeforge.api import markers as mk
+from kubeforge.api import definitions, markers as mk
 from kubeforge.api.meta import ObjectMeta
 
 __all__ = [
