@@ -9,9 +9,9 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
-from kubeforge.client import Client as KubeClient
-from kubeforge.client import load_kubeconfig
-from tests.support import Client, Kubectl, connect
+from kubeforge.client import Client as KubeClient, load_kubeconfig
+from kubeforge.testing import Kubectl
+from tests.support import HTTPClient, connect
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ async def server() -> AsyncIterator[APIServer]:
 
 
 @pytest.fixture
-async def client(server: APIServer) -> AsyncIterator[Client]:
+async def http(server: APIServer) -> AsyncIterator[HTTPClient]:
     """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
     async with connect(server) as raw:
         yield raw
@@ -35,10 +35,10 @@ def kubeconfig(server: APIServer, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
-    """The default kubectl, pointed at `server`."""
+    """The default kubectl, pointed at `server`, with a private cache (and HOME) directory."""
     cache = tmp_path / "kube-cache"
     cache.mkdir()
-    return Kubectl(kubeconfig, cache)
+    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ async def gc_server() -> AsyncIterator[APIServer]:
 
 
 @pytest.fixture
-async def gc(gc_server: APIServer) -> AsyncIterator[Client]:
+async def gc_http(gc_server: APIServer) -> AsyncIterator[HTTPClient]:
     async with connect(gc_server) as raw:
         yield raw
 
@@ -65,4 +65,5 @@ async def gc(gc_server: APIServer) -> AsyncIterator[Client]:
 def gc_kubectl(gc_server: APIServer, tmp_path: Path) -> Kubectl:
     cache = tmp_path / "kube-cache"
     cache.mkdir()
-    return Kubectl(gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig"), cache)
+    kubeconfig = gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig")
+    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})

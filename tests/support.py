@@ -1,33 +1,19 @@
-"""Test helpers: an HTTPS client for the embedded server and a kubectl runner."""
+"""Test helpers: raw HTTPS access to the embedded server, and free local ports."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
+import socket
 import ssl
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
 from kubeforge.apiserver import APIServer
-
-
-def kubectl_binary(version: str | None = None) -> str:
-    """Path of `kubectl` or of `kubectl.1.NN` installed next to it."""
-    base = shutil.which("kubectl")
-    assert base is not None, "kubectl is not installed"
-    if version is None:
-        return base
-    candidate = Path(os.path.realpath(base)).parent / f"kubectl.{version}"
-    assert candidate.exists(), f"{candidate} is not installed"
-    return str(candidate)
 
 
 @dataclass
@@ -40,7 +26,7 @@ class Reply:
         return orjson.loads(self.body)
 
 
-class Client:
+class HTTPClient:
     """Raw HTTP access to the server, as a client would make it."""
 
     def __init__(self, server: APIServer, session: aiohttp.ClientSession) -> None:
@@ -105,76 +91,18 @@ class Client:
         return events
 
 
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-class Kubectl:
-    """Runs a real kubectl against the server (without blocking the event loop)."""
-
-    def __init__(self, kubeconfig: Path, cache_dir: Path, version: str | None = None) -> None:
-        self.kubeconfig = kubeconfig
-        self.cache_dir = cache_dir
-        self.binary = kubectl_binary(version)
-        self.version = version
-
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        env["KUBECONFIG"] = str(self.kubeconfig)
-        env["KUBECACHEDIR"] = str(self.cache_dir)
-        env["HOME"] = str(self.cache_dir)
-        return env
-
-    async def run(
-        self, *args: str, stdin: str | None = None, timeout: float = 60.0, check: bool = True
-    ) -> Result:
-        proc = await asyncio.create_subprocess_exec(
-            self.binary,
-            *args,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env(),
-        )
-        out, err = await asyncio.wait_for(
-            proc.communicate(stdin.encode() if stdin is not None else None), timeout
-        )
-        result = Result(proc.returncode or 0, out.decode(), err.decode())
-        if check:
-            assert result.code == 0, f"kubectl {' '.join(args)} failed: {result.err}{result.out}"
-        return result
-
-    async def start(self, *args: str) -> asyncio.subprocess.Process:
-        """Start a long-running kubectl (e.g. `get -w`); the caller stops it."""
-        return await asyncio.create_subprocess_exec(
-            self.binary,
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env(),
-        )
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], timeout: float = 10.0, interval: float = 0.02
-) -> None:
-    """Wait until `check()` is true, failing after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if await check():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met within timeout")
-        await asyncio.sleep(interval)
-
-
 @asynccontextmanager
-async def connect(server: APIServer) -> AsyncIterator[Client]:
+async def connect(server: APIServer) -> AsyncIterator[HTTPClient]:
     """Raw HTTPS access to `server`, trusting its CA and carrying its token."""
     assert server.certificates is not None
     ctx: ssl.SSLContext = server.certificates.client_context()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
-        yield Client(server, session)
+        yield HTTPClient(server, session)
+
+
+def free_port() -> int:
+    """A local port nothing listens on (bound and released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

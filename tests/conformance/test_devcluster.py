@@ -10,7 +10,7 @@ import pytest
 
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -26,7 +26,8 @@ def kc(cluster: DevCluster, tmp_path: Path) -> Kubectl:
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
     cache = tmp_path / "cache"
     cache.mkdir()
-    return Kubectl(kubeconfig, cache, "1.31")
+    binary = find_kubectl("1.31", exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
 
 
 async def pods(kc: Kubectl, selector: str, namespace: str = "default") -> list[dict[str, object]]:

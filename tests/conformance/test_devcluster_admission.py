@@ -9,6 +9,7 @@ import pytest
 
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     mutating,
     patch,
@@ -16,7 +17,6 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import Kubectl, eventually
 
 pytestmark = pytest.mark.kubectl
 
@@ -25,7 +25,8 @@ async def test_pods_a_replicaset_creates_go_through_mutating_webhooks(tmp_path: 
     async with DevCluster(ClusterOptions()) as cluster, webhook_server() as hooks:
         cache = tmp_path / "cache"
         cache.mkdir()
-        kc = Kubectl(cluster.write_kubeconfig(tmp_path / "kubeconfig"), cache)
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        kc = Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
         hooks.route(
             "/inject",
             lambda req: patch(

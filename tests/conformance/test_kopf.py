@@ -11,8 +11,9 @@ import kopf
 import pytest
 
 from kubeforge.apiserver import APIServer
+from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
-from tests.support import Client, eventually
+from tests.support import HTTPClient
 
 MERGE = "application/merge-patch+json"
 
@@ -23,9 +24,9 @@ def quiet_kopf() -> None:
 
 
 async def test_kopf_operator_sees_create_and_update_and_patches_status(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
-    assert (await client.post(CRDS, widget_crd())).status == 201
+    assert (await http.post(CRDS, widget_crd())).status == 201
     registry = kopf.OperatorRegistry()
     seen: list[tuple[str, int]] = []
 
@@ -57,17 +58,17 @@ async def test_kopf_operator_sees_create_and_update_and_patches_status(
         )
     )
     try:
-        assert (await client.post(WIDGETS, widget("w", size=2))).status == 201
+        assert (await http.post(WIDGETS, widget("w", size=2))).status == 201
 
         async def phase_is(value: str) -> bool:
-            obj = (await client.get(f"{WIDGETS}/w")).json()
+            obj = (await http.get(f"{WIDGETS}/w")).json()
             return bool((obj.get("status") or {}).get("phase") == value)
 
         await eventually(lambda: phase_is("created-2"), timeout=30)
-        await client.patch(f"{WIDGETS}/w", {"spec": {"size": 5}}, MERGE)
+        await http.patch(f"{WIDGETS}/w", {"spec": {"size": 5}}, MERGE)
         await eventually(lambda: phase_is("updated-5"), timeout=30)
         assert seen == [("create", 2), ("update", 5)]
-        obj = (await client.get(f"{WIDGETS}/w")).json()
+        obj = (await http.get(f"{WIDGETS}/w")).json()
         assert "kopf.zalando.org/last-handled-configuration" in obj["metadata"]["annotations"]
     finally:
         stop.set()

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from kubeforge.apiserver import APIServer
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 from tests.integration.crd_fixtures import widget_crd
-from tests.support import Kubectl, eventually
 
 pytestmark = pytest.mark.kubectl
 
@@ -60,7 +60,8 @@ spec:
 def kc(request: pytest.FixtureRequest, kubeconfig: Path, tmp_path: Path) -> Kubectl:
     cache = tmp_path / f"cache-{request.param}"
     cache.mkdir()
-    return Kubectl(kubeconfig, cache, request.param)
+    binary = find_kubectl(request.param, exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
 
 
 async def install_widgets(kc: Kubectl, tmp_path: Path) -> None:

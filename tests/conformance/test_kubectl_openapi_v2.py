@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubeforge.testing import Kubectl, find_kubectl
 from tests.integration.crd_fixtures import widget_crd
-from tests.support import Kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -70,7 +70,8 @@ spec:
 def kc(request: pytest.FixtureRequest, kubeconfig: Path, tmp_path: Path) -> Kubectl:
     cache = tmp_path / f"cache-{request.param}"
     cache.mkdir()
-    return Kubectl(kubeconfig, cache, request.param)
+    binary = find_kubectl(request.param, exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
 
 
 def manifest(tmp_path: Path, name: str, text: str) -> str:

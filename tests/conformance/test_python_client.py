@@ -9,9 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s
-from kubernetes import config as k8s_config
-from kubernetes import watch as k8s_watch
+from kubernetes import client as k8s, config as k8s_config, watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from tests.integration.crd_fixtures import widget, widget_crd

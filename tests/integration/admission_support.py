@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -93,14 +92,6 @@ async def webhook_server(hosts: tuple[str, ...] = ("127.0.0.1",)) -> AsyncIterat
         yield server
     finally:
         await server.stop()
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound and released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # -- answers ----------------------------------------------------------------------------------

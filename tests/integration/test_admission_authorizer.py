@@ -19,7 +19,7 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import Client
+from tests.support import HTTPClient
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 ROBOT = "system:serviceaccount:default:robot"
@@ -30,23 +30,23 @@ MAY_DELETE_SECRETS = (
 )
 
 
-async def created(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    reply = await client.post(path, body)
+async def created(http: HTTPClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = await http.post(path, body)
     assert reply.status == 201, reply.body
     result: dict[str, Any] = reply.json()
     return result
 
 
-async def robot_token(client: Client) -> dict[str, str]:
+async def robot_token(http: HTTPClient) -> dict[str, str]:
     """A ServiceAccount that may create ConfigMaps in default, and nothing about Secrets."""
     await created(
-        client,
+        http,
         "/api/v1/namespaces/default/serviceaccounts",
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
     )
     rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
     await created(
-        client,
+        http,
         f"{rbac}/roles",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -56,7 +56,7 @@ async def robot_token(client: Client) -> dict[str, str]:
         },
     )
     await created(
-        client,
+        http,
         f"{rbac}/rolebindings",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -71,7 +71,7 @@ async def robot_token(client: Client) -> dict[str, str]:
         },
     )
     issued = await created(
-        client,
+        http,
         "/api/v1/namespaces/default/serviceaccounts/robot/token",
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
     )
@@ -79,18 +79,18 @@ async def robot_token(client: Client) -> dict[str, str]:
 
 
 async def test_a_match_condition_with_the_authorizer_tells_the_admin_from_a_service_account(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
-    robot = await robot_token(client)
+    robot = await robot_token(http)
     async with webhook_server() as hooks:
-        await review_only_those_who_may_not_delete_secrets(client, hooks)
+        await review_only_those_who_may_not_delete_secrets(http, hooks)
 
         # The administrator may delete secrets: the condition is false, no call, stored.
-        await created(client, CONFIGMAPS, configmap("by-admin"))
+        await created(http, CONFIGMAPS, configmap("by-admin"))
         assert hooks.requests("/restrict") == []
 
         # The ServiceAccount may not: the webhook is called for it, and refuses.
-        reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+        reply = await http.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
         assert reply.status == 403, reply.body
         assert reply.json()["message"] == (
             'admission webhook "restrict.example.com" denied the request: only for those '
@@ -98,17 +98,17 @@ async def test_a_match_condition_with_the_authorizer_tells_the_admin_from_a_serv
         )
         [request] = hooks.requests("/restrict")
         assert request["userInfo"]["username"] == ROBOT
-        assert (await client.get(f"{CONFIGMAPS}/by-robot")).status == 404
+        assert (await http.get(f"{CONFIGMAPS}/by-robot")).status == 404
 
         # Granted the permission, the same user no longer matches.
-        await grant_secret_deletion(client)
-        reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+        await grant_secret_deletion(http)
+        reply = await http.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
         assert reply.status == 201, reply.body
         assert len(hooks.requests("/restrict")) == 1
 
 
 async def review_only_those_who_may_not_delete_secrets(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route("/restrict", lambda request: deny("only for those who may delete secrets"))
     config = validating(
@@ -122,13 +122,13 @@ async def review_only_those_who_may_not_delete_secrets(
             matchConditions=[{"name": "may-not-delete", "expression": f"!{MAY_DELETE_SECRETS}"}],
         ),
     )
-    await created(client, VALIDATING, config)
+    await created(http, VALIDATING, config)
 
 
-async def grant_secret_deletion(client: Client) -> None:
+async def grant_secret_deletion(http: HTTPClient) -> None:
     rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
     await created(
-        client,
+        http,
         f"{rbac}/roles",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -138,7 +138,7 @@ async def grant_secret_deletion(client: Client) -> None:
         },
     )
     await created(
-        client,
+        http,
         f"{rbac}/rolebindings",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -155,11 +155,11 @@ async def grant_secret_deletion(client: Client) -> None:
 
 
 async def test_a_policy_with_the_authorizer_tells_the_admin_from_a_service_account(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
-    robot = await robot_token(client)
+    robot = await robot_token(http)
     await created(
-        client,
+        http,
         POLICIES,
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -183,7 +183,7 @@ async def test_a_policy_with_the_authorizer_tells_the_admin_from_a_service_accou
         },
     )
     await created(
-        client,
+        http,
         BINDINGS,
         {
             "apiVersion": "admissionregistration.k8s.io/v1",
@@ -192,8 +192,8 @@ async def test_a_policy_with_the_authorizer_tells_the_admin_from_a_service_accou
             "spec": {"policyName": "secret-managers-only", "validationActions": ["Deny"]},
         },
     )
-    await created(client, CONFIGMAPS, configmap("by-admin"))
-    reply = await client.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
+    await created(http, CONFIGMAPS, configmap("by-admin"))
+    reply = await http.post(CONFIGMAPS, configmap("by-robot"), headers=robot, auth=False)
     assert reply.status == 422, reply.body  # a validation's reason defaults to Invalid
     assert reply.json()["message"].endswith(
         "ValidatingAdmissionPolicy 'secret-managers-only' with binding 'secret-managers-only' "

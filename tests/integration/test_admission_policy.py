@@ -6,8 +6,9 @@ from typing import Any
 
 import orjson
 
+from kubeforge.testing import Kubectl
 from tests.integration.admission_support import BINDINGS, POLICIES, configmap, deployment
-from tests.support import Client, Kubectl
+from tests.support import HTTPClient
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -45,16 +46,16 @@ def binding(name: str, policy_name: str, actions: list[str], **spec: Any) -> dic
     }
 
 
-async def install(client: Client, *objects: dict[str, Any]) -> None:
+async def install(http: HTTPClient, *objects: dict[str, Any]) -> None:
     for obj in objects:
         path = POLICIES if obj["kind"] == "ValidatingAdmissionPolicy" else BINDINGS
-        reply = await client.post(path, obj)
+        reply = await http.post(path, obj)
         assert reply.status == 201, reply.body
 
 
-async def test_deny_as_kubectl_prints_it_and_warn(client: Client, kubectl: Kubectl) -> None:
+async def test_deny_as_kubectl_prints_it_and_warn(http: HTTPClient, kubectl: Kubectl) -> None:
     await install(
-        client,
+        http,
         policy("max-replicas", [{"expression": "object.spec.replicas <= 5"}]),
         binding("max-replicas-binding", "max-replicas", ["Deny"]),
     )
@@ -67,7 +68,7 @@ async def test_deny_as_kubectl_prints_it_and_warn(client: Client, kubectl: Kubec
         "binding 'max-replicas-binding' denied request: failed expression: "
         "object.spec.replicas <= 5"
     )
-    reply = await client.post(DEPLOYMENTS, deployment("big", replicas=6))
+    reply = await http.post(DEPLOYMENTS, deployment("big", replicas=6))
     status = reply.json()
     assert reply.status == 422
     assert status["reason"] == "Invalid"
@@ -82,10 +83,10 @@ async def test_deny_as_kubectl_prints_it_and_warn(client: Client, kubectl: Kubec
             "'max-replicas-binding' denied request: failed expression: object.spec.replicas <= 5"
         }
     ]
-    assert (await client.post(DEPLOYMENTS, deployment("small", replicas=2))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("small", replicas=2))).status == 201
 
     await install(
-        client,
+        http,
         policy(
             "even",
             [
@@ -103,12 +104,12 @@ async def test_deny_as_kubectl_prints_it_and_warn(client: Client, kubectl: Kubec
         "Warning: Validation failed for ValidatingAdmissionPolicy 'even' with binding "
         "'even-warning': replicas should be even, not 3"
     ) in result.err
-    assert (await client.get(f"{DEPLOYMENTS}/odd")).status == 200
+    assert (await http.get(f"{DEPLOYMENTS}/odd")).status == 200
 
 
-async def test_reason_message_variables_and_match_conditions(client: Client) -> None:
+async def test_reason_message_variables_and_match_conditions(http: HTTPClient) -> None:
     await install(
-        client,
+        http,
         policy(
             "labelled",
             [
@@ -131,20 +132,20 @@ async def test_reason_message_variables_and_match_conditions(client: Client) -> 
         ),
         binding("labelled", "labelled", ["Deny"]),
     )
-    reply = await client.post(DEPLOYMENTS, deployment("plain"))
+    reply = await http.post(DEPLOYMENTS, deployment("plain"))
     assert reply.status == 403
     assert reply.json()["reason"] == "Forbidden"
     assert reply.json()["message"].endswith("denied request: a team label is required")
-    assert (await client.post(DEPLOYMENTS, deployment("sys-skipped"))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("sys-skipped"))).status == 201
     labelled = deployment("labelled")
     labelled["metadata"]["labels"] = {"team": "blue"}
-    assert (await client.post(DEPLOYMENTS, labelled)).status == 201
+    assert (await http.post(DEPLOYMENTS, labelled)).status == 201
 
 
-async def test_params_by_name_and_selector_and_parameter_not_found(client: Client) -> None:
+async def test_params_by_name_and_selector_and_parameter_not_found(http: HTTPClient) -> None:
     limit = {"expression": "object.spec.replicas <= int(params.data.max)"}
     await install(
-        client,
+        http,
         policy(
             "limits",
             [{**limit, "messageExpression": "'at most ' + params.data.max + ' replicas'"}],
@@ -157,23 +158,23 @@ async def test_params_by_name_and_selector_and_parameter_not_found(client: Clien
             paramRef={"name": "limits", "parameterNotFoundAction": "Deny"},
         ),
     )
-    reply = await client.post(DEPLOYMENTS, deployment("early"))
+    reply = await http.post(DEPLOYMENTS, deployment("early"))
     assert reply.status == 422
     assert reply.json()["message"].endswith(
         "ValidatingAdmissionPolicy 'limits' with binding 'limits-by-name' denied request: "
         "failed to configure binding: no params found for policy binding with `Deny` "
         "parameterNotFoundAction"
     )
-    assert (await client.post(CONFIGMAPS, configmap("limits", data={"max": "3"}))).status == 201
-    assert (await client.post(DEPLOYMENTS, deployment("three", replicas=3))).status == 201
-    reply = await client.post(DEPLOYMENTS, deployment("four", replicas=4))
+    assert (await http.post(CONFIGMAPS, configmap("limits", data={"max": "3"}))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("three", replicas=3))).status == 201
+    reply = await http.post(DEPLOYMENTS, deployment("four", replicas=4))
     assert reply.status == 422
     assert reply.json()["message"].endswith("denied request: at most 3 replicas")
 
     # A selector evaluates the policy once per param; with none found, Allow admits.
-    assert (await client.delete(f"{BINDINGS}/limits-by-name")).status == 200
+    assert (await http.delete(f"{BINDINGS}/limits-by-name")).status == 200
     await install(
-        client,
+        http,
         binding(
             "limits-by-label",
             "limits",
@@ -184,18 +185,18 @@ async def test_params_by_name_and_selector_and_parameter_not_found(client: Clien
             },
         ),
     )
-    assert (await client.post(DEPLOYMENTS, deployment("any", replicas=9))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("any", replicas=9))).status == 201
     for name, value in (("low", "2"), ("high", "8")):
         cm = configmap(name, data={"max": value})
         cm["metadata"]["labels"] = {"kind": "limit"}
-        assert (await client.post(CONFIGMAPS, cm)).status == 201
-    reply = await client.post(DEPLOYMENTS, deployment("five", replicas=5))
+        assert (await http.post(CONFIGMAPS, cm)).status == 201
+    reply = await http.post(DEPLOYMENTS, deployment("five", replicas=5))
     assert reply.status == 422
     assert reply.json()["message"].endswith("denied request: at most 2 replicas")
-    assert (await client.post(DEPLOYMENTS, deployment("two", replicas=2))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("two", replicas=2))).status == 201
 
 
-async def test_failure_policy_for_evaluation_and_configuration_errors(client: Client) -> None:
+async def test_failure_policy_for_evaluation_and_configuration_errors(http: HTTPClient) -> None:
     broken = [{"expression": "object.spec.missing == 1"}]
     unknown_params = policy(
         "unknown-params",
@@ -205,7 +206,7 @@ async def test_failure_policy_for_evaluation_and_configuration_errors(client: Cl
     # A policy's own configuration error refuses whatever the policy matches.
     unknown_params["spec"]["matchConstraints"]["objectSelector"] = {"matchLabels": {"p": "params"}}
     await install(
-        client,
+        http,
         policy("strict", broken),
         binding(
             "strict",
@@ -218,10 +219,10 @@ async def test_failure_policy_for_evaluation_and_configuration_errors(client: Cl
         unknown_params,
         binding("unknown-params", "unknown-params", ["Deny"]),
     )
-    assert (await client.post(DEPLOYMENTS, deployment("fine"))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("fine"))).status == 201
     strict = deployment("strict")
     strict["metadata"]["labels"] = {"p": "strict"}
-    reply = await client.post(DEPLOYMENTS, strict)
+    reply = await http.post(DEPLOYMENTS, strict)
     assert reply.status == 422
     assert reply.json()["message"].endswith(
         "ValidatingAdmissionPolicy 'strict' with binding 'strict' denied request: expression "
@@ -229,7 +230,7 @@ async def test_failure_policy_for_evaluation_and_configuration_errors(client: Cl
     )
     params = deployment("params")
     params["metadata"]["labels"] = {"p": "params"}
-    reply = await client.post(DEPLOYMENTS, params)
+    reply = await http.post(DEPLOYMENTS, params)
     assert reply.status == 422
     assert reply.json()["message"].endswith(
         "ValidatingAdmissionPolicy 'unknown-params' denied request: failed to configure policy: "
@@ -237,27 +238,27 @@ async def test_failure_policy_for_evaluation_and_configuration_errors(client: Cl
     )
 
 
-async def test_namespace_object_and_unbound_policies(client: Client) -> None:
+async def test_namespace_object_and_unbound_policies(http: HTTPClient) -> None:
     await install(
-        client,
+        http,
         policy(
             "namespace-says",
             [{"expression": "namespaceObject.metadata.name == 'default'"}],
         ),
     )
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
-    assert (await client.post("/api/v1/namespaces", namespace)).status == 201
+    assert (await http.post("/api/v1/namespaces", namespace)).status == 201
     other = "/apis/apps/v1/namespaces/other/deployments"
     # A policy without a binding does nothing; a binding to no policy neither.
-    assert (await client.post(other, deployment("unbound", namespace="other"))).status == 201
-    await install(client, binding("nobody", "no-such-policy", ["Deny"]))
-    assert (await client.post(other, deployment("still", namespace="other"))).status == 201
-    await install(client, binding("namespace-says", "namespace-says", ["Deny"]))
-    assert (await client.post(other, deployment("refused", namespace="other"))).status == 422
-    assert (await client.post(DEPLOYMENTS, deployment("allowed"))).status == 201
+    assert (await http.post(other, deployment("unbound", namespace="other"))).status == 201
+    await install(http, binding("nobody", "no-such-policy", ["Deny"]))
+    assert (await http.post(other, deployment("still", namespace="other"))).status == 201
+    await install(http, binding("namespace-says", "namespace-says", ["Deny"]))
+    assert (await http.post(other, deployment("refused", namespace="other"))).status == 422
+    assert (await http.post(DEPLOYMENTS, deployment("allowed"))).status == 201
 
 
-async def test_policies_and_bindings_are_validated(client: Client) -> None:
+async def test_policies_and_bindings_are_validated(http: HTTPClient) -> None:
     cases = [
         (
             policy("bad", [{"expression": "object.spec.replicas <"}]),
@@ -293,10 +294,10 @@ async def test_policies_and_bindings_are_validated(client: Client) -> None:
     ]
     for obj, message in cases:
         path = POLICIES if obj["kind"] == "ValidatingAdmissionPolicy" else BINDINGS
-        reply = await client.post(path, obj)
+        reply = await http.post(path, obj)
         assert reply.status == 422, (obj, reply.body)
         assert message in reply.json()["message"], reply.json()["message"]
-    created = (await client.post(POLICIES, policy("good", [{"expression": "true"}]))).json()
+    created = (await http.post(POLICIES, policy("good", [{"expression": "true"}]))).json()
     assert created["spec"]["failurePolicy"] == "Fail"
     assert created["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
     assert created["spec"]["matchConstraints"]["namespaceSelector"] == {}

@@ -12,6 +12,7 @@ from aiohttp import web
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.admission.chain import GROUP
 from kubeforge.apiserver.resource import GroupResource
+from kubeforge.testing import Kubectl
 from tests.integration.admission_support import (
     MUTATING,
     VALIDATING,
@@ -20,7 +21,6 @@ from tests.integration.admission_support import (
     configmap,
     deny,
     deployment,
-    free_port,
     mutating,
     never,
     patch,
@@ -30,7 +30,7 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import Client, Kubectl
+from tests.support import HTTPClient, free_port
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -43,9 +43,9 @@ async def hooks() -> AsyncIterator[WebhookServer]:
         yield server
 
 
-async def install(client: Client, config: dict[str, Any]) -> None:
+async def install(http: HTTPClient, config: dict[str, Any]) -> None:
     path = MUTATING if config["kind"] == "MutatingWebhookConfiguration" else VALIDATING
-    reply = await client.post(path, config)
+    reply = await http.post(path, config)
     assert reply.status == 201, reply.body
 
 
@@ -53,22 +53,22 @@ async def install(client: Client, config: dict[str, Any]) -> None:
 
 
 async def test_mutating_webhook_patch_is_stored_and_review_is_upstream_shaped(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route(
         "/label",
         lambda req: patch({"op": "add", "path": "/metadata/labels", "value": {"injected": "yes"}}),
     )
     await install(
-        client, mutating("label", webhook("label.example.com", hooks, "/label", [rule(["pods"])]))
+        http, mutating("label", webhook("label.example.com", hooks, "/label", [rule(["pods"])]))
     )
     body = pod("", generateName="web-")
     del body["metadata"]["name"]
-    reply = await client.post(PODS + "?fieldManager=tester", body)
+    reply = await http.post(PODS + "?fieldManager=tester", body)
     assert reply.status == 201, reply.body
     created = reply.json()
     assert created["metadata"]["labels"] == {"injected": "yes"}
-    stored = (await client.get(f"{PODS}/{created['metadata']['name']}")).json()
+    stored = (await http.get(f"{PODS}/{created['metadata']['name']}")).json()
     assert stored["metadata"]["labels"] == {"injected": "yes"}
 
     (request,) = hooks.requests("/label")
@@ -98,10 +98,10 @@ async def test_mutating_webhook_patch_is_stored_and_review_is_upstream_shaped(
 
 
 async def test_update_and_delete_reviews_carry_old_objects_and_options(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     await install(
-        client,
+        http,
         validating(
             "all",
             webhook(
@@ -112,9 +112,9 @@ async def test_update_and_delete_reviews_carry_old_objects_and_options(
             ),
         ),
     )
-    assert (await client.post(CONFIGMAPS, configmap("cm", data={"a": "1"}))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("cm", data={"a": "1"}))).status == 201
     assert hooks.requests("/all") == []  # CREATE is not among the rule's operations
-    reply = await client.patch(
+    reply = await http.patch(
         f"{CONFIGMAPS}/cm", {"data": {"a": "2"}}, "application/merge-patch+json"
     )
     assert reply.status == 200, reply.body
@@ -125,7 +125,7 @@ async def test_update_and_delete_reviews_carry_old_objects_and_options(
     assert update["oldObject"]["data"] == {"a": "1"}
     assert update["options"]["kind"] == "UpdateOptions"
 
-    reply = await client.delete(f"{CONFIGMAPS}/cm", {"propagationPolicy": "Background"})
+    reply = await http.delete(f"{CONFIGMAPS}/cm", {"propagationPolicy": "Background"})
     assert reply.status == 200, reply.body
     delete = hooks.requests("/all")[-1]
     assert delete["operation"] == "DELETE"
@@ -139,12 +139,12 @@ async def test_update_and_delete_reviews_carry_old_objects_and_options(
 
 
 async def test_denial_and_warnings_as_kubectl_prints_them(
-    client: Client, kubectl: Kubectl, hooks: WebhookServer
+    http: HTTPClient, kubectl: Kubectl, hooks: WebhookServer
 ) -> None:
     hooks.route("/deny", lambda req: {**deny("names must start with ok"), "warnings": ["heads up"]})
     hooks.route("/warn", lambda req: {"allowed": True, "warnings": ['a "quoted" warning']})
     await install(
-        client,
+        http,
         validating(
             "checks",
             webhook(
@@ -176,36 +176,36 @@ async def test_denial_and_warnings_as_kubectl_prints_them(
         '"deny.example.com" denied the request: names must start with ok'
     ) in labelled.err
     assert "Warning: heads up" in labelled.err
-    assert (await client.get(f"{CONFIGMAPS}/bad")).status == 404
+    assert (await http.get(f"{CONFIGMAPS}/bad")).status == 404
 
 
 async def test_denial_keeps_the_webhooks_status_and_fills_in_what_is_missing(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route("/bare", lambda req: {"allowed": False})
     hooks.route(
         "/reason", lambda req: {"allowed": False, "status": {"code": 200, "reason": "Nope"}}
     )
     await install(
-        client,
+        http,
         validating(
             "denials",
             webhook("bare.example.com", hooks, "/bare", [rule(["configmaps"])]),
         ),
     )
-    reply = await client.post(CONFIGMAPS, configmap("x"))
+    reply = await http.post(CONFIGMAPS, configmap("x"))
     assert reply.status == 400
     assert reply.json()["message"] == (
         'admission webhook "bare.example.com" denied the request without explanation'
     )
-    await client.delete(f"{VALIDATING}/denials")
+    await http.delete(f"{VALIDATING}/denials")
     await install(
-        client,
+        http,
         validating(
             "denials", webhook("reason.example.com", hooks, "/reason", [rule(["configmaps"])])
         ),
     )
-    reply = await client.post(CONFIGMAPS, configmap("x"))
+    reply = await http.post(CONFIGMAPS, configmap("x"))
     assert reply.status == 400  # a code below 400 is no refusal code
     assert reply.json()["reason"] == "Nope"
     assert (
@@ -217,13 +217,13 @@ async def test_denial_keeps_the_webhooks_status_and_fills_in_what_is_missing(
 
 
 async def test_rules_match_resources_subresources_operations_and_scope(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     def hook(name: str, r: dict[str, Any]) -> dict[str, Any]:
         return webhook(f"{name}.example.com", hooks, f"/{name}", [r])
 
     await install(
-        client,
+        http,
         validating(
             "rules",
             hook("pods", rule(["pods"], operations=["*"])),
@@ -242,15 +242,15 @@ async def test_rules_match_resources_subresources_operations_and_scope(
         hooks.calls.clear()
         return {n.strip("/") for n in names}
 
-    assert (await client.post(PODS, pod("p"))).status == 201
+    assert (await http.post(PODS, pod("p"))).status == 201
     assert called() == {"pods", "namespaced"}
-    current = (await client.get(f"{PODS}/p")).json()
+    current = (await http.get(f"{PODS}/p")).json()
     current["status"] = {"phase": "Running"}
-    assert (await client.put(f"{PODS}/p/status", current)).status == 200
+    assert (await http.put(f"{PODS}/p/status", current)).status == 200
     assert called() == {"podstatus"}  # "pods" and "*" do not cover pods/status
-    assert (await client.post(DEPLOYMENTS, deployment("d"))).status == 201
+    assert (await http.post(DEPLOYMENTS, deployment("d"))).status == 201
     assert called() == {"namespaced"}
-    reply = await client.patch(
+    reply = await http.patch(
         f"{DEPLOYMENTS}/d/scale", {"spec": {"replicas": 3}}, "application/merge-patch+json"
     )
     assert reply.status == 200, reply.body
@@ -260,19 +260,19 @@ async def test_rules_match_resources_subresources_operations_and_scope(
     assert scale_review["subResource"] == "scale"
     assert scale_review["object"]["spec"]["replicas"] == 3
     assert scale_review["oldObject"]["spec"]["replicas"] == 1
-    reply = await client.patch(
+    reply = await http.patch(
         f"{DEPLOYMENTS}/d", {"metadata": {"labels": {"a": "b"}}}, "application/merge-patch+json"
     )
     assert reply.status == 200, reply.body
     assert called() == {"star", "all"}
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "scoped"}}
-    assert (await client.post("/api/v1/namespaces", namespace)).status == 201
+    assert (await http.post("/api/v1/namespaces", namespace)).status == 201
     assert called() == {"cluster"}  # a Namespace is cluster-scoped, whatever its request says
     assert hooks.requests("/cluster")[-1]["namespace"] == "scoped"
 
 
 async def test_match_policy_equivalent_sends_the_version_the_rule_names(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     # core/v1 Events and events.k8s.io/v1 Events are one resource in two groups.
     hooks.route(
@@ -280,7 +280,7 @@ async def test_match_policy_equivalent_sends_the_version_the_rule_names(
     )
     events_rule = rule(["events"], groups=["events.k8s.io"], versions=["v1"])
     await install(
-        client,
+        http,
         mutating(
             "events",
             webhook("equivalent.example.com", hooks, "/events", [events_rule]),
@@ -296,7 +296,7 @@ async def test_match_policy_equivalent_sends_the_version_the_rule_names(
         "message": "original",
         "type": "Normal",
     }
-    reply = await client.post("/api/v1/namespaces/default/events", event)
+    reply = await http.post("/api/v1/namespaces/default/events", event)
     assert reply.status == 201, reply.body
     assert reply.json()["message"] == "patched"  # converted back from the patched v1 Event
     (request,) = hooks.requests("/events")
@@ -311,10 +311,10 @@ async def test_match_policy_equivalent_sends_the_version_the_rule_names(
 
 
 async def test_namespace_selector_uses_the_namespace_labels(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     await install(
-        client,
+        http,
         validating(
             "ns",
             webhook(
@@ -332,12 +332,12 @@ async def test_namespace_selector_uses_the_namespace_labels(
         "metadata": {"name": "watched", "labels": {"admission": "on"}},
     }
     plain = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "plain"}}
-    assert (await client.post("/api/v1/namespaces", labelled)).status == 201
-    assert (await client.post("/api/v1/namespaces", plain)).status == 201
+    assert (await http.post("/api/v1/namespaces", labelled)).status == 201
+    assert (await http.post("/api/v1/namespaces", plain)).status == 201
     # A Namespace is judged by its own labels.
     assert [r["name"] for r in hooks.requests("/ns")] == ["watched"]
     for ns in ("watched", "plain"):
-        reply = await client.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("c", ns))
+        reply = await http.post(f"/api/v1/namespaces/{ns}/configmaps", configmap("c", ns))
         assert reply.status == 201
     assert [r["namespace"] for r in hooks.requests("/ns")[1:]] == ["watched"]
     volume = {
@@ -351,15 +351,15 @@ async def test_namespace_selector_uses_the_namespace_labels(
         },
     }
     # Cluster-scoped objects are never excluded by a namespaceSelector.
-    assert (await client.post("/api/v1/persistentvolumes", volume)).status == 201
+    assert (await http.post("/api/v1/persistentvolumes", volume)).status == 201
     assert hooks.requests("/ns")[-1]["name"] == "pv"
 
 
 async def test_object_selector_matches_the_new_or_the_old_object(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     await install(
-        client,
+        http,
         validating(
             "objects",
             webhook(
@@ -371,23 +371,23 @@ async def test_object_selector_matches_the_new_or_the_old_object(
             ),
         ),
     )
-    assert (await client.post(CONFIGMAPS, configmap("quiet"))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("quiet"))).status == 201
     watched = configmap("loud")
     watched["metadata"]["labels"] = {"watch": "yes"}
-    assert (await client.post(CONFIGMAPS, watched)).status == 201
+    assert (await http.post(CONFIGMAPS, watched)).status == 201
     assert [r["name"] for r in hooks.requests("/objects")] == ["loud"]
     # Removing the label is still seen: the old object matches.
-    reply = await client.patch(
+    reply = await http.patch(
         f"{CONFIGMAPS}/loud", {"metadata": {"labels": None}}, "application/merge-patch+json"
     )
     assert reply.status == 200
     assert hooks.requests("/objects")[-1]["operation"] == "UPDATE"
-    assert (await client.delete(f"{CONFIGMAPS}/quiet")).status == 200
+    assert (await http.delete(f"{CONFIGMAPS}/quiet")).status == 200
     assert len(hooks.requests("/objects")) == 2
 
 
 async def test_match_conditions_select_and_fail_by_failure_policy(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     conditions = [
         {"name": "named-yes", "expression": "object.metadata.name.startsWith('yes')"},
@@ -399,7 +399,7 @@ async def test_match_conditions_select_and_fail_by_failure_policy(
     ]
     broken = [{"name": "broken", "expression": "object.data.missing == 'x'"}]
     await install(
-        client,
+        http,
         validating(
             "conditions",
             webhook(
@@ -423,15 +423,15 @@ async def test_match_conditions_select_and_fail_by_failure_policy(
             ),
         ),
     )
-    assert (await client.post(CONFIGMAPS, configmap("yes-1", data={}))).status == 201
-    assert (await client.post(CONFIGMAPS, configmap("no-1", data={}))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("yes-1", data={}))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("no-1", data={}))).status == 201
     assert [r["name"] for r in hooks.requests("/cel")] == ["yes-1"]
     assert hooks.requests("/ignored") == []  # an error under Ignore skips the webhook
     # With a key in data: an empty map is not stored (omitempty), and `object.data` would
     # then be the missing key.
     failing = configmap("fails", data={"present": "x"})
     failing["metadata"]["labels"] = {"broken": "fail"}
-    reply = await client.post(CONFIGMAPS, failing)
+    reply = await http.post(CONFIGMAPS, failing)
     assert reply.status == 403
     assert reply.json()["message"] == (
         "configmaps \"fails\" is forbidden: expression 'object.data.missing == 'x'' resulted "
@@ -441,31 +441,31 @@ async def test_match_conditions_select_and_fail_by_failure_policy(
 
 
 async def test_configurations_take_effect_at_once_and_are_never_admitted(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route("/deny", lambda req: deny("closed"))
     # A webhook for everything that refuses everything, and one nobody answers.
     everything = rule(["*/*"], operations=["*"], groups=["*"], versions=["*"])
     await install(
-        client, validating("lockout", webhook("deny.example.com", hooks, "/deny", [everything]))
+        http, validating("lockout", webhook("deny.example.com", hooks, "/deny", [everything]))
     )
-    assert (await client.post(CONFIGMAPS, configmap("a"))).status == 403
+    assert (await http.post(CONFIGMAPS, configmap("a"))).status == 403
     unreachable = webhook("gone.example.com", hooks, "/gone", [everything])
     unreachable["clientConfig"]["url"] = f"https://127.0.0.1:{free_port()}/gone"
-    await install(client, mutating("gone", unreachable))
-    assert (await client.post(CONFIGMAPS, configmap("a"))).status == 500
+    await install(http, mutating("gone", unreachable))
+    assert (await http.post(CONFIGMAPS, configmap("a"))).status == 500
     # The configurations themselves can still be changed and removed.
-    reply = await client.get(f"{VALIDATING}/lockout")
+    reply = await http.get(f"{VALIDATING}/lockout")
     config = reply.json()
     config["webhooks"][0]["rules"] = [rule(["secrets"])]
-    assert (await client.put(f"{VALIDATING}/lockout", config)).status == 200
-    assert (await client.delete(f"{MUTATING}/gone")).status == 200
-    assert (await client.post(CONFIGMAPS, configmap("a"))).status == 201
-    assert (await client.delete(f"{VALIDATING}/lockout")).status == 200
+    assert (await http.put(f"{VALIDATING}/lockout", config)).status == 200
+    assert (await http.delete(f"{MUTATING}/gone")).status == 200
+    assert (await http.post(CONFIGMAPS, configmap("a"))).status == 201
+    assert (await http.delete(f"{VALIDATING}/lockout")).status == 200
     assert not any(r["kind"]["group"] == GROUP for r in hooks.requests("/deny"))
 
 
-async def test_webhook_configurations_are_validated(client: Client, hooks: WebhookServer) -> None:
+async def test_webhook_configurations_are_validated(http: HTTPClient, hooks: WebhookServer) -> None:
     good = webhook("ok.example.com", hooks, "/ok", [rule(["pods"])])
     cases = [
         (
@@ -514,10 +514,10 @@ async def test_webhook_configurations_are_validated(client: Client, hooks: Webho
         ),
     ]
     for hook, message in cases:
-        reply = await client.post(VALIDATING, validating("bad", hook))
+        reply = await http.post(VALIDATING, validating("bad", hook))
         assert reply.status == 422, (hook, reply.body)
         assert message in reply.json()["message"], reply.json()["message"]
-    defaulted = (await client.post(MUTATING, mutating("ok", good))).json()["webhooks"][0]
+    defaulted = (await http.post(MUTATING, mutating("ok", good))).json()["webhooks"][0]
     assert defaulted["timeoutSeconds"] == 10
     assert defaulted["failurePolicy"] == "Fail"
     assert defaulted["matchPolicy"] == "Equivalent"
@@ -529,7 +529,7 @@ async def test_webhook_configurations_are_validated(client: Client, hooks: Webho
 
 
 async def test_patched_objects_are_validated_again_and_nothing_is_stored(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route(
         "/badkey", lambda req: patch({"op": "add", "path": "/data", "value": {"bad key!": "x"}})
@@ -547,7 +547,7 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
         "/float", lambda req: patch({"op": "replace", "path": "/spec/replicas", "value": 2.0})
     )
     await install(
-        client,
+        http,
         mutating(
             "breakers",
             webhook("badkey.example.com", hooks, "/badkey", [rule(["configmaps"])]),
@@ -581,42 +581,42 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
             ),
         ),
     )
-    reply = await client.post(CONFIGMAPS, configmap("cm"))
+    reply = await http.post(CONFIGMAPS, configmap("cm"))
     assert reply.status == 422
     assert reply.json()["message"].startswith(
         'ConfigMap "cm" is invalid: data[bad key!]: Invalid value'
     )
-    assert (await client.get(f"{CONFIGMAPS}/cm")).status == 404
+    assert (await http.get(f"{CONFIGMAPS}/cm")).status == 404
 
     def labelled(name: str, value: str) -> dict[str, Any]:
         body = deployment(name)
         body["metadata"]["labels"] = {"break": value}
         return body
 
-    reply = await client.post(DEPLOYMENTS, labelled("typed", "type"))
+    reply = await http.post(DEPLOYMENTS, labelled("typed", "type"))
     assert reply.status == 500  # a patch a typed decoder cannot read is the webhook's fault
     assert reply.json()["reason"] == "InternalError"
     assert "cannot unmarshal string" in reply.json()["message"]
-    assert (await client.get(f"{DEPLOYMENTS}/typed")).status == 404
+    assert (await http.get(f"{DEPLOYMENTS}/typed")).status == 404
 
     # A JSON patch keeps its literal 2.0, which Go's decoder cannot put into an int32.
-    reply = await client.post(DEPLOYMENTS, labelled("floated", "float"))
+    reply = await http.post(DEPLOYMENTS, labelled("floated", "float"))
     assert reply.status == 500
     assert "cannot unmarshal number 2.0 into Go struct field" in reply.json()["message"]
-    assert (await client.get(f"{DEPLOYMENTS}/floated")).status == 404
+    assert (await http.get(f"{DEPLOYMENTS}/floated")).status == 404
 
-    reply = await client.post(DEPLOYMENTS, labelled("pruned", "unknown"))
+    reply = await http.post(DEPLOYMENTS, labelled("pruned", "unknown"))
     assert reply.status == 201, reply.body
     assert "notAField" not in reply.json()["spec"]  # decoded again: unknown fields dropped
 
-    reply = await client.post(DEPLOYMENTS, labelled("unpatched", "patch"))
+    reply = await http.post(DEPLOYMENTS, labelled("unpatched", "patch"))
     assert reply.status == 500
     assert reply.json()["message"].startswith("Internal error occurred: ")
-    assert (await client.get(f"{DEPLOYMENTS}/unpatched")).status == 404
+    assert (await http.get(f"{DEPLOYMENTS}/unpatched")).status == 404
 
 
 async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_once(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     def append(mark: str) -> Any:
         def answer(request: dict[str, Any]) -> dict[str, Any]:
@@ -638,10 +638,10 @@ async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_once(
     hooks.route("/c", lambda req: {"allowed": True})
     # Configurations are taken by name: "first" runs before "second" though created after.
     await install(
-        client, mutating("second", webhook("b.example.com", hooks, "/b", [rule(["configmaps"])]))
+        http, mutating("second", webhook("b.example.com", hooks, "/b", [rule(["configmaps"])]))
     )
     await install(
-        client,
+        http,
         mutating(
             "first",
             webhook(
@@ -652,7 +652,7 @@ async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_once(
             ),
         ),
     )
-    reply = await client.post(CONFIGMAPS, configmap("trail"))
+    reply = await http.post(CONFIGMAPS, configmap("trail"))
     assert reply.status == 201, reply.body
     # b changed the object after a ran: a (IfNeeded) runs once more; c changed nothing and is
     # reinvoked too, b is not (reinvocationPolicy Never).
@@ -660,29 +660,29 @@ async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_once(
     assert reply.json()["metadata"]["annotations"]["trail"] == "a,b,a"
 
 
-async def test_a_patch_on_delete_is_refused(client: Client, hooks: WebhookServer) -> None:
+async def test_a_patch_on_delete_is_refused(http: HTTPClient, hooks: WebhookServer) -> None:
     hooks.route("/del", lambda req: patch({"op": "add", "path": "/metadata/labels", "value": {}}))
-    assert (await client.post(CONFIGMAPS, configmap("keep"))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("keep"))).status == 201
     await install(
-        client,
+        http,
         mutating(
             "del", webhook("del.example.com", hooks, "/del", [rule(["configmaps"], ["DELETE"])])
         ),
     )
-    reply = await client.delete(f"{CONFIGMAPS}/keep")
+    reply = await http.delete(f"{CONFIGMAPS}/keep")
     assert reply.status == 500
     assert reply.json()["message"] == (
         'Internal error occurred: admission webhook "del.example.com" attempted to modify the '
         "object, which is not supported for this operation"
     )
-    assert (await client.get(f"{CONFIGMAPS}/keep")).status == 200
+    assert (await http.get(f"{CONFIGMAPS}/keep")).status == 200
 
 
 # -- validating webhooks ----------------------------------------------------------------------
 
 
 async def test_validating_webhooks_are_called_in_parallel(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     second_called = asyncio.Event()
 
@@ -698,14 +698,14 @@ async def test_validating_webhooks_are_called_in_parallel(
     hooks.route("/first", first)
     hooks.route("/second", second)
     await install(
-        client,
+        http,
         validating(
             "parallel",
             webhook("first.example.com", hooks, "/first", [rule(["configmaps"])], timeoutSeconds=5),
             webhook("second.example.com", hooks, "/second", [rule(["configmaps"])]),
         ),
     )
-    reply = await client.post(CONFIGMAPS, configmap("both"))
+    reply = await http.post(CONFIGMAPS, configmap("both"))
     assert reply.status == 201, reply.body
 
 
@@ -713,7 +713,7 @@ async def test_validating_webhooks_are_called_in_parallel(
 
 
 async def test_failure_policy_on_hanging_refusing_and_garbage_webhooks(
-    server: APIServer, client: Client, hooks: WebhookServer
+    server: APIServer, http: HTTPClient, hooks: WebhookServer
 ) -> None:
     async def garbage(request: dict[str, Any]) -> web.Response:
         return web.Response(body=b"garbage", content_type="application/json")
@@ -761,12 +761,12 @@ async def test_failure_policy_on_hanging_refusing_and_garbage_webhooks(
             if name == "refused":
                 hook["clientConfig"]["url"] = f"https://127.0.0.1:{closed}/refused"
             hook_list.append(hook)
-    await install(client, validating("failures", *hook_list))
+    await install(http, validating("failures", *hook_list))
 
     async def attempt(name: str, policy: str) -> Any:
         body = configmap(f"{name}-{policy.lower()}")
         body["metadata"]["labels"] = {"case": f"{name}-{policy.lower()}"}
-        return name, policy, await client.post(CONFIGMAPS, body)
+        return name, policy, await http.post(CONFIGMAPS, body)
 
     results = await asyncio.gather(
         *(attempt(name, policy) for name in cases for policy in ("Fail", "Ignore"))
@@ -786,17 +786,17 @@ async def test_failure_policy_on_hanging_refusing_and_garbage_webhooks(
         assert status["details"]["causes"][0]["message"] == status["message"].removeprefix(
             "Internal error occurred: "
         )
-        assert (await client.get(f"{CONFIGMAPS}/{name}-fail")).status == 404
+        assert (await http.get(f"{CONFIGMAPS}/{name}-fail")).status == 404
 
 
 async def test_a_webhook_whose_certificate_the_ca_bundle_does_not_sign_is_not_called(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     async with webhook_server() as other:
         hook = webhook("tls.example.com", hooks, "/tls", [rule(["configmaps"])])
         hook["clientConfig"]["caBundle"] = other.ca_bundle
-        await install(client, validating("tls", hook))
-    reply = await client.post(CONFIGMAPS, configmap("tls"))
+        await install(http, validating("tls", hook))
+    reply = await http.post(CONFIGMAPS, configmap("tls"))
     assert reply.status == 500
     assert reply.json()["message"].endswith(
         "tls: failed to verify certificate: x509: certificate signed by unknown authority"
@@ -805,18 +805,18 @@ async def test_a_webhook_whose_certificate_the_ca_bundle_does_not_sign_is_not_ca
 
 
 async def test_service_references_reach_this_machine_at_the_target_port(
-    client: Client,
+    http: HTTPClient,
 ) -> None:
     async with webhook_server(("webhook-service.system.svc",)) as hooks:
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "system"}}
-        assert (await client.post("/api/v1/namespaces", namespace)).status == 201
+        assert (await http.post("/api/v1/namespaces", namespace)).status == 201
         hook = webhook("svc.example.com", hooks, "/validate", [rule(["configmaps"])])
         hook["clientConfig"] = {
             "service": {"namespace": "system", "name": "webhook-service", "path": "/validate"},
             "caBundle": hooks.ca_bundle,
         }
-        await install(client, validating("svc", hook))
-        reply = await client.post(CONFIGMAPS, configmap("early"))
+        await install(http, validating("svc", hook))
+        reply = await http.post(CONFIGMAPS, configmap("early"))
         assert reply.status == 500
         assert reply.json()["message"].endswith(
             'failed to call webhook: Post "https://webhook-service.system.svc:443/validate'
@@ -828,8 +828,8 @@ async def test_service_references_reach_this_machine_at_the_target_port(
             "metadata": {"name": "webhook-service", "namespace": "system"},
             "spec": {"ports": [{"port": 443, "targetPort": hooks.port}]},
         }
-        assert (await client.post("/api/v1/namespaces/system/services", service)).status == 201
-        reply = await client.post(CONFIGMAPS, configmap("late"))
+        assert (await http.post("/api/v1/namespaces/system/services", service)).status == 201
+        reply = await http.post(CONFIGMAPS, configmap("late"))
         assert reply.status == 201, reply.body
         assert [r["name"] for r in hooks.requests("/validate")] == ["late"]
 
@@ -838,13 +838,13 @@ async def test_service_references_reach_this_machine_at_the_target_port(
 
 
 async def test_dry_run_calls_webhooks_without_side_effects_and_refuses_the_others(
-    server: APIServer, client: Client, kubectl: Kubectl, hooks: WebhookServer
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, hooks: WebhookServer
 ) -> None:
     hooks.route(
         "/m", lambda req: patch({"op": "add", "path": "/metadata/labels", "value": {"m": "1"}})
     )
     await install(
-        client,
+        http,
         mutating(
             "dry",
             webhook(
@@ -859,7 +859,7 @@ async def test_dry_run_calls_webhooks_without_side_effects_and_refuses_the_other
     (request,) = hooks.requests("/m")
     assert request["dryRun"] is True
     assert request["options"]["dryRun"] == ["All"]
-    assert (await client.get(f"{CONFIGMAPS}/dry")).status == 404
+    assert (await http.get(f"{CONFIGMAPS}/dry")).status == 404
 
     # sideEffects Some can no longer be created, but a configuration stored by an older server
     # may have it: a dry run then fails whatever the failure policy.
@@ -874,7 +874,7 @@ async def test_dry_run_calls_webhooks_without_side_effects_and_refuses_the_other
             failurePolicy="Ignore",
         ),
     )
-    assert (await client.post(VALIDATING, legacy)).status == 422
+    assert (await http.post(VALIDATING, legacy)).status == 422
     # Written as an older server left it:
     raw = validating(
         "legacy",
@@ -894,12 +894,12 @@ async def test_dry_run_calls_webhooks_without_side_effects_and_refuses_the_other
     raw["metadata"].update({"uid": "legacy", "creationTimestamp": "2020-01-01T00:00:00Z"})
     server.store.create(GroupResource(GROUP, "validatingwebhookconfigurations"), raw)
     server.admission.reload()
-    reply = await client.post(CONFIGMAPS + "?dryRun=All", configmap("dry2"))
+    reply = await http.post(CONFIGMAPS + "?dryRun=All", configmap("dry2"))
     assert reply.status == 400
     assert (
         reply.json()["message"] == 'admission webhook "some.example.com" does not support dry run'
     )
-    assert (await client.post(CONFIGMAPS, configmap("wet"))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("wet"))).status == 201
     assert [r["name"] for r in hooks.requests("/some")] == ["wet"]
 
 
@@ -907,12 +907,12 @@ async def test_dry_run_calls_webhooks_without_side_effects_and_refuses_the_other
 
 
 async def test_connect_requests_are_admitted(
-    client: Client, kubectl: Kubectl, hooks: WebhookServer
+    http: HTTPClient, kubectl: Kubectl, hooks: WebhookServer
 ) -> None:
     hooks.route("/exec", lambda req: deny("no shells here"))
-    assert (await client.post(PODS, pod("target"))).status == 201
+    assert (await http.post(PODS, pod("target"))).status == 201
     await install(
-        client,
+        http,
         validating(
             "connect",
             webhook("exec.example.com", hooks, "/exec", [rule(["pods/exec"], ["CONNECT"])]),
@@ -930,35 +930,35 @@ async def test_connect_requests_are_admitted(
 
 
 async def test_collection_deletes_are_admitted_one_object_at_a_time(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route(
         "/del",
         lambda req: deny("kept") if req["oldObject"]["metadata"]["name"] == "b" else allow(req),
     )
     for name in ("a", "b", "c"):
-        assert (await client.post(CONFIGMAPS, configmap(name))).status == 201
+        assert (await http.post(CONFIGMAPS, configmap(name))).status == 201
     await install(
-        client,
+        http,
         validating(
             "del", webhook("del.example.com", hooks, "/del", [rule(["configmaps"], ["DELETE"])])
         ),
     )
-    reply = await client.delete(CONFIGMAPS)
+    reply = await http.delete(CONFIGMAPS)
     assert reply.status == 403
     requests = hooks.requests("/del")
     assert [r["oldObject"]["metadata"]["name"] for r in requests] == ["a", "b"]
     assert all("name" not in r for r in requests)
-    remaining = (await client.get(CONFIGMAPS)).json()["items"]
+    remaining = (await http.get(CONFIGMAPS)).json()["items"]
     assert sorted(i["metadata"]["name"] for i in remaining) == ["b", "c"]
 
 
 async def test_review_versions_v1beta1_is_spoken_when_asked(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     hooks.route("/beta", lambda req: {"allowed": True, "uid": "anything"})
     await install(
-        client,
+        http,
         validating(
             "beta",
             webhook(
@@ -970,15 +970,15 @@ async def test_review_versions_v1beta1_is_spoken_when_asked(
             ),
         ),
     )
-    assert (await client.post(CONFIGMAPS, configmap("beta"))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("beta"))).status == 201
     assert hooks.reviews["/beta"][0]["apiVersion"] == "admission.k8s.io/v1beta1"
 
 
 async def test_server_side_apply_is_admitted_as_create_then_update(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     await install(
-        client,
+        http,
         validating(
             "apply",
             webhook(
@@ -988,7 +988,7 @@ async def test_server_side_apply_is_admitted_as_create_then_update(
     )
     path = f"{CONFIGMAPS}/applied?fieldManager=tool"
     for value in ("1", "2"):
-        reply = await client.patch(
+        reply = await http.patch(
             path, configmap("applied", data={"k": value}), "application/apply-patch+yaml"
         )
         assert reply.status in (200, 201), reply.body
@@ -1000,36 +1000,36 @@ async def test_server_side_apply_is_admitted_as_create_then_update(
 
 
 async def test_a_write_landing_while_a_webhook_runs_makes_the_admitted_one_a_conflict(
-    client: Client, hooks: WebhookServer
+    http: HTTPClient, hooks: WebhookServer
 ) -> None:
     async def meddle(request: dict[str, Any]) -> dict[str, Any]:
         if request["object"]["data"]["v"] == "slow":
-            reply = await client.patch(
+            reply = await http.patch(
                 f"{CONFIGMAPS}/race", {"data": {"v": "fast"}}, "application/merge-patch+json"
             )
             assert reply.status == 200, reply.body
         return {"allowed": True}
 
     hooks.route("/meddle", meddle)
-    assert (await client.post(CONFIGMAPS, configmap("race", data={"v": "0"}))).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("race", data={"v": "0"}))).status == 201
     await install(
-        client,
+        http,
         validating(
             "meddle",
             webhook("meddle.example.com", hooks, "/meddle", [rule(["configmaps"], ["UPDATE"])]),
         ),
     )
-    reply = await client.patch(
+    reply = await http.patch(
         f"{CONFIGMAPS}/race", {"data": {"v": "slow"}}, "application/merge-patch+json"
     )
     assert reply.status == 409
     assert reply.json()["reason"] == "Conflict"
-    stored = (await client.get(f"{CONFIGMAPS}/race")).json()
+    stored = (await http.get(f"{CONFIGMAPS}/race")).json()
     assert stored["data"] == {"v": "fast"}
 
 
 async def test_the_cel_authorizer_asks_the_servers_authorizer_for_the_requesting_user(
-    server: APIServer, client: Client, hooks: WebhookServer
+    server: APIServer, http: HTTPClient, hooks: WebhookServer
 ) -> None:
     asked: list[tuple[str, dict[str, str]]] = []
 
@@ -1044,7 +1044,7 @@ async def test_the_cel_authorizer_asks_the_servers_authorizer_for_the_requesting
         ".check('delete').allowed()",
     }
     await install(
-        client,
+        http,
         validating(
             "authz",
             webhook(
@@ -1057,9 +1057,9 @@ async def test_the_cel_authorizer_asks_the_servers_authorizer_for_the_requesting
         ),
     )
     other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
-    assert (await client.post("/api/v1/namespaces", other)).status == 201
-    assert (await client.post(CONFIGMAPS, configmap("here"))).status == 201
-    reply = await client.post("/api/v1/namespaces/other/configmaps", configmap("there", "other"))
+    assert (await http.post("/api/v1/namespaces", other)).status == 201
+    assert (await http.post(CONFIGMAPS, configmap("here"))).status == 201
+    reply = await http.post("/api/v1/namespaces/other/configmaps", configmap("there", "other"))
     assert reply.status == 201
     assert [r["namespace"] for r in hooks.requests("/authz")] == ["other"]
     assert asked[0] == (

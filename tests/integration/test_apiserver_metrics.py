@@ -9,8 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Client as KubeClient
-from kubeforge.testing import metric_sum, metric_value
-from tests.support import Client, eventually
+from kubeforge.testing import eventually, metric_sum, metric_value
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 APPLY = "application/apply-patch+yaml"
@@ -28,9 +28,9 @@ def total(server: APIServer, **labels: str) -> float:
     return metric_sum(server, "apiserver_request_total", **labels)
 
 
-async def test_metrics_need_the_token_and_speak_the_text_format(client: Client) -> None:
-    assert (await client.get("/metrics", auth=False)).status == 401
-    reply = await client.get("/metrics")
+async def test_metrics_need_the_token_and_speak_the_text_format(http: HTTPClient) -> None:
+    assert (await http.get("/metrics", auth=False)).status == 401
+    reply = await http.get("/metrics")
     assert reply.status == 200
     assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
     names = {family.name for family in text_string_to_metric_families(reply.body.decode())}
@@ -44,23 +44,23 @@ async def test_metrics_need_the_token_and_speak_the_text_format(client: Client) 
 
 
 async def test_requests_are_counted_with_kube_apiserver_labels(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     for name in ("a", "b", "c"):
-        assert (await client.post(CMS, {"metadata": {"name": name}})).status == 201
-    assert (await client.post(CMS, {"metadata": {"name": "a"}})).status == 409
-    await client.get(CMS)
-    await client.get(f"{CMS}/a")
-    await client.get("/api/v1/configmaps")
-    await client.put(f"{CMS}/a", (await client.get(f"{CMS}/a")).json())
-    await client.patch(f"{CMS}/a", {"data": {"k": "v"}}, "application/merge-patch+json")
+        assert (await http.post(CMS, {"metadata": {"name": name}})).status == 201
+    assert (await http.post(CMS, {"metadata": {"name": "a"}})).status == 409
+    await http.get(CMS)
+    await http.get(f"{CMS}/a")
+    await http.get("/api/v1/configmaps")
+    await http.put(f"{CMS}/a", (await http.get(f"{CMS}/a")).json())
+    await http.patch(f"{CMS}/a", {"data": {"k": "v"}}, "application/merge-patch+json")
     applied = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}}
-    await client.patch(f"{CMS}/d?fieldManager=t", applied, APPLY)
-    await client.post(f"{CMS}?dryRun=All", {"metadata": {"name": "e"}})
-    await client.delete(f"{CMS}/b")
-    await client.delete(CMS)
+    await http.patch(f"{CMS}/d?fieldManager=t", applied, APPLY)
+    await http.post(f"{CMS}?dryRun=All", {"metadata": {"name": "e"}})
+    await http.delete(f"{CMS}/b")
+    await http.delete(CMS)
 
-    samples = scraped((await client.get("/metrics")).body)
+    samples = scraped((await http.get("/metrics")).body)
     base = {
         "dry_run": "",
         "group": "",
@@ -97,12 +97,12 @@ async def test_requests_are_counted_with_kube_apiserver_labels(
 
 
 async def test_watches_are_long_running_and_counted_when_they_end(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     def watching() -> float:
         return metric_sum(server, "apiserver_longrunning_requests", verb="WATCH")
 
-    watch = asyncio.ensure_future(client.get(f"{CMS}?watch=true&timeoutSeconds=1"))
+    watch = asyncio.ensure_future(http.get(f"{CMS}?watch=true&timeoutSeconds=1"))
 
     async def started() -> bool:
         return watching() == 1

@@ -10,7 +10,8 @@ import pytest
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.kubeconfig import write_kubeconfig
 from kubeforge.apiserver.server import ServerConfig
-from tests.support import Client, Kubectl, connect
+from kubeforge.testing import Kubectl
+from tests.support import HTTPClient, connect
 
 pytestmark = pytest.mark.kubectl
 
@@ -37,7 +38,7 @@ def as_token(server: APIServer, token: str, tmp_path: Path, name: str) -> Kubect
     cache = tmp_path / f"cache-{name}"
     cache.mkdir()
     path = write_kubeconfig(tmp_path / f"kubeconfig-{name}", server.url, server.ca_pem, token, name)
-    return Kubectl(path, cache)
+    return Kubectl(path, cache_dir=cache, env={"HOME": str(cache)})
 
 
 async def robot(server: APIServer, kubectl: Kubectl, tmp_path: Path, *grants: str) -> Kubectl:
@@ -86,11 +87,11 @@ async def test_a_service_account_token_gets_exactly_what_its_roles_allow(
 
 
 async def test_forbidden_answers_carry_the_resource_in_their_details(
-    server: APIServer, client: Client, kubectl: Kubectl, tmp_path: Path
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     await robot(server, kubectl, tmp_path)
     token = (await kubectl.run("create", "token", "robot")).out.strip()
-    reply = await client.get(
+    reply = await http.get(
         "/apis/apps/v1/namespaces/default/deployments/web",
         headers={"Authorization": f"Bearer {token}"},
         auth=False,
@@ -108,24 +109,24 @@ async def test_forbidden_answers_carry_the_resource_in_their_details(
         "code": 403,
     }
     # The scheme is matched case-insensitively, as kube-apiserver does.
-    lower = await client.get(
+    lower = await http.get(
         "/api/v1/namespaces/default/pods", headers={"Authorization": f"bearer {token}"}, auth=False
     )
     assert lower.status == 200
-    path = await client.get("/metrics", headers={"Authorization": f"Bearer {token}"}, auth=False)
+    path = await http.get("/metrics", headers={"Authorization": f"Bearer {token}"}, auth=False)
     assert path.status == 403
     assert path.json()["message"] == f'forbidden: User "{ROBOT}" cannot get path "/metrics"'
 
 
 async def test_token_requests_honour_expiry_audiences_and_bound_objects(
-    server: APIServer, client: Client, kubectl: Kubectl, tmp_path: Path
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     await robot(server, kubectl, tmp_path)
     short = await kubectl.run("create", "token", "robot", "--duration=5m", check=False)
     assert "may not specify a duration less than 10 minutes" in short.err
 
     path = "/api/v1/namespaces/default/serviceaccounts/robot/token"
-    reply = await client.post(
+    reply = await http.post(
         path, {"kind": "TokenRequest", "apiVersion": "authentication.k8s.io/v1", "spec": {}}
     )
     assert reply.status == 201
@@ -137,9 +138,9 @@ async def test_token_requests_honour_expiry_audiences_and_bound_objects(
     # for that audience authenticates it.
     other = (await kubectl.run("create", "token", "robot", "--audience=vault")).out.strip()
     pods = "/api/v1/namespaces/default/pods"
-    refused = await client.get(pods, headers={"Authorization": f"Bearer {other}"}, auth=False)
+    refused = await http.get(pods, headers={"Authorization": f"Bearer {other}"}, auth=False)
     assert refused.status == 401
-    review = await client.post(
+    review = await http.post(
         "/apis/authentication.k8s.io/v1/tokenreviews",
         {
             "apiVersion": "authentication.k8s.io/v1",
@@ -165,12 +166,12 @@ async def test_token_requests_honour_expiry_audiences_and_bound_objects(
             "create", "token", "robot", "--bound-object-kind=Secret", "--bound-object-name=holder"
         )
     ).out.strip()
-    ok = await client.get(pods, headers={"Authorization": f"Bearer {bound}"}, auth=False)
+    ok = await http.get(pods, headers={"Authorization": f"Bearer {bound}"}, auth=False)
     assert ok.status == 200
     await kubectl.run("delete", "secret", "holder")
-    gone = await client.get(pods, headers={"Authorization": f"Bearer {bound}"}, auth=False)
+    gone = await http.get(pods, headers={"Authorization": f"Bearer {bound}"}, auth=False)
     assert gone.status == 401
-    review = await client.post(
+    review = await http.post(
         "/apis/authentication.k8s.io/v1/tokenreviews",
         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": bound}},
     )
@@ -182,7 +183,7 @@ async def test_token_requests_honour_expiry_audiences_and_bound_objects(
     # Deleting the account invalidates every token it had.
     plain = (await kubectl.run("create", "token", "robot")).out.strip()
     await kubectl.run("delete", "serviceaccount", "robot")
-    after = await client.get(pods, headers={"Authorization": f"Bearer {plain}"}, auth=False)
+    after = await http.get(pods, headers={"Authorization": f"Bearer {plain}"}, auth=False)
     assert after.status == 401
     assert after.json()["reason"] == "Unauthorized"
 
@@ -373,7 +374,7 @@ async def test_client_certificates_name_the_user_and_groups(
     config.write_text(yaml.safe_dump(server.user_kubeconfig_dict("alice", ("team-a", "qa"))))
     cache = tmp_path / "alice-cache"
     cache.mkdir()
-    alice = Kubectl(config, cache)
+    alice = Kubectl(config, cache_dir=cache, env={"HOME": str(cache)})
     assert whoami((await alice.run("auth", "whoami")).out) == {
         "Username": "alice",
         "Groups": "[team-a qa system:authenticated]",
@@ -403,9 +404,9 @@ async def test_anonymous_requests_get_what_the_bootstrap_roles_grant(tmp_path: P
         assert wrong.status == 401
 
 
-async def test_access_reviews_check_their_input(client: Client) -> None:
+async def test_access_reviews_check_their_input(http: HTTPClient) -> None:
     base = "/apis/authorization.k8s.io/v1"
-    sar = await client.post(
+    sar = await http.post(
         f"{base}/subjectaccessreviews",
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -414,7 +415,7 @@ async def test_access_reviews_check_their_input(client: Client) -> None:
         },
     )
     assert sar.status == 422
-    allowed = await client.post(
+    allowed = await http.post(
         f"{base}/subjectaccessreviews",
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -431,7 +432,7 @@ async def test_access_reviews_check_their_input(client: Client) -> None:
         'RBAC: allowed by ClusterRoleBinding "system:discovery" of ClusterRole '
         '"system:discovery" to Group "system:authenticated"'
     )
-    local = await client.post(
+    local = await http.post(
         f"{base}/namespaces/default/localsubjectaccessreviews",
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -446,7 +447,7 @@ async def test_access_reviews_check_their_input(client: Client) -> None:
     assert local.json()["message"] == (
         "spec.resourceAttributes.namespace must match namespace: default"
     )
-    missing_role = await client.post(
+    missing_role = await http.post(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -461,7 +462,7 @@ async def test_access_reviews_check_their_input(client: Client) -> None:
         },
     )
     assert missing_role.status == 201
-    denied = await client.post(
+    denied = await http.post(
         f"{base}/subjectaccessreviews",
         {
             "apiVersion": "authorization.k8s.io/v1",
@@ -476,7 +477,7 @@ async def test_access_reviews_check_their_input(client: Client) -> None:
 
 
 async def test_resource_names_allow_a_watch_of_one_object_only(
-    server: APIServer, client: Client, kubectl: Kubectl, tmp_path: Path
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     await kubectl.run("create", "serviceaccount", "one")
     await kubectl.run(
@@ -494,23 +495,21 @@ async def test_resource_names_allow_a_watch_of_one_object_only(
     token = (await kubectl.run("create", "token", "one")).out.strip()
     auth = {"Authorization": f"Bearer {token}"}
     base = "/api/v1/namespaces/default/configmaps"
-    assert (await client.get(f"{base}/settings", headers=auth, auth=False)).status == 200
-    assert (await client.get(f"{base}/other", headers=auth, auth=False)).status == 403
-    assert (await client.get(base, headers=auth, auth=False)).status == 403
-    one = await client.get(
-        f"{base}?fieldSelector=metadata.name%3Dsettings", headers=auth, auth=False
-    )
+    assert (await http.get(f"{base}/settings", headers=auth, auth=False)).status == 200
+    assert (await http.get(f"{base}/other", headers=auth, auth=False)).status == 403
+    assert (await http.get(base, headers=auth, auth=False)).status == 403
+    one = await http.get(f"{base}?fieldSelector=metadata.name%3Dsettings", headers=auth, auth=False)
     assert one.status == 200
     assert [i["metadata"]["name"] for i in one.json()["items"]] == ["settings"]
 
 
 async def test_node_bound_tokens_end_with_their_node(
-    server: APIServer, client: Client, kubectl: Kubectl, tmp_path: Path
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, tmp_path: Path
 ) -> None:
     await kubectl.run("create", "serviceaccount", "agent")
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker"}}
-    assert (await client.post("/api/v1/nodes", node)).status == 201
-    reply = await client.post(
+    assert (await http.post("/api/v1/nodes", node)).status == 201
+    reply = await http.post(
         "/api/v1/namespaces/default/serviceaccounts/agent/token",
         {
             "apiVersion": "authentication.k8s.io/v1",
@@ -525,8 +524,8 @@ async def test_node_bound_tokens_end_with_their_node(
         "kind": "TokenReview",
         "spec": {"token": token},
     }
-    answer = (await client.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
+    answer = (await http.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
     assert answer["status"]["user"]["extra"]["authentication.kubernetes.io/node-name"] == ["worker"]
-    assert (await client.delete("/api/v1/nodes/worker")).status == 200
-    answer = (await client.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
+    assert (await http.delete("/api/v1/nodes/worker")).status == 200
+    answer = (await http.post("/apis/authentication.k8s.io/v1/tokenreviews", review)).json()
     assert answer["status"] == {"user": {}, "error": "service account token has been invalidated"}

@@ -16,8 +16,8 @@ from kubeforge.client import Client, load_kubeconfig
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import GenerationChanged
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import widget_crd
-from tests.support import eventually
 
 
 class WidgetSpec(Model):

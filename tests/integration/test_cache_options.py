@@ -21,7 +21,7 @@ from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import widget_crd
-from tests.support import Client as RawClient
+from tests.support import HTTPClient
 
 CM = "v1/ConfigMap"
 POD = "v1/Pod"
@@ -231,20 +231,20 @@ async def test_selected_and_transformed_kinds(kubeconfig: Path, api: Client) -> 
         await task
 
 
-async def test_the_api_server_answers_partial_object_metadata(client: RawClient) -> None:
-    await client.post("/api/v1/namespaces/default/configmaps", cm("m"))
+async def test_the_api_server_answers_partial_object_metadata(http: HTTPClient) -> None:
+    await http.post("/api/v1/namespaces/default/configmaps", cm("m"))
     accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-    one = await client.get("/api/v1/namespaces/default/configmaps/m", headers={"Accept": accept})
+    one = await http.get("/api/v1/namespaces/default/configmaps/m", headers={"Accept": accept})
     assert one.status == 200
     assert one.json()["kind"] == "PartialObjectMetadata" and "data" not in one.json()
-    many = await client.get(
+    many = await http.get(
         "/api/v1/namespaces/default/configmaps",
         headers={"Accept": accept.replace("PartialObjectMetadata", "PartialObjectMetadataList")},
     )
     assert many.json()["kind"] == "PartialObjectMetadataList"
     assert [i["metadata"]["name"] for i in many.json()["items"]] == ["m"]
     assert all("data" not in i for i in many.json()["items"])
-    watched = await client.get(
+    watched = await http.get(
         "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1&resourceVersion=0",
         headers={"Accept": accept},
     )

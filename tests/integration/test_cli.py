@@ -6,7 +6,6 @@ import asyncio
 import base64
 import os
 import signal
-import socket
 import ssl
 import sys
 from pathlib import Path
@@ -14,15 +13,10 @@ from pathlib import Path
 import aiohttp
 import yaml
 
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl, eventually
+from tests.support import free_port
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> None:
@@ -54,7 +48,8 @@ async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> No
 
         cache = tmp_path / "cache"
         cache.mkdir()
-        out = (await Kubectl(kubeconfig, cache).run("get", "namespaces", "-o", "name")).out
+        kubectl = Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
+        out = (await kubectl.run("get", "namespaces", "-o", "name")).out
         assert "namespace/kube-system" in out.split()
 
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()

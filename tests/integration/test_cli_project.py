@@ -15,7 +15,7 @@ import orjson
 import yaml
 
 from kubeforge.client import Client, NotFound
-from tests.support import Kubectl, eventually, kubectl_binary
+from kubeforge.testing import Kubectl, eventually, find_kubectl
 
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 GROUP = "demo.kubeforge.dev"
@@ -133,7 +133,7 @@ async def kubeforge(*args: str, timeout: float = 60.0) -> Run:
 
 async def kustomize(directory: Path) -> list[dict[str, Any]]:
     proc = await asyncio.create_subprocess_exec(
-        kubectl_binary(),
+        find_kubectl(),
         "kustomize",
         str(directory),
         stdout=asyncio.subprocess.PIPE,

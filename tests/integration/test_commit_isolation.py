@@ -8,7 +8,7 @@ from typing import Any
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.resource import GroupResource
-from tests.support import Client
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 CONFIGMAPS = GroupResource("", "configmaps")
@@ -27,14 +27,14 @@ def explode(*_: Any) -> bool:
 
 
 async def test_a_watcher_that_fails_to_take_an_event_harms_nothing_else(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
     # One watcher whose delivery raises (its predicate fails on every object) ...
     faulty = server.store.watch(CONFIGMAPS, None, explode, int(rv))
 
     async def watch() -> list[str]:
-        events = await client.watch_lines(
+        events = await http.watch_lines(
             f"{CMS}?watch=true&resourceVersion={rv}",
             lambda ev: ev[-1]["object"]["metadata"]["name"] == "second",
         )
@@ -42,17 +42,17 @@ async def test_a_watcher_that_fails_to_take_an_event_harms_nothing_else(
 
     # ... and healthy ones.
     watchers = [asyncio.create_task(watch()) for _ in range(3)]
-    created = await client.post(CMS, configmap("first"))
+    created = await http.post(CMS, configmap("first"))
     assert created.status == 201, created.body
-    assert (await client.post(CMS, configmap("second"))).status == 201
+    assert (await http.post(CMS, configmap("second"))).status == 201
     for events in await asyncio.gather(*watchers):
         assert events == ["first", "second"]
     assert faulty.closed  # ended, so its client would resume or re-list
-    assert (await client.get(f"{CMS}/first")).status == 200
+    assert (await http.get(f"{CMS}/first")).status == 200
 
 
 async def test_an_observer_that_fails_leaves_the_commit_standing(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     heard: list[str] = []
 
@@ -64,14 +64,14 @@ async def test_an_observer_that_fails_leaves_the_commit_standing(
 
     server.rest.observers[:0] = [failing]
     server.rest.observers.append(listening)
-    reply = await client.post(CMS, configmap("kept"))
+    reply = await http.post(CMS, configmap("kept"))
     assert reply.status == 201, reply.body
-    assert (await client.get(f"{CMS}/kept")).status == 200
+    assert (await http.get(f"{CMS}/kept")).status == 200
     assert "ADDED kept" in heard
 
 
 async def test_a_malformed_stored_object_never_breaks_lists_watches_or_deletes(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     # There is no way to store one through the API; this plants one as a corrupted or older
     # data directory might hold it.
@@ -84,14 +84,14 @@ async def test_a_malformed_stored_object_never_breaks_lists_watches_or_deletes(
         planted["metadata"].update(namespace="default", **meta)
         server.store.create(CONFIGMAPS, planted)
     for selector in ("app%3Dx", "app", "!app", "app+in+(x)", "n%3E1", "app!%3Dx"):
-        listed = await client.get(f"{CMS}?labelSelector={selector}")
+        listed = await http.get(f"{CMS}?labelSelector={selector}")
         assert listed.status == 200, (selector, listed.body)
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{CMS}?watch=true&labelSelector=app!%3Dx",
         lambda ev: {e["object"]["metadata"]["name"] for e in ev} >= {"odd-labels", "odd-values"},
     )
     assert all(e["type"] == "ADDED" for e in events)
     for name in ("odd-labels", "odd-values", "odd-finalizers"):
-        deleted = await client.delete(f"{CMS}/{name}")
+        deleted = await http.delete(f"{CMS}/{name}")
         assert deleted.status == 200, deleted.body
-        assert (await client.get(f"{CMS}/{name}")).status == 404
+        assert (await http.get(f"{CMS}/{name}")).status == 404

@@ -20,7 +20,7 @@ from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge.client import config as config_module
 from kubeforge.client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
-from tests.support import kubectl_binary
+from kubeforge.testing import find_kubectl
 
 pytestmark = pytest.mark.kubectl
 
@@ -53,7 +53,7 @@ def named(kind: str, entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
 
 def kubectl_view(context: str | None) -> dict[str, Any]:
     """`kubectl config view --minify --flatten` with this process's KUBECONFIG and HOME."""
-    args = [kubectl_binary(), "config", "view", "--minify", "--flatten", "-o", "json"]
+    args = [find_kubectl(), "config", "view", "--minify", "--flatten", "-o", "json"]
     if context:
         args += ["--context", context]
     proc = subprocess.run(args, capture_output=True, timeout=60, check=False, env=dict(os.environ))
@@ -63,7 +63,7 @@ def kubectl_view(context: str | None) -> dict[str, Any]:
 
 
 def kubectl_fails(context: str | None) -> str:
-    args = [kubectl_binary(), "config", "view", "--minify", "-o", "json"]
+    args = [find_kubectl(), "config", "view", "--minify", "-o", "json"]
     if context:
         args += ["--context", context]
     proc = subprocess.run(args, capture_output=True, timeout=60, check=False, env=dict(os.environ))

@@ -8,20 +8,21 @@ from pathlib import Path
 import pytest
 
 from kubeforge.apiserver import APIServer
-from tests.support import Client, Kubectl
+from kubeforge.testing import Kubectl, find_kubectl
+from tests.support import HTTPClient
 
 PODS = "/api/v1/namespaces/default/pods"
 WHY = "this API server has no kubelet or container runtime behind it to connect to"
 
 
-async def running_pod(client: Client, name: str = "web") -> None:
+async def running_pod(http: HTTPClient, name: str = "web") -> None:
     pod = {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
-    reply = await client.post(PODS, pod)
+    reply = await http.post(PODS, pod)
     assert reply.status == 201
     created = reply.json()
     # kubectl port-forward only connects to a running pod.
     created["status"] = {"phase": "Running"}
-    assert (await client.put(f"{PODS}/{name}/status", created)).status == 200
+    assert (await http.put(f"{PODS}/{name}/status", created)).status == 200
 
 
 @pytest.mark.parametrize(
@@ -35,27 +36,32 @@ async def running_pod(client: Client, name: str = "web") -> None:
     ],
 )
 async def test_connect_requests_say_what_is_unsupported(
-    client: Client, method: str, subresource: str, what: str
+    http: HTTPClient, method: str, subresource: str, what: str
 ) -> None:
-    await running_pod(client)
+    await running_pod(http)
     upgrade = {"Connection": "Upgrade", "Upgrade": "SPDY/3.1"}
-    reply = await client.request(method, f"{PODS}/web/{subresource}", headers=upgrade)
+    reply = await http.request(method, f"{PODS}/web/{subresource}", headers=upgrade)
     assert reply.status == 400
     status = reply.json()
     assert status["reason"] == "BadRequest"
     assert status["message"] == f'pods "web": {what} is not supported: {WHY}'
-    missing = await client.request(method, f"{PODS}/gone/{subresource}", headers=upgrade)
+    missing = await http.request(method, f"{PODS}/gone/{subresource}", headers=upgrade)
     assert missing.status == 404
 
 
 @pytest.mark.kubectl
 @pytest.mark.parametrize("version", [None, "1.27"])
 async def test_kubectl_shows_the_reason(
-    server: APIServer, client: Client, tmp_path: Path, version: str | None
+    server: APIServer, http: HTTPClient, tmp_path: Path, version: str | None
 ) -> None:
     # kubectl 1.27 speaks SPDY only; newer ones try WebSockets first, then fall back.
-    kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path, version)
-    await running_pod(client)
+    kubectl = Kubectl(
+        server.write_kubeconfig(tmp_path / "kubeconfig"),
+        binary=find_kubectl(version, exact=True),
+        cache_dir=tmp_path,
+        env={"HOME": str(tmp_path)},
+    )
+    await running_pod(http)
     local = tmp_path / "file"
     local.write_text("x")
     for args, what in (

@@ -9,7 +9,8 @@ from pathlib import Path
 import orjson
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
-from tests.support import Kubectl, connect, eventually
+from kubeforge.testing import Kubectl, eventually, find_kubectl
+from tests.support import connect
 
 
 class Raw:
@@ -117,12 +118,12 @@ async def test_a_quiet_watch_outlives_the_timeouts() -> None:
     # A watch with nothing to say for several idle and body timeouts stays open and still
     # delivers the next event.
     limits = ConnectionLimits(header_timeout=0.2, body_timeout=0.2, idle_timeout=0.2)
-    async with APIServer(connections=limits) as server, connect(server) as client:
+    async with APIServer(connections=limits) as server, connect(server) as http:
         path = "/api/v1/namespaces/default/configmaps"
-        listed = await client.get(path)
+        listed = await http.get(path)
         version = listed.json()["metadata"]["resourceVersion"]
         watching = asyncio.ensure_future(
-            client.watch_lines(
+            http.watch_lines(
                 f"{path}?watch=true&resourceVersion={version}", lambda seen: len(seen) >= 1
             )
         )
@@ -136,7 +137,7 @@ async def test_a_quiet_watch_outlives_the_timeouts() -> None:
             assert await idle.closed()
             await idle.close()
         assert not watching.done()
-        created = await client.post(path, {"metadata": {"name": "after-quiet"}})
+        created = await http.post(path, {"metadata": {"name": "after-quiet"}})
         assert created.status == 201
         seen = await asyncio.wait_for(watching, 5)
         assert [(e["type"], e["object"]["metadata"]["name"]) for e in seen] == [
@@ -153,7 +154,12 @@ async def test_kubectl_waits_for_a_free_connection(tmp_path: Path) -> None:
         cache.mkdir()
         # A plain kubectl binary: the one first on PATH may be a wrapper of its own that
         # asks the server for its version before starting the kubectl it picks.
-        kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), cache, "1.33")
+        kubectl = Kubectl(
+            server.write_kubeconfig(tmp_path / "kubeconfig"),
+            binary=find_kubectl("1.33", exact=True),
+            cache_dir=cache,
+            env={"HOME": str(cache)},
+        )
         held = [await Raw.open(server) for _ in range(2)]
         for conn in held:
             assert (await conn.ask(READYZ))[0] == 200

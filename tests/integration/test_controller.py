@@ -17,7 +17,7 @@ from kubeforge.runtime.cached_client import CachedClient, SyncClient
 from kubeforge.runtime.controller import Controller, ControllerOptions
 from kubeforge.runtime.handler import EnqueueRequestForObject
 from kubeforge.runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"
 

@@ -20,7 +20,7 @@ from kubeforge.client.errors import NotFound
 from kubeforge.cluster.controllers import deployment, replicaset, serviceaccount
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl, eventually
 
 NS = "default"
 DEPLOYMENT = "apps/v1/Deployment"

@@ -17,7 +17,7 @@ from kubeforge.client.errors import NotFound
 from kubeforge.cluster.controllers import endpoints
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 NS = "default"
 POD = "v1/Pod"

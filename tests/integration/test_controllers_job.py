@@ -15,7 +15,7 @@ from kubeforge.client.auth import StaticToken
 from kubeforge.cluster.controllers import job
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl, eventually
 
 NS = "default"
 JOB = "batch/v1/Job"

@@ -14,7 +14,8 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
-from tests.integration.admission_support import WebhookServer, free_port, webhook_server
+from kubeforge.testing import eventually
+from tests.integration.admission_support import WebhookServer, webhook_server
 from tests.integration.conversion_support import (
     CRD_NAME,
     CRDS,
@@ -26,7 +27,7 @@ from tests.integration.conversion_support import (
     gadget,
     gadget_crd,
 )
-from tests.support import Client, connect, eventually
+from tests.support import HTTPClient, connect, free_port
 
 MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"
@@ -40,36 +41,36 @@ async def hook() -> AsyncIterator[WebhookServer]:
 
 
 @pytest.fixture
-async def converter(client: Client, hook: WebhookServer) -> Converter:
+async def converter(http: HTTPClient, hook: WebhookServer) -> Converter:
     conv = Converter(hook)
-    await install(client, gadget_crd(hook))
+    await install(http, gadget_crd(hook))
     return conv
 
 
-async def install(client: Client, crd: dict[str, Any]) -> None:
-    r = await client.post(CRDS, crd)
+async def install(http: HTTPClient, crd: dict[str, Any]) -> None:
+    r = await http.post(CRDS, crd)
     assert r.status == 201, r.body
 
     async def served() -> bool:
-        return (await client.get(V2)).status == 200
+        return (await http.get(V2)).status == 200
 
     await eventually(served)
 
 
-async def create(client: Client, path: str, obj: dict[str, Any]) -> dict[str, Any]:
-    r = await client.post(path, obj)
+async def create(http: HTTPClient, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+    r = await http.post(path, obj)
     assert r.status == 201, r.body
     created: dict[str, Any] = r.json()
     return created
 
 
 async def test_an_object_stored_in_v1_reads_as_v2_through_the_webhook(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("one", "v1", "red", 3))
+    await create(http, V1, gadget("one", "v1", "red", 3))
     assert converter.reviews == []  # written in the storage version: nothing to convert
 
-    got = (await client.get(f"{V2}/one")).json()
+    got = (await http.get(f"{V2}/one")).json()
     assert got["apiVersion"] == f"{GROUP}/v2"
     assert got["spec"] == {"colour": "red", "copies": 3}
     (review,) = converter.reviews
@@ -81,34 +82,34 @@ async def test_an_object_stored_in_v1_reads_as_v2_through_the_webhook(
     assert request["objects"][0]["metadata"]["name"] == "one"
 
     # Reading it in the version it is stored in calls nothing.
-    assert (await client.get(f"{V1}/one")).json()["spec"] == {"color": "red", "replicas": 3}
+    assert (await http.get(f"{V1}/one")).json()["spec"] == {"color": "red", "replicas": 3}
     assert len(converter.reviews) == 1
 
 
 async def test_a_write_in_v2_is_stored_in_v1_and_answered_in_v2(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    created = await create(client, V2, gadget("two", "v2", "blue", 2))
+    created = await create(http, V2, gadget("two", "v2", "blue", 2))
     assert created["apiVersion"] == f"{GROUP}/v2"
     assert created["spec"] == {"colour": "blue", "copies": 2}
     # To the storage version, then the stored object back to v2.
     desired = [r["desiredAPIVersion"] for r in converter.requests()]
     assert desired == [f"{GROUP}/v1", f"{GROUP}/v2"]
-    stored = (await client.get(f"{V1}/two")).json()
+    stored = (await http.get(f"{V1}/two")).json()
     assert stored["spec"] == {"color": "blue", "replicas": 2}
     assert stored["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
     assert stored["metadata"]["uid"] == created["metadata"]["uid"]
 
 
 async def test_a_list_is_one_review_of_the_objects_stored_in_another_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
     for i in range(5):
-        await create(client, V1, gadget(f"g{i}", "v1", count=i))
-    await create(client, V2, gadget("native", "v2"))  # stored in v1 too
+        await create(http, V1, gadget(f"g{i}", "v1", count=i))
+    await create(http, V2, gadget("native", "v2"))  # stored in v1 too
     before = len(converter.reviews)
 
-    listed = (await client.get(V2)).json()
+    listed = (await http.get(V2)).json()
     assert listed["kind"] == "GadgetList" and listed["apiVersion"] == f"{GROUP}/v2"
     assert [i["spec"]["copies"] for i in listed["items"][:5]] == [0, 1, 2, 3, 4]
     assert all(i["apiVersion"] == f"{GROUP}/v2" for i in listed["items"])
@@ -116,35 +117,35 @@ async def test_a_list_is_one_review_of_the_objects_stored_in_another_version(
     assert len(request["objects"]) == 6
 
     # Pages are converted one review each.
-    page = (await client.get(f"{V2}?limit=4")).json()
+    page = (await http.get(f"{V2}?limit=4")).json()
     assert len(page["items"]) == 4 and page["metadata"]["continue"]
     assert [len(r["objects"]) for r in converter.requests()[before + 1 :]] == [4]
 
 
 async def test_a_list_in_the_storage_version_calls_nothing(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("a", "v1"))
-    await create(client, V1, gadget("b", "v1"))
-    assert len((await client.get(V1)).json()["items"]) == 2
+    await create(http, V1, gadget("a", "v1"))
+    await create(http, V1, gadget("b", "v1"))
+    assert len((await http.get(V1)).json()["items"]) == 2
     assert converter.reviews == []
 
 
 async def test_a_watch_in_either_version_sees_writes_in_the_other(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    rv = (await client.get(V1)).json()["metadata"]["resourceVersion"]
+    rv = (await http.get(V1)).json()["metadata"]["resourceVersion"]
 
     async def watch(path: str) -> list[dict[str, Any]]:
-        return await client.watch_lines(
+        return await http.watch_lines(
             f"{path}?watch=true&resourceVersion={rv}", lambda events: len(events) >= 2
         )
 
     v1_watch = asyncio.create_task(watch(V1))
     v2_watch = asyncio.create_task(watch(V2))
     await asyncio.sleep(0.2)  # both watches registered (they replay from rv anyway)
-    await create(client, V2, gadget("w", "v2", "green", 1))
-    r = await client.patch(f"{V1}/w", {"spec": {"color": "teal"}}, MERGE)
+    await create(http, V2, gadget("w", "v2", "green", 1))
+    r = await http.patch(f"{V1}/w", {"spec": {"color": "teal"}}, MERGE)
     assert r.status == 200, r.body
 
     seen_v1, seen_v2 = await asyncio.gather(v1_watch, v2_watch)
@@ -159,104 +160,104 @@ async def test_a_watch_in_either_version_sees_writes_in_the_other(
 
 
 async def test_a_patch_applies_to_the_object_in_the_requests_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("p", "v1", "red", 1))
-    r = await client.patch(f"{V2}/p", {"spec": {"colour": "blue"}}, MERGE)
+    await create(http, V1, gadget("p", "v1", "red", 1))
+    r = await http.patch(f"{V2}/p", {"spec": {"colour": "blue"}}, MERGE)
     assert r.status == 200, r.body
     assert r.json()["spec"] == {"colour": "blue", "copies": 1}
-    assert (await client.get(f"{V1}/p")).json()["spec"] == {"color": "blue", "replicas": 1}
+    assert (await http.get(f"{V1}/p")).json()["spec"] == {"color": "blue", "replicas": 1}
 
     # A field of the other version is unknown here, and pruned.
-    r = await client.patch(f"{V2}/p", {"spec": {"color": "green"}}, MERGE)
+    r = await http.patch(f"{V2}/p", {"spec": {"color": "green"}}, MERGE)
     assert r.status == 200
     assert r.json()["spec"] == {"colour": "blue", "copies": 1}
 
 
 async def test_server_side_apply_in_v2_records_the_manager_in_v2(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
     applied = {**gadget("s", "v2", "red", 2)}
-    r = await client.patch(f"{V2}/s?fieldManager=tool", applied, APPLY)
+    r = await http.patch(f"{V2}/s?fieldManager=tool", applied, APPLY)
     assert r.status == 201, r.body
     (entry,) = [e for e in r.json()["metadata"]["managedFields"] if e["manager"] == "tool"]
     assert entry["apiVersion"] == f"{GROUP}/v2"
     assert "f:colour" in entry["fieldsV1"]["f:spec"]
-    assert (await client.get(f"{V1}/s")).json()["spec"] == {"color": "red", "replicas": 2}
+    assert (await http.get(f"{V1}/s")).json()["spec"] == {"color": "red", "replicas": 2}
 
     again = {**gadget("s", "v2", "red", 5)}
-    r = await client.patch(f"{V2}/s?fieldManager=tool", again, APPLY)
+    r = await http.patch(f"{V2}/s?fieldManager=tool", again, APPLY)
     assert r.status == 200, r.body
     assert r.json()["spec"]["copies"] == 5
 
 
 async def test_a_delete_of_an_object_stored_in_another_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    created = await create(client, V1, gadget("d", "v1", "red", 1))
-    r = await client.delete(f"{V2}/d")
+    created = await create(http, V1, gadget("d", "v1", "red", 1))
+    r = await http.delete(f"{V2}/d")
     assert r.status == 200, r.body
     # Custom objects' deletions answer a Status (no conversion needed for that).
     assert r.json()["kind"] == "Status"
     assert r.json()["details"]["uid"] == created["metadata"]["uid"]
-    assert (await client.get(f"{V1}/d")).status == 404
+    assert (await http.get(f"{V1}/d")).status == 404
     assert converter.reviews == []
 
 
 async def test_finalizers_keep_a_deleting_object_readable_in_both_versions(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
     held = gadget("f", "v2", "red", 1)
     held["metadata"]["finalizers"] = ["conv.kubeforge.dev/hold"]
-    await create(client, V2, held)
-    r = await client.delete(f"{V2}/f")
+    await create(http, V2, held)
+    r = await http.delete(f"{V2}/f")
     assert r.status == 200, r.body
     assert r.json()["metadata"]["deletionTimestamp"]
     assert r.json()["spec"] == {"colour": "red", "copies": 1}
-    r = await client.patch(f"{V1}/f", {"metadata": {"finalizers": None}}, MERGE)
+    r = await http.patch(f"{V1}/f", {"metadata": {"finalizers": None}}, MERGE)
     assert r.status == 200, r.body
-    assert (await client.get(f"{V2}/f")).status == 404
+    assert (await http.get(f"{V2}/f")).status == 404
 
 
 async def test_status_and_scale_are_read_and_written_in_the_requests_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("st", "v1", "red", 2))
-    r = await client.patch(f"{V2}/st/status", {"status": {"phase": "Ready", "ready": 2}}, MERGE)
+    await create(http, V1, gadget("st", "v1", "red", 2))
+    r = await http.patch(f"{V2}/st/status", {"status": {"phase": "Ready", "ready": 2}}, MERGE)
     assert r.status == 200, r.body
     assert r.json()["apiVersion"] == f"{GROUP}/v2"
-    got = (await client.get(f"{V2}/st/status")).json()
+    got = (await http.get(f"{V2}/st/status")).json()
     assert got["status"] == {"phase": "Ready", "ready": 2} and "copies" in got["spec"]
 
     # Each version's scale path: spec.copies in v2, spec.replicas in v1.
-    scale = (await client.get(f"{V2}/st/scale")).json()
+    scale = (await http.get(f"{V2}/st/scale")).json()
     assert scale["spec"]["replicas"] == 2 and scale["status"]["replicas"] == 2
-    r = await client.patch(f"{V2}/st/scale", {"spec": {"replicas": 7}}, MERGE)
+    r = await http.patch(f"{V2}/st/scale", {"spec": {"replicas": 7}}, MERGE)
     assert r.status == 200, r.body
     assert r.json()["spec"]["replicas"] == 7
-    assert (await client.get(f"{V1}/st")).json()["spec"]["replicas"] == 7
+    assert (await http.get(f"{V1}/st")).json()["spec"]["replicas"] == 7
 
 
 async def test_tables_show_the_columns_of_the_requested_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("t", "v1", "red", 1))
-    table = (await client.get(V2, headers={"Accept": TABLE})).json()
+    await create(http, V1, gadget("t", "v1", "red", 1))
+    table = (await http.get(V2, headers={"Accept": TABLE})).json()
     assert [c["name"] for c in table["columnDefinitions"]][:2] == ["Name", "Colour"]
     assert table["rows"][0]["cells"][:2] == ["t", "red"]
-    one = (await client.get(f"{V2}/t", headers={"Accept": TABLE})).json()
+    one = (await http.get(f"{V2}/t", headers={"Accept": TABLE})).json()
     assert one["rows"][0]["cells"][:2] == ["t", "red"]
 
 
 async def test_selectors_read_the_objects_in_the_requested_version(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("red", "v1", "red"))
-    await create(client, V1, gadget("blue", "v1", "blue"))
-    listed = (await client.get(f"{V2}?fieldSelector=spec.colour%3Dblue")).json()
+    await create(http, V1, gadget("red", "v1", "red"))
+    await create(http, V1, gadget("blue", "v1", "blue"))
+    listed = (await http.get(f"{V2}?fieldSelector=spec.colour%3Dblue")).json()
     assert [i["metadata"]["name"] for i in listed["items"]] == ["blue"]
     # spec.color is v1's field, not v2's.
-    r = await client.get(f"{V2}?fieldSelector=spec.color%3Dblue")
+    r = await http.get(f"{V2}?fieldSelector=spec.color%3Dblue")
     assert r.status == 400
 
     # A label a conversion adds is what a v2 selector sees.
@@ -267,27 +268,27 @@ async def test_selectors_read_the_objects_in_the_requested_version(
         return body
 
     converter.adjust = label
-    listed = (await client.get(f"{V2}?labelSelector=converted%3Dyes")).json()
+    listed = (await http.get(f"{V2}?labelSelector=converted%3Dyes")).json()
     assert [i["metadata"]["name"] for i in listed["items"]] == ["blue"]
-    assert (await client.get(f"{V1}?labelSelector=converted%3Dyes")).json()["items"] == []
+    assert (await http.get(f"{V1}?labelSelector=converted%3Dyes")).json()["items"] == []
 
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{V2}?watch=true&fieldSelector=spec.colour%3Dred", lambda events: len(events) >= 1
     )
     assert [e["object"]["metadata"]["name"] for e in events] == ["red"]
 
 
 async def test_a_webhook_that_cannot_be_reached_fails_reads_and_stores_nothing(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     unreachable = WebhookServer()
     port = free_port()
     unreachable.port = port
     crd = gadget_crd(unreachable)
-    await install(client, crd)
-    await create(client, V1, gadget("x", "v1"))
+    await install(http, crd)
+    await create(http, V1, gadget("x", "v1"))
 
-    r = await client.get(f"{V2}/x")
+    r = await http.get(f"{V2}/x")
     assert r.status == 500
     status = r.json()
     assert "reason" not in status
@@ -297,19 +298,19 @@ async def test_a_webhook_that_cannot_be_reached_fails_reads_and_stores_nothing(
         f'"https://127.0.0.1:{port}{PATH}?timeout=30s": dial tcp 127.0.0.1:{port}: connect: '
         "connection refused"
     )
-    r = await client.get(V2)
+    r = await http.get(V2)
     assert r.status == 500
     assert r.json()["message"].startswith(f"conversion webhook for {GROUP}/v2, Kind=GadgetList")
 
     revision = server.store.revision
-    r = await client.post(V2, gadget("y", "v2"))
+    r = await http.post(V2, gadget("y", "v2"))
     assert r.status == 500
     assert r.json()["message"].startswith(f"conversion webhook for {GROUP}/v2, Kind=Gadget failed")
-    r = await client.patch(f"{V2}/x", {"spec": {"colour": "blue"}}, MERGE)
+    r = await http.patch(f"{V2}/x", {"spec": {"colour": "blue"}}, MERGE)
     assert r.status == 500
     assert server.store.revision == revision
-    assert (await client.get(f"{V1}/y")).status == 404
-    assert (await client.get(f"{V1}/x")).json()["spec"]["color"] == "red"
+    assert (await http.get(f"{V1}/y")).status == 404
+    assert (await http.get(f"{V1}/x")).json()["spec"]["color"] == "red"
 
 
 @pytest.mark.parametrize(
@@ -355,11 +356,11 @@ async def test_a_webhook_that_cannot_be_reached_fails_reads_and_stores_nothing(
     ],
 )
 async def test_answers_that_are_not_a_successful_review_fail_the_request(
-    client: Client, converter: Converter, adjust: Any, message: str
+    http: HTTPClient, converter: Converter, adjust: Any, message: str
 ) -> None:
-    await create(client, V1, gadget("m", "v1"))
+    await create(http, V1, gadget("m", "v1"))
     converter.adjust = adjust
-    r = await client.get(f"{V2}/m")
+    r = await http.get(f"{V2}/m")
     assert r.status == 500, r.body
     uid = converter.requests()[-1]["uid"]
     expected = f"conversion webhook for {GROUP}/v1, Kind=Gadget " + message.format(uid=uid)
@@ -409,9 +410,9 @@ def _first(body: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 async def test_converted_objects_are_held_to_what_was_sent(
-    client: Client, converter: Converter, change: Any, single: str, listed: str
+    http: HTTPClient, converter: Converter, change: Any, single: str, listed: str
 ) -> None:
-    created = await create(client, V1, gadget("m", "v1"))
+    created = await create(http, V1, gadget("m", "v1"))
     uid = created["metadata"]["uid"]
 
     def adjust(request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
@@ -419,20 +420,20 @@ async def test_converted_objects_are_held_to_what_was_sent(
         return body
 
     converter.adjust = adjust
-    r = await client.get(f"{V2}/m")
+    r = await http.get(f"{V2}/m")
     assert r.status == 500
     lead = f"conversion webhook for {GROUP}/v1, Kind=Gadget "
     assert r.json()["message"] == lead + single.format(uid=uid)
-    r = await client.get(V2)
+    r = await http.get(V2)
     assert r.status == 500
     lead = f"conversion webhook for {GROUP}/v2, Kind=GadgetList "
     assert r.json()["message"].startswith(lead + listed.format(uid=uid))
 
 
 async def test_a_webhook_may_change_labels_and_annotations_but_no_other_metadata(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    created = await create(client, V1, gadget("meta", "v1"))
+    created = await create(http, V1, gadget("meta", "v1"))
 
     def adjust(request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         meta = _first(body)["metadata"]
@@ -443,7 +444,7 @@ async def test_a_webhook_may_change_labels_and_annotations_but_no_other_metadata
         return body
 
     converter.adjust = adjust
-    got = (await client.get(f"{V2}/meta")).json()
+    got = (await http.get(f"{V2}/meta")).json()
     assert got["metadata"]["labels"] == {"converted": "true"}
     assert got["metadata"]["annotations"] == {"note": "from the webhook"}
     assert got["metadata"]["generation"] == created["metadata"]["generation"]
@@ -452,50 +453,50 @@ async def test_a_webhook_may_change_labels_and_annotations_but_no_other_metadata
 
 
 async def test_unknown_fields_a_webhook_returns_are_pruned(
-    client: Client, converter: Converter
+    http: HTTPClient, converter: Converter
 ) -> None:
-    await create(client, V1, gadget("prune", "v1"))
+    await create(http, V1, gadget("prune", "v1"))
 
     def adjust(request: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         _first(body)["spec"]["colour_extra"] = "dropped"
         return body
 
     converter.adjust = adjust
-    got = (await client.get(f"{V2}/prune")).json()
+    got = (await http.get(f"{V2}/prune")).json()
     assert "colour_extra" not in got["spec"]
 
 
 async def test_v1beta1_reviews_when_only_v1beta1_is_listed(
-    client: Client, hook: WebhookServer
+    http: HTTPClient, hook: WebhookServer
 ) -> None:
     converter = Converter(hook)
-    await install(client, gadget_crd(hook, review_versions=["v1beta1"]))
-    await create(client, V1, gadget("old", "v1"))
-    assert (await client.get(f"{V2}/old")).json()["spec"]["colour"] == "red"
+    await install(http, gadget_crd(hook, review_versions=["v1beta1"]))
+    await create(http, V1, gadget("old", "v1"))
+    assert (await http.get(f"{V2}/old")).json()["spec"]["colour"] == "red"
     assert converter.reviews[0]["apiVersion"] == "apiextensions.k8s.io/v1beta1"
 
     # v1beta1 answers are not held to the uid.
     converter.adjust = lambda req, body: {**body, "response": {**body["response"], "uid": "x"}}
-    assert (await client.get(f"{V2}/old")).status == 200
+    assert (await http.get(f"{V2}/old")).status == 200
 
 
 async def test_a_ca_bundle_that_did_not_sign_the_webhooks_certificate_fails(
-    client: Client, hook: WebhookServer
+    http: HTTPClient, hook: WebhookServer
 ) -> None:
     Converter(hook)
     crd = gadget_crd(hook)
     other = WebhookServer()
     crd["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"] = other.ca_bundle
-    await install(client, crd)
-    await create(client, V1, gadget("tls", "v1"))
-    r = await client.get(f"{V2}/tls")
+    await install(http, crd)
+    await create(http, V1, gadget("tls", "v1"))
+    r = await http.get(f"{V2}/tls")
     assert r.status == 500
     assert r.json()["message"].endswith(
         "tls: failed to verify certificate: x509: certificate signed by unknown authority"
     )
 
 
-async def test_a_service_reference_is_called_on_this_machine(client: Client) -> None:
+async def test_a_service_reference_is_called_on_this_machine(http: HTTPClient) -> None:
     # The webhook's certificate names the service's DNS name, which is what is verified.
     async with webhook_server(("127.0.0.1", "gadget-webhook.default.svc")) as hook:
         converter = Converter(hook)
@@ -505,15 +506,15 @@ async def test_a_service_reference_is_called_on_this_machine(client: Client) -> 
             "metadata": {"name": "gadget-webhook", "namespace": "default"},
             "spec": {"ports": [{"port": 443, "targetPort": hook.port}]},
         }
-        assert (await client.post("/api/v1/namespaces/default/services", service)).status == 201
+        assert (await http.post("/api/v1/namespaces/default/services", service)).status == 201
         crd = gadget_crd(hook)
         crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
             "service": {"name": "gadget-webhook", "namespace": "default", "path": PATH},
             "caBundle": hook.ca_bundle,
         }
-        await install(client, crd)
-        await create(client, V1, gadget("svc", "v1"))
-        assert (await client.get(f"{V2}/svc")).json()["spec"]["colour"] == "red"
+        await install(http, crd)
+        await create(http, V1, gadget("svc", "v1"))
+        assert (await http.get(f"{V2}/svc")).json()["spec"]["colour"] == "red"
         assert len(converter.reviews) == 1
 
 
@@ -530,7 +531,7 @@ async def test_a_service_reference_leads_where_the_servers_resolver_says() -> No
 
         # No Service at all: only the resolver knows where the webhook is.
         server = APIServer(ServerConfig(resolve_service=resolve))
-        async with server, connect(server) as client:
+        async with server, connect(server) as http:
             crd = gadget_crd(hook)
             crd["spec"]["conversion"]["webhook"]["clientConfig"] = {
                 "service": {
@@ -541,37 +542,37 @@ async def test_a_service_reference_leads_where_the_servers_resolver_says() -> No
                 },
                 "caBundle": hook.ca_bundle,
             }
-            await install(client, crd)
-            await create(client, V1, gadget("routed", "v1", "green"))
-            got = (await client.get(f"{V2}/routed")).json()
+            await install(http, crd)
+            await create(http, V1, gadget("routed", "v1", "green"))
+            got = (await http.get(f"{V2}/routed")).json()
             assert got["spec"]["colour"] == "green"
         assert asked and set(asked) == {("default", "gadget-webhook", 8443)}
         assert len(converter.reviews) == 1
 
 
 async def test_objects_stay_in_the_version_they_were_stored_in_until_rewritten(
-    server: APIServer, client: Client, converter: Converter
+    server: APIServer, http: HTTPClient, converter: Converter
 ) -> None:
-    old = await create(client, V1, gadget("old", "v1", "red", 1))
-    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+    old = await create(http, V1, gadget("old", "v1", "red", 1))
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
     assert crd["status"]["storedVersions"] == ["v1"]
 
     # v2 becomes the storage version: v1's objects stay readable, in both versions.
     for version in crd["spec"]["versions"]:
         version["storage"] = version["name"] == "v2"
-    r = await client.put(f"{CRDS}/{CRD_NAME}", crd)
+    r = await http.put(f"{CRDS}/{CRD_NAME}", crd)
     assert r.status == 200, r.body
     assert r.json()["status"]["storedVersions"] == ["v1", "v2"]
-    new = await create(client, V1, gadget("new", "v1", "blue", 2))
+    new = await create(http, V1, gadget("new", "v1", "blue", 2))
     assert server.store.get(_gr(), "default", "new").obj["apiVersion"] == f"{GROUP}/v2"
     assert server.store.get(_gr(), "default", "old").obj["apiVersion"] == f"{GROUP}/v1"
-    assert (await client.get(f"{V2}/old")).json()["spec"] == {"colour": "red", "copies": 1}
-    assert (await client.get(f"{V1}/new")).json()["spec"] == {"color": "blue", "replicas": 2}
+    assert (await http.get(f"{V2}/old")).json()["spec"] == {"colour": "red", "copies": 1}
+    assert (await http.get(f"{V1}/new")).json()["spec"] == {"color": "blue", "replicas": 2}
 
     # v1 cannot leave spec.versions while objects may still be stored in it.
-    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
     crd["spec"]["versions"] = [v for v in crd["spec"]["versions"] if v["name"] == "v2"]
-    r = await client.put(f"{CRDS}/{CRD_NAME}", crd)
+    r = await http.put(f"{CRDS}/{CRD_NAME}", crd)
     assert r.status == 422
     assert r.json()["message"] == (
         f'CustomResourceDefinition.apiextensions.k8s.io "{CRD_NAME}" is invalid: '
@@ -583,11 +584,11 @@ async def test_objects_stay_in_the_version_they_were_stored_in_until_rewritten(
 
     # An unchanged object stored in v1 is written again in v2 (a new resourceVersion); one
     # already stored in v2 is left alone.
-    r = await client.put(f"{V1}/old", (await client.get(f"{V1}/old")).json())
+    r = await http.put(f"{V1}/old", (await http.get(f"{V1}/old")).json())
     assert r.status == 200, r.body
     assert r.json()["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
     assert server.store.get(_gr(), "default", "old").obj["apiVersion"] == f"{GROUP}/v2"
-    r = await client.put(f"{V1}/new", (await client.get(f"{V1}/new")).json())
+    r = await http.put(f"{V1}/new", (await http.get(f"{V1}/new")).json())
     assert r.json()["metadata"]["resourceVersion"] == new["metadata"]["resourceVersion"]
 
 
@@ -598,26 +599,26 @@ def _gr() -> Any:
 
 
 async def test_an_unchanged_object_in_an_old_version_is_rewritten_without_a_webhook_too(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     hook = WebhookServer()
     crd = gadget_crd(hook)
     crd["spec"]["conversion"] = {"strategy": "None"}
     # Under the None strategy the versions must hold the same fields.
     crd["spec"]["versions"][1] = {**crd["spec"]["versions"][0], "name": "v2", "storage": False}
-    await install(client, crd)
-    old = await create(client, V1, gadget("old", "v1"))
-    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+    await install(http, crd)
+    old = await create(http, V1, gadget("old", "v1"))
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
     for version in crd["spec"]["versions"]:
         version["storage"] = version["name"] == "v2"
-    assert (await client.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+    assert (await http.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
 
     # Read through v2 it is a v2 object; an unchanged update stores it as one.
-    current = (await client.get(f"{V2}/old")).json()
-    r = await client.put(f"{V2}/old", current)
+    current = (await http.get(f"{V2}/old")).json()
+    r = await http.put(f"{V2}/old", current)
     assert r.json()["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]
     assert server.store.get(_gr(), "default", "old").obj["apiVersion"] == f"{GROUP}/v2"
-    r = await client.put(f"{V2}/old", r.json())
+    r = await http.put(f"{V2}/old", r.json())
     assert (
         r.json()["metadata"]["resourceVersion"]
         == (server.store.get(_gr(), "default", "old").obj["metadata"]["resourceVersion"])
@@ -625,27 +626,27 @@ async def test_an_unchanged_object_in_an_old_version_is_rewritten_without_a_webh
 
 
 async def test_a_changed_crd_ends_the_watches_on_its_objects(
-    client: Client, converter: Converter, hook: WebhookServer
+    http: HTTPClient, converter: Converter, hook: WebhookServer
 ) -> None:
     # A watch keeps the conversion settings it started with; a changed CRD ends it, and the
     # watch that follows converts with the new ones.
-    await create(client, V1, gadget("w", "v1"))
-    rv = (await client.get(V2)).json()["metadata"]["resourceVersion"]
-    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+    await create(http, V1, gadget("w", "v1"))
+    rv = (await http.get(V2)).json()["metadata"]["resourceVersion"]
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
     crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"] = hook.url("/moved")
     hook.route("/moved", converter.answer)
 
     async def change() -> None:
         await asyncio.sleep(0.2)
-        assert (await client.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+        assert (await http.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
 
     changing = asyncio.create_task(change())
-    ended = await client.watch_lines(f"{V2}?watch=true&resourceVersion={rv}", lambda e: False)
+    ended = await http.watch_lines(f"{V2}?watch=true&resourceVersion={rv}", lambda e: False)
     await changing
     assert ended == []  # the server ended the watch
-    r = await client.patch(f"{V1}/w", {"spec": {"color": "blue"}}, MERGE)
+    r = await http.patch(f"{V1}/w", {"spec": {"color": "blue"}}, MERGE)
     assert r.status == 200
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{V2}?watch=true&resourceVersion={rv}", lambda events: len(events) >= 1
     )
     assert events[0]["object"]["spec"]["colour"] == "blue"
@@ -653,28 +654,28 @@ async def test_a_changed_crd_ends_the_watches_on_its_objects(
 
 
 async def test_a_dry_run_in_another_version_converts_and_stores_nothing(
-    server: APIServer, client: Client, converter: Converter
+    server: APIServer, http: HTTPClient, converter: Converter
 ) -> None:
     revision = server.store.revision
-    r = await client.post(f"{V2}?dryRun=All", gadget("dry", "v2", "blue", 2))
+    r = await http.post(f"{V2}?dryRun=All", gadget("dry", "v2", "blue", 2))
     assert r.status == 201, r.body
     assert r.json()["spec"] == {"colour": "blue", "copies": 2}
     assert [q["desiredAPIVersion"] for q in converter.requests()] == [f"{GROUP}/v1"]
     assert server.store.revision == revision
-    assert (await client.get(f"{V1}/dry")).status == 404
+    assert (await http.get(f"{V1}/dry")).status == 404
 
 
 async def test_garbage_collection_rewrites_converted_dependents(
-    gc_server: APIServer, gc: Client, hook: WebhookServer
+    gc_server: APIServer, gc_http: HTTPClient, hook: WebhookServer
 ) -> None:
     # A dependent stored in v1 while v2 is the storage version: dropping the reference to
     # a deleted owner reads and writes it through the conversion webhook.
     converter = Converter(hook)
-    await install(gc, gadget_crd(hook))
+    await install(gc_http, gadget_crd(hook))
     owners = []
     for name in ("keep", "drop"):
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
-        created = (await gc.post("/api/v1/namespaces/default/configmaps", cm)).json()
+        created = (await gc_http.post("/api/v1/namespaces/default/configmaps", cm)).json()
         owners.append(
             {
                 "apiVersion": "v1",
@@ -685,17 +686,17 @@ async def test_garbage_collection_rewrites_converted_dependents(
         )
     dependent = gadget("dep", "v1")
     dependent["metadata"]["ownerReferences"] = owners
-    await create(gc, V1, dependent)
-    crd = (await gc.get(f"{CRDS}/{CRD_NAME}")).json()
+    await create(gc_http, V1, dependent)
+    crd = (await gc_http.get(f"{CRDS}/{CRD_NAME}")).json()
     for version in crd["spec"]["versions"]:
         version["storage"] = version["name"] == "v2"
-    assert (await gc.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+    assert (await gc_http.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
 
-    r = await gc.delete("/api/v1/namespaces/default/configmaps/drop")
+    r = await gc_http.delete("/api/v1/namespaces/default/configmaps/drop")
     assert r.status == 200
 
     async def one_owner_left() -> bool:
-        got = (await gc.get(f"{V1}/dep")).json()
+        got = (await gc_http.get(f"{V1}/dep")).json()
         return [o["name"] for o in got["metadata"]["ownerReferences"]] == ["keep"]
 
     await eventually(one_owner_left)

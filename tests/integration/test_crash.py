@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from kubeforge.client import Client, Gone, load_kubeconfig
-from tests.support import eventually
+from kubeforge.testing import eventually
+from tests.support import free_port
 
 NS = "default"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def start_dev(port: int, kubeconfig: Path, data_dir: Path) -> asyncio.subprocess.Process:

@@ -5,27 +5,27 @@ from __future__ import annotations
 import asyncio
 
 from kubeforge.apiserver import APIServer
-from tests.support import Client
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 MERGE = "application/merge-patch+json"
 JSONP = "application/json-patch+json"
 
 
-async def test_finalizers_hold_the_object_until_removed(client: Client) -> None:
+async def test_finalizers_hold_the_object_until_removed(http: HTTPClient) -> None:
     body = {"metadata": {"name": "x", "finalizers": ["example.com/keep"]}, "data": {}}
-    await client.post(CMS, body)
-    deleting = await client.delete(f"{CMS}/x")
+    await http.post(CMS, body)
+    deleting = await http.delete(f"{CMS}/x")
     assert deleting.status == 200
     obj = deleting.json()
     assert obj["kind"] == "ConfigMap"
     assert obj["metadata"]["deletionTimestamp"]
     assert obj["metadata"]["deletionGracePeriodSeconds"] == 0
     # Deleting again is idempotent; adding finalizers is forbidden now.
-    again = await client.delete(f"{CMS}/x")
+    again = await http.delete(f"{CMS}/x")
     assert again.status == 200
     assert again.json()["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
-    add = await client.patch(
+    add = await http.patch(
         f"{CMS}/x", {"metadata": {"finalizers": ["example.com/keep", "b/c"]}}, MERGE
     )
     assert add.status == 422
@@ -33,116 +33,114 @@ async def test_finalizers_hold_the_object_until_removed(client: Client) -> None:
 
     async def release() -> None:
         await asyncio.sleep(0)
-        removed = await client.patch(
+        removed = await http.patch(
             f"{CMS}/x", [{"op": "remove", "path": "/metadata/finalizers"}], JSONP
         )
         assert removed.status == 200
 
     task = asyncio.create_task(release())
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{CMS}?watch=true&resourceVersion={rv}", lambda ev: len(ev) >= 1
     )
     await task
     assert events[0]["type"] == "DELETED"
-    assert (await client.get(f"{CMS}/x")).status == 404
+    assert (await http.get(f"{CMS}/x")).status == 404
 
 
-async def test_propagation_policies_are_accepted(client: Client) -> None:
+async def test_propagation_policies_are_accepted(http: HTTPClient) -> None:
     for policy in ("Background", "Orphan", "Foreground"):
-        await client.post(CMS, {"metadata": {"name": f"x-{policy.lower()}"}})
-    gone = await client.delete(f"{CMS}/x-background", {"propagationPolicy": "Background"})
+        await http.post(CMS, {"metadata": {"name": f"x-{policy.lower()}"}})
+    gone = await http.delete(f"{CMS}/x-background", {"propagationPolicy": "Background"})
     assert gone.status == 200 and gone.json()["kind"] == "Status"
-    orphaned = await client.delete(
+    orphaned = await http.delete(
         f"{CMS}/x-orphan",
         {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Orphan"},
     )
     assert orphaned.status == 200
     assert orphaned.json()["metadata"]["finalizers"] == ["orphan"]
-    foreground = await client.delete(f"{CMS}/x-foreground?propagationPolicy=Foreground")
+    foreground = await http.delete(f"{CMS}/x-foreground?propagationPolicy=Foreground")
     assert foreground.json()["metadata"]["finalizers"] == ["foregroundDeletion"]
-    bad = await client.delete(f"{CMS}/x-orphan", {"propagationPolicy": "Sideways"})
+    bad = await http.delete(f"{CMS}/x-orphan", {"propagationPolicy": "Sideways"})
     assert bad.status == 422
 
 
-async def test_protected_namespaces_cannot_be_deleted(client: Client) -> None:
-    reply = await client.delete("/api/v1/namespaces/default")
+async def test_protected_namespaces_cannot_be_deleted(http: HTTPClient) -> None:
+    reply = await http.delete("/api/v1/namespaces/default")
     assert reply.status == 403
 
 
-async def test_deleting_a_namespace_marks_it_terminating(client: Client) -> None:
-    await client.post("/api/v1/namespaces", {"metadata": {"name": "team"}})
-    reply = await client.delete("/api/v1/namespaces/team")
+async def test_deleting_a_namespace_marks_it_terminating(http: HTTPClient) -> None:
+    await http.post("/api/v1/namespaces", {"metadata": {"name": "team"}})
+    reply = await http.delete("/api/v1/namespaces/team")
     assert reply.status == 200
-    ns = (await client.get("/api/v1/namespaces/team")).json()
+    ns = (await http.get("/api/v1/namespaces/team")).json()
     assert ns["status"]["phase"] == "Terminating"
-    refused = await client.post("/api/v1/namespaces/team/configmaps", {"metadata": {"name": "x"}})
+    refused = await http.post("/api/v1/namespaces/team/configmaps", {"metadata": {"name": "x"}})
     assert refused.status == 403
     assert refused.json()["details"]["causes"][0]["type"] == "NamespaceTerminating"
     finalize = dict(ns, spec={"finalizers": []})
-    done = await client.put("/api/v1/namespaces/team/finalize", finalize)
+    done = await http.put("/api/v1/namespaces/team/finalize", finalize)
     assert done.status == 200, done.body
-    assert (await client.get("/api/v1/namespaces/team")).status == 404
+    assert (await http.get("/api/v1/namespaces/team")).status == 404
 
 
-async def test_dry_run_on_every_write(server: APIServer, client: Client) -> None:
+async def test_dry_run_on_every_write(server: APIServer, http: HTTPClient) -> None:
     before = server.store.revision
-    created = await client.post(
-        f"{CMS}?dryRun=All", {"metadata": {"name": "x"}, "data": {"a": "1"}}
-    )
+    created = await http.post(f"{CMS}?dryRun=All", {"metadata": {"name": "x"}, "data": {"a": "1"}})
     assert created.status == 201
     assert created.json()["metadata"]["uid"]
-    assert (await client.get(f"{CMS}/x")).status == 404
-    await client.post(CMS, {"metadata": {"name": "y"}, "data": {"a": "1"}})
+    assert (await http.get(f"{CMS}/x")).status == 404
+    await http.post(CMS, {"metadata": {"name": "y"}, "data": {"a": "1"}})
     rev = server.store.revision
-    patched = await client.patch(f"{CMS}/y?dryRun=All", {"data": {"a": "2"}}, MERGE)
+    patched = await http.patch(f"{CMS}/y?dryRun=All", {"data": {"a": "2"}}, MERGE)
     assert patched.json()["data"] == {"a": "2"}
-    obj = (await client.get(f"{CMS}/y")).json()
+    obj = (await http.get(f"{CMS}/y")).json()
     assert obj["data"] == {"a": "1"}
-    replaced = await client.put(f"{CMS}/y?dryRun=All", dict(obj, data={"a": "3"}))
+    replaced = await http.put(f"{CMS}/y?dryRun=All", dict(obj, data={"a": "3"}))
     assert replaced.status == 200 and replaced.json()["data"] == {"a": "3"}
-    deleted = await client.delete(f"{CMS}/y?dryRun=All")
+    deleted = await http.delete(f"{CMS}/y?dryRun=All")
     assert deleted.status == 200
-    assert (await client.get(f"{CMS}/y")).json()["data"] == {"a": "1"}
+    assert (await http.get(f"{CMS}/y")).json()["data"] == {"a": "1"}
     assert server.store.revision == rev and rev == before + 1
-    assert (await client.post(f"{CMS}?dryRun=Some", {"metadata": {"name": "z"}})).status == 422
+    assert (await http.post(f"{CMS}?dryRun=Some", {"metadata": {"name": "z"}})).status == 422
 
 
-async def test_field_validation_modes(client: Client) -> None:
+async def test_field_validation_modes(http: HTTPClient) -> None:
     body = {"metadata": {"name": "x"}, "data": {}, "bogus": {"a": 1}}
-    strict = await client.post(f"{CMS}?fieldValidation=Strict", body)
+    strict = await http.post(f"{CMS}?fieldValidation=Strict", body)
     assert strict.status == 400
     assert strict.json()["message"] == (
         'ConfigMap in version "v1" cannot be handled as a ConfigMap: '
         'strict decoding error: unknown field "bogus"'
     )
-    warn = await client.post(f"{CMS}?fieldValidation=Warn", body)
+    warn = await http.post(f"{CMS}?fieldValidation=Warn", body)
     assert warn.status == 201
     assert warn.headers.getall("Warning") == ['299 - "unknown field \\"bogus\\""']
     assert "bogus" not in warn.json()
-    ignore = await client.post(f"{CMS}?fieldValidation=Ignore", dict(body, metadata={"name": "y"}))
+    ignore = await http.post(f"{CMS}?fieldValidation=Ignore", dict(body, metadata={"name": "y"}))
     assert ignore.status == 201 and "Warning" not in ignore.headers
-    default = await client.post(CMS, dict(body, metadata={"name": "z"}))
+    default = await http.post(CMS, dict(body, metadata={"name": "z"}))
     assert default.status == 201 and "Warning" in default.headers
-    patched = await client.patch(f"{CMS}/x?fieldValidation=Strict", {"bogus": 1}, MERGE)
+    patched = await http.patch(f"{CMS}/x?fieldValidation=Strict", {"bogus": 1}, MERGE)
     assert patched.status == 400
-    assert (await client.post(f"{CMS}?fieldValidation=Loose", body)).status == 400
+    assert (await http.post(f"{CMS}?fieldValidation=Loose", body)).status == 400
 
 
-async def test_a_dry_run_asked_for_in_the_body_changes_nothing(client: Client) -> None:
-    await client.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
-    before = (await client.get(f"{CMS}/keep")).json()
+async def test_a_dry_run_asked_for_in_the_body_changes_nothing(http: HTTPClient) -> None:
+    await http.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
+    before = (await http.get(f"{CMS}/keep")).json()
     options = {"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]}
-    orphaning = await client.delete(f"{CMS}/keep", dict(options, propagationPolicy="Orphan"))
+    orphaning = await http.delete(f"{CMS}/keep", dict(options, propagationPolicy="Orphan"))
     assert orphaning.status == 200
     assert orphaning.json()["metadata"]["finalizers"] == ["orphan"]
-    deleting = await client.delete(f"{CMS}/keep", options)
+    deleting = await http.delete(f"{CMS}/keep", options)
     assert deleting.status == 200
-    assert (await client.get(f"{CMS}/keep")).json() == before
+    assert (await http.get(f"{CMS}/keep")).json() == before
 
 
-async def test_delete_options_of_the_wrong_shape_are_refused(client: Client) -> None:
-    await client.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
-    before = (await client.get(f"{CMS}/keep")).json()
+async def test_delete_options_of_the_wrong_shape_are_refused(http: HTTPClient) -> None:
+    await http.post(CMS, {"metadata": {"name": "keep"}, "data": {"a": "1"}})
+    before = (await http.get(f"{CMS}/keep")).json()
     cases = {
         '{"dryRun": ["x"]}': (422, 'dryRun: Unsupported value: []string{"x"}'),
         '{"dryRun": [{"a": 1}]}': (
@@ -160,18 +158,18 @@ async def test_delete_options_of_the_wrong_shape_are_refused(client: Client) -> 
         "[1]": (400, "cannot unmarshal array into Go value of type v1.DeleteOptions"),
     }
     for body, (status, message) in cases.items():
-        reply = await client.request("DELETE", f"{CMS}/keep", raw=body.encode())
+        reply = await http.request("DELETE", f"{CMS}/keep", raw=body.encode())
         assert reply.status == status, (body, reply.body)
         assert message in reply.json()["message"], (body, reply.body)
     for query in ("dryRun=", "gracePeriodSeconds=1e3", "gracePeriodSeconds=99999999999999999999"):
-        reply = await client.delete(f"{CMS}/keep?{query}")
+        reply = await http.delete(f"{CMS}/keep?{query}")
         assert reply.status in (400, 422), (query, reply.body)
-    assert (await client.get(f"{CMS}/keep")).json() == before
+    assert (await http.get(f"{CMS}/keep")).json() == before
 
 
-async def test_a_body_s_options_are_the_ones_used(client: Client) -> None:
+async def test_a_body_s_options_are_the_ones_used(http: HTTPClient) -> None:
     # As kube-apiserver reads them: from the body when there is one, else from the query.
-    await client.post(CMS, {"metadata": {"name": "gone"}})
-    reply = await client.delete(f"{CMS}/gone?propagationPolicy=Sideways&dryRun=All", {})
+    await http.post(CMS, {"metadata": {"name": "gone"}})
+    reply = await http.delete(f"{CMS}/gone?propagationPolicy=Sideways&dryRun=All", {})
     assert reply.status == 200
-    assert (await client.get(f"{CMS}/gone")).status == 404
+    assert (await http.get(f"{CMS}/gone")).status == 404

@@ -14,7 +14,7 @@ import pytest
 
 from kubeforge.client import ClusterConfig
 from kubeforge.client.transport import Transport
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 Answer = Callable[[bytes], bytes | None]  # request head -> raw answer (None: close at once)
 

@@ -15,7 +15,7 @@ from kubeforge.apiserver.rest import run_now
 from kubeforge.client import Client
 from kubeforge.runtime.cache import Cache, NotCached
 from kubeforge.runtime.informer import Informer
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"
 

@@ -24,8 +24,8 @@ from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.options import RUN_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.runtime.manager import Manager
-from tests.support import Client as RawClient
-from tests.support import Kubectl, eventually
+from kubeforge.testing import Kubectl, eventually
+from tests.support import HTTPClient
 
 NS = "default"
 FAST = ClusterOptions(pod_start_seconds=0.05, command_run_seconds=0.05)
@@ -367,14 +367,14 @@ async def test_run_seconds_annotation_shortens_sleeps(
 
 
 async def test_log_options_tail_limit_and_timestamps(
-    api: Client, client: RawClient, kubectl: Kubectl, cluster: list[SimulatedNode]
+    api: Client, http: HTTPClient, kubectl: Kubectl, cluster: list[SimulatedNode]
 ) -> None:
     await api.create(pod("lines", ["sh", "-c", "echo a; echo b; echo c"], restart="Never"))
     await wait_phase(api, "lines", "Succeeded")
     path = f"/api/v1/namespaces/{NS}/pods/lines/log"
-    assert (await client.get(path + "?tailLines=2")).body == b"b\nc\n"
-    assert (await client.get(path + "?limitBytes=3")).body == b"a\nb"
-    assert (await client.get(path + "?sinceSeconds=3600")).body == b"a\nb\nc\n"
+    assert (await http.get(path + "?tailLines=2")).body == b"b\nc\n"
+    assert (await http.get(path + "?limitBytes=3")).body == b"a\nb"
+    assert (await http.get(path + "?sinceSeconds=3600")).body == b"a\nb\nc\n"
     stamped = (await kubectl.run("logs", "lines", "--timestamps")).out.splitlines()
     assert len(stamped) == 3
     for line, text in zip(stamped, "abc", strict=True):

@@ -23,7 +23,7 @@ from kubeforge.runtime.leaderelection import (
     LeadershipLost,
     default_identity,
 )
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from tests.support import Client, eventually
+from kubeforge.testing import eventually
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"
@@ -26,81 +27,81 @@ def pod(name: str, node: str | None = None) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-async def names(client: Client, path: str) -> list[str]:
-    reply = await client.get(path)
+async def names(http: HTTPClient, path: str) -> list[str]:
+    reply = await http.get(path)
     assert reply.status == 200, reply.body
     return [i["metadata"]["name"] for i in reply.json()["items"]]
 
 
-async def test_label_selectors(client: Client) -> None:
-    await client.post(CMS, cm("a", {"app": "web", "tier": "front"}))
-    await client.post(CMS, cm("b", {"app": "web", "tier": "back"}))
-    await client.post(CMS, cm("c", {"app": "db"}))
-    assert await names(client, f"{CMS}?labelSelector=app%3Dweb") == ["a", "b"]
-    assert await names(client, f"{CMS}?labelSelector=tier+in+(back,x)") == ["b"]
-    assert await names(client, f"{CMS}?labelSelector=!tier") == ["c"]
-    assert await names(client, f"{CMS}?labelSelector=app!%3Dweb,tier+notin+(front)") == ["c"]
-    bad = await client.get(f"{CMS}?labelSelector=a%3D%3D%3D")
+async def test_label_selectors(http: HTTPClient) -> None:
+    await http.post(CMS, cm("a", {"app": "web", "tier": "front"}))
+    await http.post(CMS, cm("b", {"app": "web", "tier": "back"}))
+    await http.post(CMS, cm("c", {"app": "db"}))
+    assert await names(http, f"{CMS}?labelSelector=app%3Dweb") == ["a", "b"]
+    assert await names(http, f"{CMS}?labelSelector=tier+in+(back,x)") == ["b"]
+    assert await names(http, f"{CMS}?labelSelector=!tier") == ["c"]
+    assert await names(http, f"{CMS}?labelSelector=app!%3Dweb,tier+notin+(front)") == ["c"]
+    bad = await http.get(f"{CMS}?labelSelector=a%3D%3D%3D")
     assert bad.status == 400
 
 
-async def test_field_selectors(client: Client) -> None:
-    await client.post(PODS, pod("p1", "node-a"))
-    await client.post(PODS, pod("p2"))
-    assert await names(client, f"{PODS}?fieldSelector=spec.nodeName%3Dnode-a") == ["p1"]
-    assert await names(client, f"{PODS}?fieldSelector=status.phase%3DPending") == ["p1", "p2"]
-    assert await names(client, f"{PODS}?fieldSelector=metadata.name%3Dp2") == ["p2"]
-    assert await names(client, "/api/v1/pods?fieldSelector=metadata.namespace%3Ddefault") == [
+async def test_field_selectors(http: HTTPClient) -> None:
+    await http.post(PODS, pod("p1", "node-a"))
+    await http.post(PODS, pod("p2"))
+    assert await names(http, f"{PODS}?fieldSelector=spec.nodeName%3Dnode-a") == ["p1"]
+    assert await names(http, f"{PODS}?fieldSelector=status.phase%3DPending") == ["p1", "p2"]
+    assert await names(http, f"{PODS}?fieldSelector=metadata.name%3Dp2") == ["p2"]
+    assert await names(http, "/api/v1/pods?fieldSelector=metadata.namespace%3Ddefault") == [
         "p1",
         "p2",
     ]
-    unknown = await client.get(f"{CMS}?fieldSelector=data.x%3Dy")
+    unknown = await http.get(f"{CMS}?fieldSelector=data.x%3Dy")
     assert unknown.status == 400
     assert '"data.x" is not a known field selector' in unknown.json()["message"]
 
 
-async def test_pagination_is_a_consistent_snapshot(client: Client) -> None:
+async def test_pagination_is_a_consistent_snapshot(http: HTTPClient) -> None:
     for i in range(7):
-        await client.post(CMS, cm(f"o{i}"))
-    first = (await client.get(f"{CMS}?limit=3")).json()
+        await http.post(CMS, cm(f"o{i}"))
+    first = (await http.get(f"{CMS}?limit=3")).json()
     assert [i["metadata"]["name"] for i in first["items"]] == ["o0", "o1", "o2"]
     assert first["metadata"]["remainingItemCount"] == 4
     token = first["metadata"]["continue"]
     # Changes after the first page do not show up in later pages of the same list.
-    await client.post(CMS, cm("o3a"))
-    await client.delete(f"{CMS}/o5")
-    second = (await client.get(f"{CMS}?limit=3&continue={token}")).json()
+    await http.post(CMS, cm("o3a"))
+    await http.delete(f"{CMS}/o5")
+    second = (await http.get(f"{CMS}?limit=3&continue={token}")).json()
     assert [i["metadata"]["name"] for i in second["items"]] == ["o3", "o4", "o5"]
     assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
-    third = (await client.get(f"{CMS}?limit=3&continue={second['metadata']['continue']}")).json()
+    third = (await http.get(f"{CMS}?limit=3&continue={second['metadata']['continue']}")).json()
     assert [i["metadata"]["name"] for i in third["items"]] == ["o6"]
     assert "continue" not in third["metadata"]
 
 
-async def test_expired_continue_token_is_410(server: APIServer, client: Client) -> None:
+async def test_expired_continue_token_is_410(server: APIServer, http: HTTPClient) -> None:
     for i in range(3):
-        await client.post(CMS, cm(f"o{i}"))
-    token = (await client.get(f"{CMS}?limit=1")).json()["metadata"]["continue"]
-    await client.post(CMS, cm("later"))
+        await http.post(CMS, cm(f"o{i}"))
+    token = (await http.get(f"{CMS}?limit=1")).json()["metadata"]["continue"]
+    await http.post(CMS, cm("later"))
     server.store.compact()
-    reply = await client.get(f"{CMS}?limit=1&continue={token}")
+    reply = await http.get(f"{CMS}?limit=1&continue={token}")
     assert reply.status == 410
     assert reply.json()["reason"] == "Expired"
-    assert (await client.get(f"{CMS}?limit=1&continue=garbage!")).status == 400
+    assert (await http.get(f"{CMS}?limit=1&continue=garbage!")).status == 400
 
 
-async def test_watch_streams_changes_from_a_resource_version(client: Client) -> None:
-    listed = (await client.get(CMS)).json()
+async def test_watch_streams_changes_from_a_resource_version(http: HTTPClient) -> None:
+    listed = (await http.get(CMS)).json()
     rv = listed["metadata"]["resourceVersion"]
 
     async def act() -> None:
         await asyncio.sleep(0)
-        created = (await client.post(CMS, cm("w"))).json()
-        await client.put(f"{CMS}/w", dict(created, data={"x": "1"}))
-        await client.delete(f"{CMS}/w")
+        created = (await http.post(CMS, cm("w"))).json()
+        await http.put(f"{CMS}/w", dict(created, data={"x": "1"}))
+        await http.delete(f"{CMS}/w")
 
     task = asyncio.create_task(act())
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{CMS}?watch=true&resourceVersion={rv}", lambda ev: len(ev) >= 3
     )
     await task
@@ -110,28 +111,28 @@ async def test_watch_streams_changes_from_a_resource_version(client: Client) -> 
     assert events[1]["object"]["data"] == {"x": "1"}
 
 
-async def test_watch_without_resource_version_sends_current_state(client: Client) -> None:
-    await client.post(CMS, cm("a"))
-    await client.post(CMS, cm("b"))
-    events = await client.watch_lines(f"{CMS}?watch=1", lambda ev: len(ev) >= 2)
+async def test_watch_without_resource_version_sends_current_state(http: HTTPClient) -> None:
+    await http.post(CMS, cm("a"))
+    await http.post(CMS, cm("b"))
+    events = await http.watch_lines(f"{CMS}?watch=1", lambda ev: len(ev) >= 2)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "a"),
         ("ADDED", "b"),
     ]
 
 
-async def test_watch_with_selector_sees_objects_enter_and_leave(client: Client) -> None:
-    created = (await client.post(CMS, cm("x", {"app": "a"}))).json()
+async def test_watch_with_selector_sees_objects_enter_and_leave(http: HTTPClient) -> None:
+    created = (await http.post(CMS, cm("x", {"app": "a"}))).json()
     rv = created["metadata"]["resourceVersion"]
 
     async def act() -> None:
         relabel = {"metadata": {"labels": {"app": "b"}}}
-        await client.patch(f"{CMS}/x", relabel, "application/merge-patch+json")
+        await http.patch(f"{CMS}/x", relabel, "application/merge-patch+json")
         back = {"metadata": {"labels": {"app": "a"}}}
-        await client.patch(f"{CMS}/x", back, "application/merge-patch+json")
+        await http.patch(f"{CMS}/x", back, "application/merge-patch+json")
 
     task = asyncio.create_task(act())
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{CMS}?watch=true&labelSelector=app%3Da&resourceVersion={rv}", lambda ev: len(ev) >= 2
     )
     await task
@@ -139,22 +140,22 @@ async def test_watch_with_selector_sees_objects_enter_and_leave(client: Client) 
 
 
 async def test_watch_from_a_compacted_version_gets_a_410_error_event(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
-    await client.post(CMS, cm("a"))
-    await client.post(CMS, cm("b"))
+    await http.post(CMS, cm("a"))
+    await http.post(CMS, cm("b"))
     server.store.compact()
-    events = await client.watch_lines(f"{CMS}?watch=true&resourceVersion=1", lambda ev: True)
+    events = await http.watch_lines(f"{CMS}?watch=true&resourceVersion=1", lambda ev: True)
     assert events[0]["type"] == "ERROR"
     status = events[0]["object"]
     assert status["code"] == 410 and status["reason"] == "Expired"
     assert status["message"].startswith("too old resource version: 1 (")
 
 
-async def test_watch_timeout_ends_the_stream_with_a_bookmark(client: Client) -> None:
-    await client.post(CMS, cm("a"))
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
-    events = await client.watch_lines(
+async def test_watch_timeout_ends_the_stream_with_a_bookmark(http: HTTPClient) -> None:
+    await http.post(CMS, cm("a"))
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
+    events = await http.watch_lines(
         f"{CMS}?watch=true&resourceVersion={rv}&timeoutSeconds=1&allowWatchBookmarks=true",
         lambda ev: False if not ev else ev[-1]["type"] == "BOOKMARK",
         timeout=5,
@@ -164,19 +165,19 @@ async def test_watch_timeout_ends_the_stream_with_a_bookmark(client: Client) -> 
     assert int(bookmark["metadata"]["resourceVersion"]) >= int(rv)
 
 
-async def test_periodic_bookmarks(client: Client) -> None:
-    client.server.watches.bookmark_interval = 0.05
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
-    events = await client.watch_lines(
+async def test_periodic_bookmarks(http: HTTPClient) -> None:
+    http.server.watches.bookmark_interval = 0.05
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
+    events = await http.watch_lines(
         f"{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true",
         lambda ev: len(ev) >= 2,
     )
     assert [e["type"] for e in events] == ["BOOKMARK", "BOOKMARK"]
 
 
-async def test_watch_list_ends_initial_events_with_an_annotated_bookmark(client: Client) -> None:
-    await client.post(CMS, cm("a"))
-    events = await client.watch_lines(
+async def test_watch_list_ends_initial_events_with_an_annotated_bookmark(http: HTTPClient) -> None:
+    await http.post(CMS, cm("a"))
+    events = await http.watch_lines(
         f"{CMS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"
         "&allowWatchBookmarks=true",
         lambda ev: any(e["type"] == "BOOKMARK" for e in ev),
@@ -185,15 +186,15 @@ async def test_watch_list_ends_initial_events_with_an_annotated_bookmark(client:
     assert events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
 
 
-async def test_watch_by_name_field_selector(client: Client) -> None:
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
+async def test_watch_by_name_field_selector(http: HTTPClient) -> None:
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
 
     async def act() -> None:
-        await client.post(CMS, cm("other"))
-        await client.post(CMS, cm("mine"))
+        await http.post(CMS, cm("other"))
+        await http.post(CMS, cm("mine"))
 
     task = asyncio.create_task(act())
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{CMS}?watch=true&fieldSelector=metadata.name%3Dmine&resourceVersion={rv}",
         lambda ev: len(ev) >= 1,
     )
@@ -201,28 +202,28 @@ async def test_watch_by_name_field_selector(client: Client) -> None:
     assert [e["object"]["metadata"]["name"] for e in events] == ["mine"]
 
 
-async def test_resource_version_rules_for_lists(client: Client) -> None:
-    await client.post(CMS, cm("a"))
-    assert (await client.get(f"{CMS}?resourceVersion=abc")).status == 400
-    assert (await client.get(f"{CMS}?resourceVersionMatch=Exact")).status == 400
-    assert (await client.get(f"{CMS}?resourceVersion=0&resourceVersionMatch=Exact")).status == 400
-    assert (await client.get(f"{CMS}?resourceVersion=999999")).status == 504
-    ok = await client.get(f"{CMS}?resourceVersion=0")
+async def test_resource_version_rules_for_lists(http: HTTPClient) -> None:
+    await http.post(CMS, cm("a"))
+    assert (await http.get(f"{CMS}?resourceVersion=abc")).status == 400
+    assert (await http.get(f"{CMS}?resourceVersionMatch=Exact")).status == 400
+    assert (await http.get(f"{CMS}?resourceVersion=0&resourceVersionMatch=Exact")).status == 400
+    assert (await http.get(f"{CMS}?resourceVersion=999999")).status == 504
+    ok = await http.get(f"{CMS}?resourceVersion=0")
     assert ok.status == 200
 
 
 async def test_a_watch_client_that_disconnects_is_cleaned_up_quietly(
-    server: APIServer, client: Client, caplog: pytest.LogCaptureFixture
+    server: APIServer, http: HTTPClient, caplog: pytest.LogCaptureFixture
 ) -> None:
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
-    response = await client.session.get(
-        f"{server.url}{CMS}?watch=true&resourceVersion={rv}", headers=client.auth
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
+    response = await http.session.get(
+        f"{server.url}{CMS}?watch=true&resourceVersion={rv}", headers=http.auth
     )
     assert response.status == 200
     assert len(server.watches.active) == 1
     response.close()  # drop the connection mid-stream
     for i in range(3):  # writes to the dead stream must not raise into the log
-        await client.post(CMS, cm(f"after-{i}"))
+        await http.post(CMS, cm(f"after-{i}"))
 
     async def released() -> bool:
         return not server.watches.active
@@ -232,7 +233,7 @@ async def test_a_watch_client_that_disconnects_is_cleaned_up_quietly(
     assert errors == []
 
 
-async def test_events_are_selectable_as_kubectl_describe_asks(client: Client) -> None:
+async def test_events_are_selectable_as_kubectl_describe_asks(http: HTTPClient) -> None:
     regarding = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -253,20 +254,20 @@ async def test_events_are_selectable_as_kubectl_describe_asks(client: Client) ->
         "reportingInstance": "node-1",
         "regarding": regarding,
     }
-    created = await client.post("/apis/events.k8s.io/v1/namespaces/default/events", event)
+    created = await http.post("/apis/events.k8s.io/v1/namespaces/default/events", event)
     assert created.status == 201, created.body
     selector = (
         "involvedObject.name%3Dp1,involvedObject.namespace%3Ddefault,involvedObject.uid%3Du-1"
     )
-    core = (await client.get(f"/api/v1/namespaces/default/events?fieldSelector={selector}")).json()
+    core = (await http.get(f"/api/v1/namespaces/default/events?fieldSelector={selector}")).json()
     assert [(e["reason"], e["message"]) for e in core["items"]] == [
         ("Started", "container started")
     ]
-    new_api = await client.get(
+    new_api = await http.get(
         "/apis/events.k8s.io/v1/namespaces/default/events?fieldSelector=regarding.name%3Dp1"
     )
     assert [e["note"] for e in new_api.json()["items"]] == ["container started"]
-    none = await client.get(
+    none = await http.get(
         "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3Dp2"
     )
     assert none.json()["items"] == []

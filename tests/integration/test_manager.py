@@ -21,9 +21,9 @@ from kubeforge.client import Client, load_kubeconfig
 from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge.testing import eventually
 from kubeforge.webhook.review import AdmissionResponse
 from kubeforge.webhook.server import WebhookServer
-from tests.support import eventually
 
 CM = "v1/ConfigMap"
 

@@ -8,8 +8,9 @@ from typing import Any
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.persistence import SQLiteBackend
 from kubeforge.apiserver.server import ServerConfig
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.crd_fixtures import CRDS, widget, widget_crd
-from tests.support import Client, Kubectl, connect, eventually
+from tests.support import HTTPClient, connect
 
 NAMESPACES = "/api/v1/namespaces"
 TEAM = "/api/v1/namespaces/team"
@@ -17,62 +18,66 @@ JSONP = "application/json-patch+json"
 HOLD = "example.com/hold"
 
 
-async def create(client: Client, path: str, body: dict[str, Any]) -> dict[str, Any]:
-    reply = await client.post(path, body)
+async def create(http: HTTPClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = await http.post(path, body)
     assert reply.status == 201, reply.body
     obj: dict[str, Any] = reply.json()
     return obj
 
 
-async def namespace_gone(client: Client, name: str = "team") -> None:
+async def namespace_gone(http: HTTPClient, name: str = "team") -> None:
     async def gone() -> bool:
-        return (await client.get(f"{NAMESPACES}/{name}")).status == 404
+        return (await http.get(f"{NAMESPACES}/{name}")).status == 404
 
     await eventually(gone)
 
 
-async def conditions(client: Client) -> dict[str, dict[str, Any]]:
-    ns = (await client.get(TEAM)).json()
+async def conditions(http: HTTPClient) -> dict[str, dict[str, Any]]:
+    ns = (await http.get(TEAM)).json()
     return {c["type"]: c for c in (ns.get("status") or {}).get("conditions") or []}
 
 
-async def test_deleting_a_namespace_removes_its_content_and_then_itself(gc: Client) -> None:
-    await create(gc, NAMESPACES, {"metadata": {"name": "team"}})
-    await create(gc, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
-    await create(gc, f"{TEAM}/secrets", {"metadata": {"name": "s"}, "stringData": {"a": "b"}})
+async def test_deleting_a_namespace_removes_its_content_and_then_itself(
+    gc_http: HTTPClient,
+) -> None:
+    await create(gc_http, NAMESPACES, {"metadata": {"name": "team"}})
+    await create(gc_http, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
+    await create(gc_http, f"{TEAM}/secrets", {"metadata": {"name": "s"}, "stringData": {"a": "b"}})
     service = {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}
-    ip = (await create(gc, f"{TEAM}/services", service))["spec"]["clusterIP"]
-    await create(gc, CRDS, widget_crd())
-    await create(gc, "/apis/example.com/v1/namespaces/team/widgets", widget("w"))
+    ip = (await create(gc_http, f"{TEAM}/services", service))["spec"]["clusterIP"]
+    await create(gc_http, CRDS, widget_crd())
+    await create(gc_http, "/apis/example.com/v1/namespaces/team/widgets", widget("w"))
     # A neighbour is left alone.
-    await create(gc, "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "keep"}})
+    await create(gc_http, "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "keep"}})
 
-    reply = await gc.delete(TEAM)
+    reply = await gc_http.delete(TEAM)
     assert reply.status == 200
     assert reply.json()["status"]["phase"] == "Terminating"
-    await namespace_gone(gc)
+    await namespace_gone(gc_http)
     selector = "fieldSelector=metadata.namespace%3Dteam"
     for path in ("/api/v1/configmaps", "/api/v1/secrets", "/api/v1/services"):
-        assert (await gc.get(f"{path}?{selector}")).json()["items"] == []
-    assert (await gc.get(f"/apis/example.com/v1/widgets?{selector}")).json()["items"] == []
-    assert (await gc.get("/api/v1/namespaces/default/configmaps/keep")).status == 200
+        assert (await gc_http.get(f"{path}?{selector}")).json()["items"] == []
+    assert (await gc_http.get(f"/apis/example.com/v1/widgets?{selector}")).json()["items"] == []
+    assert (await gc_http.get("/api/v1/namespaces/default/configmaps/keep")).status == 200
     # The Service's cluster IP went with it.
     again = {"metadata": {"name": "again"}, "spec": {"clusterIP": ip, "ports": [{"port": 80}]}}
-    await create(gc, "/api/v1/namespaces/default/services", again)
+    await create(gc_http, "/api/v1/namespaces/default/services", again)
 
 
-async def test_finalizers_hold_the_namespace_until_released(gc: Client) -> None:
-    await create(gc, NAMESPACES, {"metadata": {"name": "team"}})
-    await create(gc, f"{TEAM}/configmaps", {"metadata": {"name": "held", "finalizers": [HOLD]}})
-    await create(gc, f"{TEAM}/configmaps", {"metadata": {"name": "free"}})
-    await gc.delete(TEAM)
+async def test_finalizers_hold_the_namespace_until_released(gc_http: HTTPClient) -> None:
+    await create(gc_http, NAMESPACES, {"metadata": {"name": "team"}})
+    await create(
+        gc_http, f"{TEAM}/configmaps", {"metadata": {"name": "held", "finalizers": [HOLD]}}
+    )
+    await create(gc_http, f"{TEAM}/configmaps", {"metadata": {"name": "free"}})
+    await gc_http.delete(TEAM)
 
     async def reported() -> bool:
-        found = await conditions(gc)
+        found = await conditions(gc_http)
         return found.get("NamespaceContentRemaining", {}).get("status") == "True"
 
     await eventually(reported)
-    found = await conditions(gc)
+    found = await conditions(gc_http)
     remaining = found["NamespaceContentRemaining"]
     assert remaining["reason"] == "SomeResourcesRemain"
     assert (
@@ -86,90 +91,90 @@ async def test_finalizers_hold_the_namespace_until_released(gc: Client) -> None:
     )
     assert found["NamespaceDeletionContentFailure"]["status"] == "False"
     assert found["NamespaceDeletionDiscoveryFailure"]["reason"] == "ResourcesDiscovered"
-    assert (await gc.get(f"{TEAM}/configmaps/free")).status == 404
-    cm = (await gc.get(f"{TEAM}/configmaps/held")).json()
+    assert (await gc_http.get(f"{TEAM}/configmaps/free")).status == 404
+    cm = (await gc_http.get(f"{TEAM}/configmaps/held")).json()
     assert cm["metadata"]["deletionTimestamp"]
-    ns = (await gc.get(TEAM)).json()
+    ns = (await gc_http.get(TEAM)).json()
     assert ns["spec"]["finalizers"] == ["kubernetes"]
 
     patch = [{"op": "remove", "path": "/metadata/finalizers"}]
-    assert (await gc.patch(f"{TEAM}/configmaps/held", patch, JSONP)).status == 200
-    await namespace_gone(gc)
+    assert (await gc_http.patch(f"{TEAM}/configmaps/held", patch, JSONP)).status == 200
+    await namespace_gone(gc_http)
 
 
-async def test_terminating_pods_hold_the_namespace_until_they_stop(gc: Client) -> None:
-    await create(gc, NAMESPACES, {"metadata": {"name": "team"}})
+async def test_terminating_pods_hold_the_namespace_until_they_stop(gc_http: HTTPClient) -> None:
+    await create(gc_http, NAMESPACES, {"metadata": {"name": "team"}})
     pod = {
         "metadata": {"name": "runner"},
         "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "busybox"}]},
     }
-    await create(gc, f"{TEAM}/pods", pod)
-    await gc.delete(TEAM)
+    await create(gc_http, f"{TEAM}/pods", pod)
+    await gc_http.delete(TEAM)
 
     async def pod_terminating() -> bool:
-        reply = await gc.get(f"{TEAM}/pods/runner")
+        reply = await gc_http.get(f"{TEAM}/pods/runner")
         return bool(reply.json()["metadata"].get("deletionTimestamp"))
 
     await eventually(pod_terminating)
-    assert (await gc.get(TEAM)).status == 200
+    assert (await gc_http.get(TEAM)).status == 200
     # What a kubelet does once the containers stopped.
-    assert (await gc.delete(f"{TEAM}/pods/runner", {"gracePeriodSeconds": 0})).status == 200
-    await namespace_gone(gc)
+    assert (await gc_http.delete(f"{TEAM}/pods/runner", {"gracePeriodSeconds": 0})).status == 200
+    await namespace_gone(gc_http)
 
 
-async def test_other_spec_finalizers_keep_the_namespace(gc: Client) -> None:
+async def test_other_spec_finalizers_keep_the_namespace(gc_http: HTTPClient) -> None:
     body = {"metadata": {"name": "team"}, "spec": {"finalizers": ["example.com/ns"]}}
-    await create(gc, NAMESPACES, body)
-    await create(gc, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
-    await gc.delete(TEAM)
+    await create(gc_http, NAMESPACES, body)
+    await create(gc_http, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
+    await gc_http.delete(TEAM)
 
     async def ours_done() -> bool:
-        ns = (await gc.get(TEAM)).json()
+        ns = (await gc_http.get(TEAM)).json()
         return bool(ns["spec"].get("finalizers") == ["example.com/ns"])
 
     await eventually(ours_done)
-    assert (await gc.get(f"{TEAM}/configmaps/cm")).status == 404
+    assert (await gc_http.get(f"{TEAM}/configmaps/cm")).status == 404
     finalize = {"metadata": {"name": "team"}, "spec": {"finalizers": []}}
-    assert (await gc.put(f"{TEAM}/finalize", finalize)).status == 200
-    await namespace_gone(gc)
+    assert (await gc_http.put(f"{TEAM}/finalize", finalize)).status == 200
+    await namespace_gone(gc_http)
 
 
 async def test_kubectl_delete_namespace_returns_once_it_is_gone(
-    gc: Client, gc_kubectl: Kubectl
+    gc_http: HTTPClient, gc_kubectl: Kubectl
 ) -> None:
     await gc_kubectl.run("create", "namespace", "team")
     await gc_kubectl.run("create", "configmap", "cm", "-n", "team", "--from-literal=a=b")
     await gc_kubectl.run("create", "deployment", "web", "-n", "team", "--image=nginx")
     result = await gc_kubectl.run("delete", "namespace", "team")
     assert 'namespace "team" deleted' in result.out
-    assert (await gc.get(TEAM)).status == 404
+    assert (await gc_http.get(TEAM)).status == 404
     missing = await gc_kubectl.run("get", "namespace", "team", check=False)
     assert missing.code != 0 and "NotFound" in missing.err
 
 
 async def test_a_bare_server_leaves_terminating_namespaces_alone(
-    server: APIServer, client: Client
+    server: APIServer, http: HTTPClient
 ) -> None:
     assert server.namespaces is None
-    await create(client, NAMESPACES, {"metadata": {"name": "team"}})
-    await create(client, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
-    await client.delete(TEAM)
-    assert (await client.get(f"{TEAM}/configmaps/cm")).status == 200
-    assert (await client.get(TEAM)).json()["status"]["phase"] == "Terminating"
+    await create(http, NAMESPACES, {"metadata": {"name": "team"}})
+    await create(http, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
+    await http.delete(TEAM)
+    assert (await http.get(f"{TEAM}/configmaps/cm")).status == 200
+    assert (await http.get(TEAM)).json()["status"]["phase"] == "Terminating"
 
 
 async def test_a_namespace_left_terminating_is_finished_later(tmp_path: Path) -> None:
     backend = SQLiteBackend(tmp_path / "data")
-    async with APIServer(ServerConfig(backend=backend)) as first, connect(first) as client:
-        await create(client, NAMESPACES, {"metadata": {"name": "team"}})
-        await create(client, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
-        await client.delete(TEAM)
+    async with APIServer(ServerConfig(backend=backend)) as first, connect(first) as http:
+        await create(http, NAMESPACES, {"metadata": {"name": "team"}})
+        await create(http, f"{TEAM}/configmaps", {"metadata": {"name": "cm"}})
+        await http.delete(TEAM)
     backend.close()
     backend = SQLiteBackend(tmp_path / "data")
     config = ServerConfig(backend=backend, garbage_collection=True)
-    async with APIServer(config) as second, connect(second) as client:
-        await namespace_gone(client)
+    async with APIServer(config) as second, connect(second) as http:
+        await namespace_gone(http)
         assert (
-            await client.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Dteam")
+            await http.get("/api/v1/configmaps?fieldSelector=metadata.namespace%3Dteam")
         ).json()["items"] == []
     backend.close()

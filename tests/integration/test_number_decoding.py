@@ -9,8 +9,9 @@ from typing import Any
 
 import orjson
 
+from kubeforge.testing import eventually
 from tests.fuzz.kinds import CRD
-from tests.support import Client, eventually
+from tests.support import HTTPClient
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 GADGETS = "/apis/fuzz.kubeforge.dev/v1/namespaces/default/gadgets"
@@ -27,7 +28,7 @@ def deployment_text(name: str, replicas: str = "1", port: str = "80") -> bytes:
     ).encode()
 
 
-async def test_integer_fields_take_integer_literals_only(client: Client) -> None:
+async def test_integer_fields_take_integer_literals_only(http: HTTPClient) -> None:
     for replicas, port, shown, field, go_type in (
         ("1.0", "80", "1.0", "DeploymentSpec.spec.replicas", "int32"),
         ("1e30", "80", "1e30", "DeploymentSpec.spec.replicas", "int32"),
@@ -40,15 +41,13 @@ async def test_integer_fields_take_integer_literals_only(client: Client) -> None
             "int32",
         ),
     ):
-        reply = await client.request(
-            "POST", DEPLOYMENTS, raw=deployment_text("web", replicas, port)
-        )
+        reply = await http.request("POST", DEPLOYMENTS, raw=deployment_text("web", replicas, port))
         assert reply.status == 400, reply.body
         assert reply.json()["message"] == (
             'Deployment in version "v1" cannot be handled as a Deployment: json: cannot '
             f"unmarshal number {shown} into Go struct field {field} of type {go_type}"
         )
-    assert (await client.get(f"{DEPLOYMENTS}/web")).status == 404
+    assert (await http.get(f"{DEPLOYMENTS}/web")).status == 404
     pod = {
         "metadata": {"name": "p"},
         "spec": {
@@ -56,42 +55,42 @@ async def test_integer_fields_take_integer_literals_only(client: Client) -> None
             "securityContext": {"supplementalGroups": [1, 2.5]},
         },
     }
-    reply = await client.post("/api/v1/namespaces/default/pods", pod)
+    reply = await http.post("/api/v1/namespaces/default/pods", pod)
     assert reply.status == 400
     assert "number 2.5 into Go struct field PodSecurityContext" in reply.json()["message"]
 
 
-async def test_yaml_whole_numbers_are_integers(client: Client) -> None:
+async def test_yaml_whole_numbers_are_integers(http: HTTPClient) -> None:
     # YAML is converted to JSON first, where Go writes 2.0 as 2.
     text = deployment_text("web", "2.0").decode()
-    reply = await client.request(
+    reply = await http.request(
         "POST", DEPLOYMENTS, raw=text.encode(), content_type="application/yaml"
     )
     assert reply.status == 201, reply.body
     assert reply.json()["spec"]["replicas"] == 2
 
 
-async def test_patches_read_numbers_as_their_kind_of_patch(client: Client) -> None:
-    created = await client.request("POST", DEPLOYMENTS, raw=deployment_text("web"))
+async def test_patches_read_numbers_as_their_kind_of_patch(http: HTTPClient) -> None:
+    created = await http.request("POST", DEPLOYMENTS, raw=deployment_text("web"))
     assert created.status == 201
     rv = created.json()["metadata"]["resourceVersion"]
-    merge = await client.request(
+    merge = await http.request(
         "PATCH",
         f"{DEPLOYMENTS}/web",
         raw=b'{"spec":{"replicas":2.0}}',
         content_type="application/merge-patch+json",
     )
     assert merge.status == 400 and "number 2.0" in merge.json()["message"]
-    json_patch = await client.request(
+    json_patch = await http.request(
         "PATCH",
         f"{DEPLOYMENTS}/web",
         raw=b'[{"op":"replace","path":"/spec/replicas","value":3.0}]',
         content_type="application/json-patch+json",
     )
     assert json_patch.status == 400
-    assert (await client.get(f"{DEPLOYMENTS}/web")).json()["metadata"]["resourceVersion"] == rv
+    assert (await http.get(f"{DEPLOYMENTS}/web")).json()["metadata"]["resourceVersion"] == rv
     # A strategic merge patch and an apply are converted from maps: 2.0 is 2.
-    strategic = await client.request(
+    strategic = await http.request(
         "PATCH",
         f"{DEPLOYMENTS}/web",
         raw=b'{"spec":{"replicas":2.0}}',
@@ -99,7 +98,7 @@ async def test_patches_read_numbers_as_their_kind_of_patch(client: Client) -> No
     )
     assert strategic.status == 200, strategic.body
     assert strategic.json()["spec"]["replicas"] == 2
-    too_big = await client.request(
+    too_big = await http.request(
         "PATCH",
         f"{DEPLOYMENTS}/web",
         raw=b'{"spec":{"replicas":2147483648}}',
@@ -107,7 +106,7 @@ async def test_patches_read_numbers_as_their_kind_of_patch(client: Client) -> No
     )
     assert too_big.status == 400
     assert "number 2147483648" in too_big.json()["message"]
-    applied = await client.request(
+    applied = await http.request(
         "PATCH",
         f"{DEPLOYMENTS}/web?fieldManager=test&force=true",
         raw=deployment_text("web", "4.0"),
@@ -115,17 +114,17 @@ async def test_patches_read_numbers_as_their_kind_of_patch(client: Client) -> No
     )
     assert applied.status == 200, applied.body
     assert applied.json()["spec"]["replicas"] == 4
-    stored = (await client.get(f"{DEPLOYMENTS}/web")).json()
+    stored = (await http.get(f"{DEPLOYMENTS}/web")).json()
     assert stored["spec"]["replicas"] == 4
     port = stored["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
     assert type(port) is int
 
 
-async def install_gadgets(client: Client) -> None:
-    assert (await client.post(CRDS, CRD)).status == 201
+async def install_gadgets(http: HTTPClient) -> None:
+    assert (await http.post(CRDS, CRD)).status == 201
 
     async def served() -> bool:
-        return (await client.get(GADGETS)).status == 200
+        return (await http.get(GADGETS)).status == 200
 
     await eventually(served)
 
@@ -137,23 +136,23 @@ def gadget(name: str, spec: str) -> bytes:
     ).encode()
 
 
-async def test_custom_objects_hold_whole_numbers_as_integers(client: Client) -> None:
-    await install_gadgets(client)
-    reply = await client.request(
+async def test_custom_objects_hold_whole_numbers_as_integers(http: HTTPClient) -> None:
+    await install_gadgets(http)
+    reply = await http.request(
         "POST", GADGETS, raw=gadget("g", '{"size":3.0,"ratio":1.0,"free":{"x":[2.0,2.5]}}')
     )
     assert reply.status == 201, reply.body
     spec = reply.json()["spec"]
     assert (spec["size"], spec["ratio"], spec["free"]) == (3, 1, {"x": [2, 2.5]})
-    got = await client.get(f"{GADGETS}/g")
+    got = await http.get(f"{GADGETS}/g")
     assert b'"size":3,' in got.body and b'"x":[2,2.5]' in got.body
 
 
-async def test_a_float_beyond_exact_integers_is_no_integer(client: Client) -> None:
+async def test_a_float_beyond_exact_integers_is_no_integer(http: HTTPClient) -> None:
     # kube-openapi counts a float as an integer only within +-(2**53 - 1).
-    await install_gadgets(client)
+    await install_gadgets(http)
     for size in ("1e30", "9007199254740993.0"):
-        reply = await client.request("POST", GADGETS, raw=gadget("g", f'{{"size":{size}}}'))
+        reply = await http.request("POST", GADGETS, raw=gadget("g", f'{{"size":{size}}}'))
         assert reply.status == 422, reply.body
         causes = reply.json()["details"]["causes"]
         assert {
@@ -164,11 +163,11 @@ async def test_a_float_beyond_exact_integers_is_no_integer(client: Client) -> No
         } in causes
 
 
-async def test_embedded_resources_metadata_is_object_meta(client: Client) -> None:
-    await install_gadgets(client)
+async def test_embedded_resources_metadata_is_object_meta(http: HTTPClient) -> None:
+    await install_gadgets(http)
     template: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap"}
     bad = dict(template, metadata={"labels": "oops"})
-    reply = await client.request(
+    reply = await http.request(
         "POST", GADGETS, raw=gadget("g", orjson.dumps({"size": 1, "template": bad}).decode())
     )
     assert reply.status == 400, reply.body
@@ -177,9 +176,9 @@ async def test_embedded_resources_metadata_is_object_meta(client: Client) -> Non
         'Invalid value: map[string]interface {}{"labels":"oops"}: json: cannot unmarshal '
         "string into Go struct field ObjectMeta.labels of type map[string]string"
     )
-    assert (await client.get(f"{GADGETS}/g")).status == 404
+    assert (await http.get(f"{GADGETS}/g")).status == 404
     odd = dict(template, metadata={"name": "x", "color": "red", "uid": None, "labels": {"a": "b"}})
-    created = await client.request(
+    created = await http.request(
         "POST", GADGETS, raw=gadget("g", orjson.dumps({"size": 1, "template": odd}).decode())
     )
     assert created.status == 201, created.body
@@ -191,17 +190,17 @@ async def test_embedded_resources_metadata_is_object_meta(client: Client) -> Non
     }
 
 
-async def test_scale_replicas_are_an_int32(client: Client) -> None:
-    assert (await client.request("POST", DEPLOYMENTS, raw=deployment_text("web"))).status == 201
+async def test_scale_replicas_are_an_int32(http: HTTPClient) -> None:
+    assert (await http.request("POST", DEPLOYMENTS, raw=deployment_text("web"))).status == 201
     scale = f"{DEPLOYMENTS}/web/scale"
     for replicas in (2.0, 2**31):
         body = {"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}
-        reply = await client.put(scale, dict(body, spec={"replicas": replicas}))
+        reply = await http.put(scale, dict(body, spec={"replicas": replicas}))
         assert reply.status == 400, reply.body
         assert "Go struct field ScaleSpec.spec.replicas of type int32" in reply.json()["message"]
-    assert (await client.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 1
-    strategic = await client.patch(
+    assert (await http.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 1
+    strategic = await http.patch(
         scale, {"spec": {"replicas": 3.0}}, "application/strategic-merge-patch+json"
     )
     assert strategic.status == 200, strategic.body
-    assert (await client.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 3
+    assert (await http.get(f"{DEPLOYMENTS}/web")).json()["spec"]["replicas"] == 3

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
-from tests.support import Client
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 MERGE = "application/merge-patch+json"
@@ -60,8 +60,8 @@ BAD_METADATA: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-async def install_widgets(client: Client) -> None:
-    reply = await client.post(CRDS, widget_crd())
+async def install_widgets(http: HTTPClient) -> None:
+    reply = await http.post(CRDS, widget_crd())
     assert reply.status == 201, reply.body
 
 
@@ -69,9 +69,9 @@ def configmap(name: str, **meta: Any) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, **meta}}
 
 
-async def events_until(client: Client, path: str, rv: str, sentinel: str) -> list[str]:
+async def events_until(http: HTTPClient, path: str, rv: str, sentinel: str) -> list[str]:
     """Names in the watch from `rv` up to the object named `sentinel`."""
-    events = await client.watch_lines(
+    events = await http.watch_lines(
         f"{path}?watch=true&resourceVersion={rv}",
         lambda ev: ev[-1]["object"]["metadata"]["name"] == sentinel,
     )
@@ -80,57 +80,57 @@ async def events_until(client: Client, path: str, rv: str, sentinel: str) -> lis
 
 @pytest.mark.parametrize(("meta", "detail"), BAD_METADATA)
 async def test_malformed_metadata_of_a_built_in_is_a_400_and_never_stored(
-    client: Client, meta: dict[str, Any], detail: str
+    http: HTTPClient, meta: dict[str, Any], detail: str
 ) -> None:
-    rv = (await client.get(CMS)).json()["metadata"]["resourceVersion"]
-    reply = await client.post(CMS, configmap("bad", **meta))
+    rv = (await http.get(CMS)).json()["metadata"]["resourceVersion"]
+    reply = await http.post(CMS, configmap("bad", **meta))
     assert reply.status == 400, reply.body
     assert reply.json()["message"] == (
         'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: '
         + detail.format(p="metadata.")
     )
-    assert (await client.get(f"{CMS}/bad")).status == 404
+    assert (await http.get(f"{CMS}/bad")).status == 404
     # No watcher hears of it: the next event after the refused write is the next good one.
-    assert (await client.post(CMS, configmap("good"))).status == 201
-    assert await events_until(client, CMS, rv, "good") == ["good"]
+    assert (await http.post(CMS, configmap("good"))).status == 201
+    assert await events_until(http, CMS, rv, "good") == ["good"]
 
 
 @pytest.mark.parametrize(("meta", "detail"), BAD_METADATA)
 async def test_malformed_metadata_of_a_custom_object_is_a_400_and_never_stored(
-    client: Client, meta: dict[str, Any], detail: str
+    http: HTTPClient, meta: dict[str, Any], detail: str
 ) -> None:
     # kube-apiserver decodes a custom object's metadata on its own (apiextensions-apiserver
     # schemaobjectmeta.GetObjectMetaWithOptions), so Go names the fields from ObjectMeta.
-    await install_widgets(client)
-    rv = (await client.get(WIDGETS)).json()["metadata"]["resourceVersion"]
+    await install_widgets(http)
+    rv = (await http.get(WIDGETS)).json()["metadata"]["resourceVersion"]
     body = widget("bad")
     body["metadata"].update(meta)
-    reply = await client.post(WIDGETS, body)
+    reply = await http.post(WIDGETS, body)
     assert reply.status == 400, reply.body
     assert reply.json()["message"] == (
         'Widget in version "v1" cannot be handled as a Widget: json: ' + detail.format(p="")
     )
-    assert (await client.get(f"{WIDGETS}/bad")).status == 404
-    assert (await client.post(WIDGETS, widget("good"))).status == 201
-    assert await events_until(client, WIDGETS, rv, "good") == ["good"]
+    assert (await http.get(f"{WIDGETS}/bad")).status == 404
+    assert (await http.post(WIDGETS, widget("good"))).status == 201
+    assert await events_until(http, WIDGETS, rv, "good") == ["good"]
     # Lists by label and deletes of the collection still work.
-    listed = await client.get(f"{WIDGETS}?labelSelector=app%3Dx")
+    listed = await http.get(f"{WIDGETS}?labelSelector=app%3Dx")
     assert listed.status == 200 and listed.json()["items"] == []
-    assert (await client.delete(f"{WIDGETS}/good")).status == 200
+    assert (await http.delete(f"{WIDGETS}/good")).status == 200
 
 
-async def test_malformed_metadata_in_updates_patches_and_applies(client: Client) -> None:
-    await install_widgets(client)
-    assert (await client.post(WIDGETS, widget("w"))).status == 201
-    current = (await client.get(f"{WIDGETS}/w")).json()
-    put = await client.put(
+async def test_malformed_metadata_in_updates_patches_and_applies(http: HTTPClient) -> None:
+    await install_widgets(http)
+    assert (await http.post(WIDGETS, widget("w"))).status == 201
+    current = (await http.get(f"{WIDGETS}/w")).json()
+    put = await http.put(
         f"{WIDGETS}/w", {**current, "metadata": {**current["metadata"], "finalizers": "abc"}}
     )
     assert put.status == 400, put.body
     assert "ObjectMeta.finalizers of type []string" in put.json()["message"]
 
     # A patch producing malformed metadata fails as upstream's patch handler reports it.
-    merged = await client.patch(f"{WIDGETS}/w", {"metadata": {"labels": "oops"}}, MERGE)
+    merged = await http.patch(f"{WIDGETS}/w", {"metadata": {"labels": "oops"}}, MERGE)
     assert merged.status == 422, merged.body
     status = merged.json()
     assert status["reason"] == "Invalid"
@@ -140,14 +140,14 @@ async def test_malformed_metadata_in_updates_patches_and_applies(client: Client)
         "json: cannot unmarshal string into Go struct field ObjectMeta.labels of type "
         "map[string]string"
     )
-    jsonpatch = await client.patch(
+    jsonpatch = await http.patch(
         f"{WIDGETS}/w",
         [{"op": "add", "path": "/metadata/finalizers", "value": "abc"}],
         JSON_PATCH,
     )
     assert jsonpatch.status == 422, jsonpatch.body
 
-    applied = await client.patch(
+    applied = await http.patch(
         f"{WIDGETS}/w?fieldManager=m",
         {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "labels": 7}},
         APPLY,
@@ -155,13 +155,13 @@ async def test_malformed_metadata_in_updates_patches_and_applies(client: Client)
     assert applied.status == 400, applied.body
     assert "ObjectMeta.labels of type map[string]string" in applied.json()["message"]
 
-    after = (await client.get(f"{WIDGETS}/w")).json()
+    after = (await http.get(f"{WIDGETS}/w")).json()
     assert after["metadata"]["resourceVersion"] == current["metadata"]["resourceVersion"]
     assert "labels" not in after["metadata"] and "finalizers" not in after["metadata"]
 
 
-async def test_nulls_decode_to_what_go_would_hold(client: Client) -> None:
-    reply = await client.post(
+async def test_nulls_decode_to_what_go_would_hold(http: HTTPClient) -> None:
+    reply = await http.post(
         CMS,
         configmap(
             "nulls",
@@ -178,15 +178,15 @@ async def test_nulls_decode_to_what_go_would_hold(client: Client) -> None:
     assert "ownerReferences" not in meta
 
 
-async def test_unknown_fields_of_a_custom_objects_metadata_are_dropped(client: Client) -> None:
-    await install_widgets(client)
+async def test_unknown_fields_of_a_custom_objects_metadata_are_dropped(http: HTTPClient) -> None:
+    await install_widgets(http)
     body = widget("w")
     body["metadata"]["colour"] = "blue"
-    reply = await client.post(WIDGETS, body)
+    reply = await http.post(WIDGETS, body)
     assert reply.status == 201, reply.body
     assert "colour" not in reply.json()["metadata"]
     assert reply.headers.get("Warning") == '299 - "unknown field \\"metadata.colour\\""'
-    strict = await client.post(
+    strict = await http.post(
         f"{WIDGETS}?fieldValidation=Strict", {**body, "metadata": {"name": "w2", "colour": "blue"}}
     )
     assert strict.status == 400, strict.body

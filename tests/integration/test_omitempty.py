@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from kubeforge.testing import Kubectl
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget_crd
-from tests.support import Client, Kubectl
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
@@ -62,69 +63,69 @@ def assert_deployment_without_empties(obj: dict[str, Any]) -> None:
     assert container["resources"] == {}
 
 
-async def test_created_objects_drop_empty_maps_and_lists(client: Client) -> None:
-    reply = await client.post(
+async def test_created_objects_drop_empty_maps_and_lists(http: HTTPClient) -> None:
+    reply = await http.post(
         CMS,
         {"metadata": {"name": "empty", **EMPTY_META}, "data": {}, "binaryData": {}},
     )
     assert reply.status == 201
-    for obj in (reply.json(), (await client.get(f"{CMS}/empty")).json()):
+    for obj in (reply.json(), (await http.get(f"{CMS}/empty")).json()):
         assert "data" not in obj and "binaryData" not in obj
         for key in EMPTY_META:
             assert key not in obj["metadata"]
-    reply = await client.post(DEPLOYS, deployment("web"))
+    reply = await http.post(DEPLOYS, deployment("web"))
     assert reply.status == 201, reply.body
     assert_deployment_without_empties(reply.json())
-    assert_deployment_without_empties((await client.get(f"{DEPLOYS}/web")).json())
+    assert_deployment_without_empties((await http.get(f"{DEPLOYS}/web")).json())
 
 
-async def test_updates_patches_and_applies_drop_them_too(client: Client) -> None:
-    assert (await client.post(DEPLOYS, deployment("web"))).status == 201
-    current = (await client.get(f"{DEPLOYS}/web")).json()
+async def test_updates_patches_and_applies_drop_them_too(http: HTTPClient) -> None:
+    assert (await http.post(DEPLOYS, deployment("web"))).status == 201
+    current = (await http.get(f"{DEPLOYS}/web")).json()
     body = deployment("web")
     body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    reply = await client.put(f"{DEPLOYS}/web", body)
+    reply = await http.put(f"{DEPLOYS}/web", body)
     assert reply.status == 200, reply.body
     assert_deployment_without_empties(reply.json())
     # Nothing changed, so neither did the generation.
     assert reply.json()["metadata"]["generation"] == current["metadata"]["generation"]
-    reply = await client.patch(
+    reply = await http.patch(
         f"{DEPLOYS}/web",
         {"spec": {"template": {"spec": {"volumes": [], "nodeSelector": {}}}}},
         "application/merge-patch+json",
     )
     assert reply.status == 200
     assert_deployment_without_empties(reply.json())
-    reply = await client.patch(
+    reply = await http.patch(
         f"{DEPLOYS}/web?fieldManager=tool", deployment("web"), "application/apply-patch+yaml"
     )
     assert reply.status == 200, reply.body
     assert_deployment_without_empties(reply.json())
 
 
-async def test_fields_written_when_empty_keep_their_empty_value(client: Client) -> None:
+async def test_fields_written_when_empty_keep_their_empty_value(http: HTTPClient) -> None:
     # ClusterRole.rules has no omitempty; EndpointSlice.endpoints is required.
     role = {"metadata": {"name": "nothing"}, "rules": []}
-    reply = await client.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
+    reply = await http.post("/apis/rbac.authorization.k8s.io/v1/clusterroles", role)
     assert reply.status == 201, reply.body
     assert reply.json()["rules"] == []
     slice_ = {"metadata": {"name": "none"}, "addressType": "IPv4", "endpoints": [], "ports": []}
-    reply = await client.post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", slice_)
+    reply = await http.post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", slice_)
     assert reply.status == 201, reply.body
     assert reply.json()["endpoints"] == [] and reply.json()["ports"] == []
 
 
-async def test_custom_objects_keep_empty_values_except_in_metadata(client: Client) -> None:
-    assert (await client.post(CRDS, widget_crd())).status == 201
+async def test_custom_objects_keep_empty_values_except_in_metadata(http: HTTPClient) -> None:
+    assert (await http.post(CRDS, widget_crd())).status == 201
     widget = {
         "apiVersion": "example.com/v1",
         "kind": "Widget",
         "metadata": {"name": "w", **EMPTY_META},
         "spec": {"size": 1, "extra": {"map": {}, "list": []}},
     }
-    reply = await client.post(WIDGETS, widget)
+    reply = await http.post(WIDGETS, widget)
     assert reply.status == 201, reply.body
-    stored = (await client.get(f"{WIDGETS}/w")).json()
+    stored = (await http.get(f"{WIDGETS}/w")).json()
     assert stored["spec"]["extra"] == {"map": {}, "list": []}
     for key in EMPTY_META:
         assert key not in stored["metadata"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.support import Client
+from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
@@ -34,17 +34,17 @@ def deployment(name: str = "web", image: str = "nginx") -> dict[str, Any]:
     }
 
 
-async def test_merge_patch(client: Client) -> None:
-    await client.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}})
-    reply = await client.patch(f"{CMS}/x", {"data": {"a": None, "c": "3"}}, MERGE)
+async def test_merge_patch(http: HTTPClient) -> None:
+    await http.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}})
+    reply = await http.patch(f"{CMS}/x", {"data": {"a": None, "c": "3"}}, MERGE)
     assert reply.status == 200
     assert reply.json()["data"] == {"b": "2", "c": "3"}
 
 
-async def test_json_patch_and_failed_test_op(client: Client) -> None:
-    created = (await client.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1"}})).json()
+async def test_json_patch_and_failed_test_op(http: HTTPClient) -> None:
+    created = (await http.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1"}})).json()
     rv = created["metadata"]["resourceVersion"]
-    ok = await client.patch(
+    ok = await http.patch(
         f"{CMS}/x",
         [
             {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
@@ -54,7 +54,7 @@ async def test_json_patch_and_failed_test_op(client: Client) -> None:
     )
     assert ok.status == 200
     assert ok.json()["data"] == {"a": "1", "b": "2"}
-    stale = await client.patch(
+    stale = await http.patch(
         f"{CMS}/x",
         [
             {"op": "test", "path": "/metadata/resourceVersion", "value": rv},
@@ -68,16 +68,16 @@ async def test_json_patch_and_failed_test_op(client: Client) -> None:
     )
 
 
-async def test_patch_with_stale_resource_version_is_409(client: Client) -> None:
-    await client.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1"}})
-    reply = await client.patch(
+async def test_patch_with_stale_resource_version_is_409(http: HTTPClient) -> None:
+    await http.post(CMS, {"metadata": {"name": "x"}, "data": {"a": "1"}})
+    reply = await http.patch(
         f"{CMS}/x", {"metadata": {"resourceVersion": "1"}, "data": {"a": "2"}}, MERGE
     )
     assert reply.status == 409
 
 
-async def test_strategic_merge_patch_merges_containers_by_name(client: Client) -> None:
-    assert (await client.post(DEPLOYS, deployment())).status == 201
+async def test_strategic_merge_patch_merges_containers_by_name(http: HTTPClient) -> None:
+    assert (await http.post(DEPLOYS, deployment())).status == 201
     patch = {
         "spec": {
             "template": {
@@ -89,7 +89,7 @@ async def test_strategic_merge_patch_merges_containers_by_name(client: Client) -
             }
         }
     }
-    reply = await client.patch(f"{DEPLOYS}/web", patch, SMP)
+    reply = await http.patch(f"{DEPLOYS}/web", patch, SMP)
     assert reply.status == 200, reply.body
     containers = reply.json()["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in containers] == ["main", "side"]
@@ -98,22 +98,22 @@ async def test_strategic_merge_patch_merges_containers_by_name(client: Client) -
     assert containers[0]["env"] == [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]
 
 
-async def test_patch_of_missing_object_is_404(client: Client) -> None:
-    assert (await client.patch(f"{CMS}/nope", {"data": {}}, MERGE)).status == 404
+async def test_patch_of_missing_object_is_404(http: HTTPClient) -> None:
+    assert (await http.patch(f"{CMS}/nope", {"data": {}}, MERGE)).status == 404
 
 
-async def test_unsupported_patch_type_is_415(client: Client) -> None:
-    await client.post(CMS, {"metadata": {"name": "x"}})
-    reply = await client.patch(f"{CMS}/x", {"data": {}}, "application/xml")
+async def test_unsupported_patch_type_is_415(http: HTTPClient) -> None:
+    await http.post(CMS, {"metadata": {"name": "x"}})
+    reply = await http.patch(f"{CMS}/x", {"data": {}}, "application/xml")
     assert reply.status == 415
 
 
-async def test_status_subresource_semantics(client: Client) -> None:
-    created = (await client.post(DEPLOYS, deployment())).json()
+async def test_status_subresource_semantics(http: HTTPClient) -> None:
+    created = (await http.post(DEPLOYS, deployment())).json()
     assert created["metadata"]["generation"] == 1
     # Status in a main-resource write is ignored.
     with_status = dict(created, status={"replicas": 9})
-    updated = (await client.put(f"{DEPLOYS}/web", with_status)).json()
+    updated = (await http.put(f"{DEPLOYS}/web", with_status)).json()
     assert updated.get("status", {}).get("replicas") != 9
     assert updated["metadata"]["generation"] == 1
     # /status changes only status; generation stays.
@@ -122,39 +122,39 @@ async def test_status_subresource_semantics(client: Client) -> None:
         status={"replicas": 2, "observedGeneration": 1},
         spec=dict(updated["spec"], replicas=7),
     )
-    status_reply = await client.put(f"{DEPLOYS}/web/status", status_write)
+    status_reply = await http.put(f"{DEPLOYS}/web/status", status_write)
     assert status_reply.status == 200, status_reply.body
     after_status = status_reply.json()
     assert after_status["status"]["replicas"] == 2
     assert after_status["spec"]["replicas"] == 2
     assert after_status["metadata"]["generation"] == 1
     # A label change does not bump generation, a spec change does.
-    labelled = await client.patch(f"{DEPLOYS}/web", {"metadata": {"labels": {"x": "y"}}}, MERGE)
+    labelled = await http.patch(f"{DEPLOYS}/web", {"metadata": {"labels": {"x": "y"}}}, MERGE)
     assert labelled.json()["metadata"]["generation"] == 1
-    scaled = await client.patch(f"{DEPLOYS}/web", {"spec": {"replicas": 4}}, MERGE)
+    scaled = await http.patch(f"{DEPLOYS}/web", {"spec": {"replicas": 4}}, MERGE)
     assert scaled.json()["metadata"]["generation"] == 2
     # Status patch.
-    patched = await client.patch(f"{DEPLOYS}/web/status", {"status": {"readyReplicas": 1}}, MERGE)
+    patched = await http.patch(f"{DEPLOYS}/web/status", {"status": {"readyReplicas": 1}}, MERGE)
     assert patched.json()["status"]["readyReplicas"] == 1
-    got = (await client.get(f"{DEPLOYS}/web/status")).json()
+    got = (await http.get(f"{DEPLOYS}/web/status")).json()
     assert got["status"]["readyReplicas"] == 1
 
 
-async def test_scale_subresource(client: Client) -> None:
-    await client.post(DEPLOYS, deployment())
-    scale = (await client.get(f"{DEPLOYS}/web/scale")).json()
+async def test_scale_subresource(http: HTTPClient) -> None:
+    await http.post(DEPLOYS, deployment())
+    scale = (await http.get(f"{DEPLOYS}/web/scale")).json()
     assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
     assert scale["spec"]["replicas"] == 2
     assert scale["status"]["selector"] == "app=web"
-    reply = await client.patch(f"{DEPLOYS}/web/scale", {"spec": {"replicas": 5}}, MERGE)
+    reply = await http.patch(f"{DEPLOYS}/web/scale", {"spec": {"replicas": 5}}, MERGE)
     assert reply.status == 200
     assert reply.json()["spec"]["replicas"] == 5
-    deploy = (await client.get(f"{DEPLOYS}/web")).json()
+    deploy = (await http.get(f"{DEPLOYS}/web")).json()
     assert deploy["spec"]["replicas"] == 5
     assert deploy["metadata"]["generation"] == 2
 
 
-async def test_server_side_apply_creates_and_updates(client: Client) -> None:
+async def test_server_side_apply_creates_and_updates(http: HTTPClient) -> None:
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -162,7 +162,7 @@ async def test_server_side_apply_creates_and_updates(client: Client) -> None:
         "data": {"k": "v"},
     }
     apply = "application/apply-patch+yaml"
-    created = await client.patch(f"{CMS}/ssa?fieldManager=me", body, apply)
+    created = await http.patch(f"{CMS}/ssa?fieldManager=me", body, apply)
     assert created.status == 201, created.body
     managers = [(m["manager"], m["operation"]) for m in created.json()["metadata"]["managedFields"]]
     assert managers == [("me", "Apply")]
@@ -173,7 +173,7 @@ async def test_server_side_apply_creates_and_updates(client: Client) -> None:
         "metadata": {"name": "ssa"},
         "data": {"k": "w"},
     }
-    updated = (await client.patch(f"{CMS}/ssa?fieldManager=me", body2, apply)).json()
+    updated = (await http.patch(f"{CMS}/ssa?fieldManager=me", body2, apply)).json()
     assert "labels" not in updated["metadata"] or "a" not in updated["metadata"]["labels"]
     assert updated["data"] == {"k": "w"}
     # Another manager changing k conflicts unless forced.
@@ -183,10 +183,10 @@ async def test_server_side_apply_creates_and_updates(client: Client) -> None:
         "metadata": {"name": "ssa"},
         "data": {"k": "x"},
     }
-    conflict = await client.patch(f"{CMS}/ssa?fieldManager=other", other, apply)
+    conflict = await http.patch(f"{CMS}/ssa?fieldManager=other", other, apply)
     assert conflict.status == 409
     assert conflict.json()["details"]["causes"][0]["type"] == "FieldManagerConflict"
-    forced = await client.patch(f"{CMS}/ssa?fieldManager=other&force=true", other, apply)
+    forced = await http.patch(f"{CMS}/ssa?fieldManager=other&force=true", other, apply)
     assert forced.status == 200 and forced.json()["data"] == {"k": "x"}
-    missing_manager = await client.patch(f"{CMS}/ssa", other, apply)
+    missing_manager = await http.patch(f"{CMS}/ssa", other, apply)
     assert missing_manager.status == 422

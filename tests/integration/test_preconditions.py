@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
-from tests.support import Client, Reply
+from tests.support import HTTPClient, Reply
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"
@@ -45,29 +45,29 @@ def assert_stale(reply: Reply, resource: str, name: str) -> None:
     assert status["message"] == f'Operation cannot be fulfilled on {resource} "{name}": {STALE}'
 
 
-async def stale_version(client: Client, path: str) -> str:
+async def stale_version(http: HTTPClient, path: str) -> str:
     """The object's resourceVersion, made stale by a write after it was read."""
-    rv = (await client.get(path)).json()["metadata"]["resourceVersion"]
-    touched = await client.patch(path, {"metadata": {"annotations": {"touch": rv}}}, MERGE)
+    rv = (await http.get(path)).json()["metadata"]["resourceVersion"]
+    touched = await http.patch(path, {"metadata": {"annotations": {"touch": rv}}}, MERGE)
     assert touched.status == 200, touched.body
     return str(rv)
 
 
-async def install_widgets(client: Client) -> None:
-    reply = await client.post(CRDS, widget_crd())
+async def install_widgets(http: HTTPClient) -> None:
+    reply = await http.post(CRDS, widget_crd())
     assert reply.status == 201, reply.body
 
 
-async def test_every_write_to_a_configmap_holds_a_stale_version_to_409(client: Client) -> None:
+async def test_every_write_to_a_configmap_holds_a_stale_version_to_409(http: HTTPClient) -> None:
     path = f"{CMS}/cm"
-    assert (await client.post(CMS, {"metadata": {"name": "cm"}, "data": {"n": "0"}})).status == 201
-    rv = await stale_version(client, path)
+    assert (await http.post(CMS, {"metadata": {"name": "cm"}, "data": {"n": "0"}})).status == 201
+    rv = await stale_version(http, path)
     meta = {"name": "cm", "resourceVersion": rv}
     writes = [
-        client.put(path, {"metadata": meta, "data": {"n": "1"}}),
-        client.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, MERGE),
-        client.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, STRATEGIC),
-        client.patch(
+        http.put(path, {"metadata": meta, "data": {"n": "1"}}),
+        http.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, MERGE),
+        http.patch(path, {"metadata": {"resourceVersion": rv}, "data": {"n": "1"}}, STRATEGIC),
+        http.patch(
             path,
             [
                 {"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
@@ -76,12 +76,12 @@ async def test_every_write_to_a_configmap_holds_a_stale_version_to_409(client: C
             JSON_PATCH,
         ),
         # (Without force, an apply of a field another manager owns would conflict first.)
-        client.patch(
+        http.patch(
             f"{path}?fieldManager=m",
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"m": "1"}},
             APPLY,
         ),
-        client.patch(
+        http.patch(
             f"{path}?fieldManager=m&force=true",
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"n": "1"}},
             APPLY,
@@ -89,26 +89,26 @@ async def test_every_write_to_a_configmap_holds_a_stale_version_to_409(client: C
     ]
     for write in writes:
         assert_stale(await write, "configmaps", "cm")
-    assert (await client.get(path)).json()["data"] == {"n": "0"}  # nothing got through
+    assert (await http.get(path)).json()["data"] == {"n": "0"}  # nothing got through
 
 
-async def test_subresource_writes_hold_a_stale_version_to_409(client: Client) -> None:
-    await install_widgets(client)
+async def test_subresource_writes_hold_a_stale_version_to_409(http: HTTPClient) -> None:
+    await install_widgets(http)
     path = f"{WIDGETS}/w"
-    created = await client.post(WIDGETS, widget("w", replicas=1))
+    created = await http.post(WIDGETS, widget("w", replicas=1))
     assert created.status == 201, created.body
-    rv = await stale_version(client, path)
-    current = (await client.get(path)).json()
+    rv = await stale_version(http, path)
+    current = (await http.get(path)).json()
     stale_body = {**current, "metadata": {**current["metadata"], "resourceVersion": rv}}
-    scale = (await client.get(f"{path}/scale")).json()
+    scale = (await http.get(f"{path}/scale")).json()
     writes = [
-        client.put(f"{path}/status", {**stale_body, "status": {"phase": "Up"}}),
-        client.patch(
+        http.put(f"{path}/status", {**stale_body, "status": {"phase": "Up"}}),
+        http.patch(
             f"{path}/status",
             {"metadata": {"resourceVersion": rv}, "status": {"phase": "Up"}},
             MERGE,
         ),
-        client.patch(
+        http.patch(
             f"{path}/status?fieldManager=m",
             {
                 "apiVersion": "example.com/v1",
@@ -118,7 +118,7 @@ async def test_subresource_writes_hold_a_stale_version_to_409(client: Client) ->
             },
             APPLY,
         ),
-        client.put(
+        http.put(
             f"{path}/scale",
             {
                 **scale,
@@ -126,10 +126,10 @@ async def test_subresource_writes_hold_a_stale_version_to_409(client: Client) ->
                 "spec": {"replicas": 5},
             },
         ),
-        client.patch(
+        http.patch(
             f"{path}/scale", {"metadata": {"resourceVersion": rv}, "spec": {"replicas": 5}}, MERGE
         ),
-        client.patch(
+        http.patch(
             f"{path}?fieldManager=m",
             {
                 "apiVersion": "example.com/v1",
@@ -139,65 +139,65 @@ async def test_subresource_writes_hold_a_stale_version_to_409(client: Client) ->
             },
             APPLY,
         ),
-        client.put(path, {**stale_body, "spec": {"size": 4}}),
+        http.put(path, {**stale_body, "spec": {"size": 4}}),
     ]
     for write in writes:
         assert_stale(await write, "widgets.example.com", "w")
-    after = (await client.get(path)).json()
+    after = (await http.get(path)).json()
     assert after["spec"] == current["spec"] and "status" not in after
 
 
-async def test_built_in_scale_moves_its_resource_version_onto_the_parent(client: Client) -> None:
-    assert (await client.post(DEPLOYS, deployment("d"))).status == 201
-    rv = await stale_version(client, f"{DEPLOYS}/d")
-    scale = (await client.get(f"{DEPLOYS}/d/scale")).json()
+async def test_built_in_scale_moves_its_resource_version_onto_the_parent(http: HTTPClient) -> None:
+    assert (await http.post(DEPLOYS, deployment("d"))).status == 201
+    rv = await stale_version(http, f"{DEPLOYS}/d")
+    scale = (await http.get(f"{DEPLOYS}/d/scale")).json()
     stale = {**scale, "metadata": {**scale["metadata"], "resourceVersion": rv}}
     assert_stale(
-        await client.put(f"{DEPLOYS}/d/scale", {**stale, "spec": {"replicas": 3}}),
+        await http.put(f"{DEPLOYS}/d/scale", {**stale, "spec": {"replicas": 3}}),
         "deployments.apps",
         "d",
     )
-    fresh = await client.put(f"{DEPLOYS}/d/scale", {**scale, "spec": {"replicas": 3}})
+    fresh = await http.put(f"{DEPLOYS}/d/scale", {**scale, "spec": {"replicas": 3}})
     assert fresh.status == 200, fresh.body
-    assert (await client.get(f"{DEPLOYS}/d")).json()["spec"]["replicas"] == 3
+    assert (await http.get(f"{DEPLOYS}/d")).json()["spec"]["replicas"] == 3
 
 
 async def test_a_binding_and_a_namespace_finalize_hold_their_version_to_409(
-    client: Client,
+    http: HTTPClient,
 ) -> None:
     pods = "/api/v1/namespaces/default/pods"
     pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
-    assert (await client.post(pods, pod)).status == 201
-    rv = await stale_version(client, f"{pods}/p")
+    assert (await http.post(pods, pod)).status == 201
+    rv = await stale_version(http, f"{pods}/p")
     binding = {
         "apiVersion": "v1",
         "kind": "Binding",
         "metadata": {"name": "p", "resourceVersion": rv},
         "target": {"kind": "Node", "name": "n1"},
     }
-    assert_stale(await client.post(f"{pods}/p/binding", binding), "pods", "p")
-    assert "nodeName" not in (await client.get(f"{pods}/p")).json()["spec"]
+    assert_stale(await http.post(f"{pods}/p/binding", binding), "pods", "p")
+    assert "nodeName" not in (await http.get(f"{pods}/p")).json()["spec"]
     del binding["metadata"]["resourceVersion"]
-    assert (await client.post(f"{pods}/p/binding", binding)).status == 201
+    assert (await http.post(f"{pods}/p/binding", binding)).status == 201
 
     namespaces = "/api/v1/namespaces"
-    assert (await client.post(namespaces, {"metadata": {"name": "ns"}})).status == 201
-    rv = await stale_version(client, f"{namespaces}/ns")
-    current = (await client.get(f"{namespaces}/ns")).json()
+    assert (await http.post(namespaces, {"metadata": {"name": "ns"}})).status == 201
+    rv = await stale_version(http, f"{namespaces}/ns")
+    current = (await http.get(f"{namespaces}/ns")).json()
     stale = {**current, "metadata": {**current["metadata"], "resourceVersion": rv}}
     assert_stale(
-        await client.put(f"{namespaces}/ns/finalize", {**stale, "spec": {"finalizers": []}}),
+        await http.put(f"{namespaces}/ns/finalize", {**stale, "spec": {"finalizers": []}}),
         "namespaces",
         "ns",
     )
-    assert (await client.get(f"{namespaces}/ns")).json()["spec"]["finalizers"] == ["kubernetes"]
+    assert (await http.get(f"{namespaces}/ns")).json()["spec"]["finalizers"] == ["kubernetes"]
 
 
-async def test_the_current_version_or_none_lets_a_write_through(client: Client) -> None:
+async def test_the_current_version_or_none_lets_a_write_through(http: HTTPClient) -> None:
     path = f"{CMS}/cm"
-    assert (await client.post(CMS, {"metadata": {"name": "cm"}})).status == 201
-    rv = (await client.get(path)).json()["metadata"]["resourceVersion"]
-    applied = await client.patch(
+    assert (await http.post(CMS, {"metadata": {"name": "cm"}})).status == 201
+    rv = (await http.get(path)).json()["metadata"]["resourceVersion"]
+    applied = await http.patch(
         f"{path}?fieldManager=m",
         {
             "apiVersion": "v1",
@@ -209,17 +209,17 @@ async def test_the_current_version_or_none_lets_a_write_through(client: Client) 
     )
     assert applied.status == 200, applied.body
     # "0" means no version at all, as upstream reads it; a ConfigMap may be replaced so.
-    unconditional = await client.put(
+    unconditional = await http.put(
         path, {"metadata": {"name": "cm", "resourceVersion": "0"}, "data": {"a": "2"}}
     )
     assert unconditional.status == 200, unconditional.body
     assert unconditional.json()["data"] == {"a": "2"}
 
 
-async def test_custom_objects_need_a_version_on_every_update(client: Client) -> None:
-    await install_widgets(client)
-    assert (await client.post(WIDGETS, widget("w"))).status == 201
-    removed = await client.patch(
+async def test_custom_objects_need_a_version_on_every_update(http: HTTPClient) -> None:
+    await install_widgets(http)
+    assert (await http.post(WIDGETS, widget("w"))).status == 201
+    removed = await http.patch(
         f"{WIDGETS}/w", [{"op": "remove", "path": "/metadata/resourceVersion"}], JSON_PATCH
     )
     assert removed.status == 422, removed.body
@@ -230,30 +230,30 @@ async def test_custom_objects_need_a_version_on_every_update(client: Client) -> 
 
 
 @pytest.mark.parametrize("verb", ["create", "apply"])
-async def test_a_version_on_a_new_object_is_refused(client: Client, verb: str) -> None:
+async def test_a_version_on_a_new_object_is_refused(http: HTTPClient, verb: str) -> None:
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "new", "resourceVersion": "7"},
     }
     if verb == "create":
-        reply = await client.post(CMS, body)
+        reply = await http.post(CMS, body)
     else:
-        reply = await client.patch(f"{CMS}/new?fieldManager=m", body, APPLY)
+        reply = await http.patch(f"{CMS}/new?fieldManager=m", body, APPLY)
     assert reply.status == 400, reply.body
     assert reply.json()["message"] == "resourceVersion should not be set on objects to be created"
-    assert (await client.get(f"{CMS}/new")).status == 404
+    assert (await http.get(f"{CMS}/new")).status == 404
 
 
-async def read_modify_write(client: Client, path: str, by_apply: bool) -> tuple[int, int]:
+async def read_modify_write(http: HTTPClient, path: str, by_apply: bool) -> tuple[int, int]:
     """Add one to the counter, retrying on conflict; returns (conflicts seen, writes made)."""
     conflicts = 0
     while True:
-        current = (await client.get(path)).json()
+        current = (await http.get(path)).json()
         rv = current["metadata"]["resourceVersion"]
         value = str(int(current["data"]["n"]) + 1)
         if by_apply:
-            reply = await client.patch(
+            reply = await http.patch(
                 f"{path}?fieldManager=counter&force=true",
                 {
                     "apiVersion": "v1",
@@ -265,7 +265,7 @@ async def read_modify_write(client: Client, path: str, by_apply: bool) -> tuple[
             )
         else:
             body = {**current, "data": {"n": value}}
-            reply = await client.put(path, body)
+            reply = await http.put(path, body)
         if reply.status == 409:
             conflicts += 1
             continue
@@ -275,16 +275,16 @@ async def read_modify_write(client: Client, path: str, by_apply: bool) -> tuple[
 
 @pytest.mark.parametrize("by_apply", [False, True], ids=["update", "apply"])
 async def test_twenty_concurrent_read_modify_writers_lose_no_increment(
-    client: Client, by_apply: bool
+    http: HTTPClient, by_apply: bool
 ) -> None:
     path = f"{CMS}/counter"
-    created = await client.post(CMS, {"metadata": {"name": "counter"}, "data": {"n": "0"}})
+    created = await http.post(CMS, {"metadata": {"name": "counter"}, "data": {"n": "0"}})
     assert created.status == 201
 
     async def writer() -> tuple[int, int]:
         conflicts = writes = 0
         for _ in range(5):
-            c, w = await read_modify_write(client, path, by_apply)
+            c, w = await read_modify_write(http, path, by_apply)
             conflicts += c
             writes += w
         return conflicts, writes
@@ -292,6 +292,6 @@ async def test_twenty_concurrent_read_modify_writers_lose_no_increment(
     results = await asyncio.gather(*(writer() for _ in range(20)))
     writes = sum(w for _, w in results)
     assert writes == 100
-    assert int((await client.get(path)).json()["data"]["n"]) == writes
+    assert int((await http.get(path)).json()["data"]["n"]) == writes
     # The writers did race: without the precondition these conflicts would be lost updates.
     assert sum(c for c, _ in results) > 0

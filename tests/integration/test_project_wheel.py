@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import urllib.request
 from pathlib import Path
@@ -16,13 +15,7 @@ import yaml
 
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_cli_scaffold import ROOT, run, scaffold
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests.support import free_port
 
 
 def readyz(port: int) -> int:

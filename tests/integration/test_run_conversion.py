@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kubeforge.client import Client
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.test_cli_project import KUBEFORGE, kubeforge
-from tests.support import Kubectl, eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 CNAT = ROOT / "examples" / "cnat"

@@ -20,7 +20,7 @@ import pytest
 
 from kubeforge.api.certificates import generate_certificates
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.admission_support import free_port
+from tests.support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHER = ROOT / "examples" / "watcher"

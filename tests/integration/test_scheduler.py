@@ -18,7 +18,7 @@ from kubeforge.cluster.controllers import scheduler
 from kubeforge.cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 NS = "default"
 NOT_HELPFUL = "Preemption is not helpful for scheduling"

@@ -14,10 +14,10 @@ from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.resource import GroupResource
 from kubeforge.client import Client, load_kubeconfig
 from kubeforge.client.storagemigration import MigrationProgress, find_crd, migrate_storage
+from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer
 from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
-from tests.support import Client as RawClient
-from tests.support import eventually
+from tests.support import HTTPClient
 
 GADGETS = GroupResource(GROUP, "gadgets")
 
@@ -30,20 +30,20 @@ def same_fields_crd() -> dict[str, Any]:
     return crd
 
 
-async def install_with_old_objects(client: RawClient, count: int) -> None:
+async def install_with_old_objects(http: HTTPClient, count: int) -> None:
     """The CRD with `count` gadgets stored in v1, then v2 made the storage version."""
-    assert (await client.post(CRDS, same_fields_crd())).status == 201
+    assert (await http.post(CRDS, same_fields_crd())).status == 201
 
     async def served() -> bool:
-        return (await client.get(V1)).status == 200
+        return (await http.get(V1)).status == 200
 
     await eventually(served)
     for i in range(count):
-        assert (await client.post(V1, gadget(f"g{i}", "v1"))).status == 201
-    crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+        assert (await http.post(V1, gadget(f"g{i}", "v1"))).status == 201
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
     for version in crd["spec"]["versions"]:
         version["storage"] = version["name"] == "v2"
-    assert (await client.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+    assert (await http.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
 
 
 def stored_versions(server: APIServer) -> list[str]:
@@ -53,9 +53,9 @@ def stored_versions(server: APIServer) -> list[str]:
 
 
 async def test_every_object_moves_to_the_storage_version_while_others_write(
-    server: APIServer, client: RawClient, kubeconfig: Path
+    server: APIServer, http: HTTPClient, kubeconfig: Path
 ) -> None:
-    await install_with_old_objects(client, 7)
+    await install_with_old_objects(http, 7)
     assert stored_versions(server) == ["v1"] * 7
     pages: list[tuple[int, int]] = []
 
@@ -69,7 +69,7 @@ async def test_every_object_moves_to_the_storage_version_while_others_write(
         while True:
             name = f"g{n % 7}"
             body = {"metadata": {"labels": {"n": str(n)}}}
-            await client.patch(f"{V1}/{name}", body, "application/merge-patch+json")
+            await http.patch(f"{V1}/{name}", body, "application/merge-patch+json")
             n += 1
             await asyncio.sleep(0)
 
@@ -90,7 +90,7 @@ async def test_every_object_moves_to_the_storage_version_while_others_write(
         assert result.stored_versions == ["v2"] and result.trimmed
         assert [seen for seen, _ in pages] == [3, 6, 7]
         assert stored_versions(server) == ["v2"] * 7
-        crd = (await client.get(f"{CRDS}/{CRD_NAME}")).json()
+        crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
         assert crd["status"]["storedVersions"] == ["v2"]
 
         # Run again: nothing is written, nothing changes.
@@ -117,9 +117,9 @@ async def kubeforge(*args: str, kubeconfig: Path) -> tuple[int, str, str]:
 
 
 async def test_the_command_shows_its_progress_and_what_it_changed(
-    server: APIServer, client: RawClient, kubeconfig: Path
+    server: APIServer, http: HTTPClient, kubeconfig: Path
 ) -> None:
-    await install_with_old_objects(client, 5)
+    await install_with_old_objects(http, 5)
     code, out, err = await kubeforge(
         "migrate-storage", "gadgets", "--chunk-size", "2", kubeconfig=kubeconfig
     )

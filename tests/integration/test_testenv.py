@@ -383,6 +383,10 @@ def test_find_kubectl_prefers_the_versioned_binary() -> None:
     assert Path(find_kubectl("1.31")).name == "kubectl.1.31"
     assert Path(find_kubectl("v1.31")).name == "kubectl.1.31"
     assert find_kubectl("9.99") == base  # not installed: the plain kubectl
+    assert Path(find_kubectl("1.31", exact=True)).name == "kubectl.1.31"
+    assert find_kubectl(exact=True) == base
+    with pytest.raises(FileNotFoundError, match=r"kubectl\.9\.99 is not installed"):
+        find_kubectl("9.99", exact=True)
 
 
 @pytest.fixture

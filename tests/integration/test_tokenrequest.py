@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from tests.support import Client
+from tests.support import HTTPClient
 
 TOKEN = "/api/v1/namespaces/default/serviceaccounts/robot/token"
 
 
-async def request_token(client: Client, spec: Any, **meta: Any) -> Any:
-    created = await client.post(
+async def request_token(http: HTTPClient, spec: Any, **meta: Any) -> Any:
+    created = await http.post(
         "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}}
     )
     assert created.status in (201, 409)
@@ -22,7 +22,7 @@ async def request_token(client: Client, spec: Any, **meta: Any) -> Any:
     if meta:
         body["metadata"] = meta
     # The standard library's encoder writes integers of any size, as a client in Go would.
-    return await client.request("POST", TOKEN, raw=json.dumps(body).encode())
+    return await http.request("POST", TOKEN, raw=json.dumps(body).encode())
 
 
 @pytest.mark.parametrize(
@@ -37,9 +37,9 @@ async def request_token(client: Client, spec: Any, **meta: Any) -> Any:
     ],
 )
 async def test_an_expiration_of_the_wrong_type_is_a_400(
-    client: Client, value: Any, shown: str
+    http: HTTPClient, value: Any, shown: str
 ) -> None:
-    reply = await request_token(client, {"expirationSeconds": value})
+    reply = await request_token(http, {"expirationSeconds": value})
     assert reply.status == 400, reply.body
     assert reply.json()["message"] == (
         'TokenRequest in version "v1" cannot be handled as a TokenRequest: json: cannot '
@@ -57,8 +57,10 @@ async def test_an_expiration_of_the_wrong_type_is_a_400(
         (2**32 + 1, "may not specify a duration larger than 2^32 seconds"),
     ],
 )
-async def test_an_expiration_out_of_range_is_a_422(client: Client, seconds: int, why: str) -> None:
-    reply = await request_token(client, {"expirationSeconds": seconds})
+async def test_an_expiration_out_of_range_is_a_422(
+    http: HTTPClient, seconds: int, why: str
+) -> None:
+    reply = await request_token(http, {"expirationSeconds": seconds})
     assert reply.status == 422, reply.body
     status = reply.json()
     assert status["message"] == (
@@ -69,24 +71,24 @@ async def test_an_expiration_out_of_range_is_a_422(client: Client, seconds: int,
 
 
 @pytest.mark.parametrize(("seconds", "issued"), [(None, 3600), (600, 600), (2**32, 2**32)])
-async def test_valid_expirations_are_issued(client: Client, seconds: Any, issued: int) -> None:
+async def test_valid_expirations_are_issued(http: HTTPClient, seconds: Any, issued: int) -> None:
     spec = {} if seconds is None else {"expirationSeconds": seconds}
-    reply = await request_token(client, spec)
+    reply = await request_token(http, spec)
     assert reply.status == 201, reply.body
     assert reply.json()["spec"]["expirationSeconds"] == issued
     assert reply.json()["status"]["token"]
 
 
-async def test_the_body_names_the_account_of_the_url_or_none(client: Client) -> None:
-    reply = await request_token(client, {}, name="someone-else")
+async def test_the_body_names_the_account_of_the_url_or_none(http: HTTPClient) -> None:
+    reply = await request_token(http, {}, name="someone-else")
     assert reply.status == 422, reply.body
     assert reply.json()["message"] == (
         'TokenRequest.authentication.k8s.io "robot" is invalid: metadata.name: Invalid value: '
         '"someone-else": must match the service account name if specified'
     )
-    reply = await request_token(client, {}, labels="oops")
+    reply = await request_token(http, {}, labels="oops")
     assert reply.status == 400, reply.body
-    missing = await client.post(
+    missing = await http.post(
         "/api/v1/namespaces/default/serviceaccounts/nobody/token", {"spec": {}}
     )
     assert missing.status == 404

@@ -17,7 +17,7 @@ import kubeforge
 from kubeforge.api.crd import crd_filename, dump_yaml, group_crds
 from kubeforge.client import Client, Invalid
 from kubeforge.runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
-from tests.support import Kubectl
+from kubeforge.testing import Kubectl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 # Each example's kinds, as (module, class) pairs; a kind's versions are all listed.

@@ -27,9 +27,9 @@ from kubeforge.apiserver.patch import apply_json_patch
 from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge.client import load_kubeconfig
 from kubeforge.models.core_v1 import Pod
+from kubeforge.testing import eventually
 from kubeforge.testing.metrics import metric_value
 from kubeforge.webhook.review import MAX_REVIEW_BYTES
-from tests.support import eventually
 
 GROUP = "hooks.kubeforge.dev"
 MUTATE = "/mutate-hooks-kubeforge-dev-v1-gadget"

@@ -9,13 +9,13 @@ import time
 import pytest
 
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget_crd
-from tests.support import Client, Reply
+from tests.support import HTTPClient, Reply
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
 
-async def post_yaml(client: Client, path: str, text: str) -> Reply:
-    return await client.request("POST", path, raw=text.encode(), content_type="application/yaml")
+async def post_yaml(http: HTTPClient, path: str, text: str) -> Reply:
+    return await http.request("POST", path, raw=text.encode(), content_type="application/yaml")
 
 
 def laughs(levels: int, fanout: int, indent: str = "  ") -> str:
@@ -27,20 +27,20 @@ def laughs(levels: int, fanout: int, indent: str = "  ") -> str:
     return "\n".join(lines) + "\n"
 
 
-async def install_widgets(client: Client) -> None:
-    assert (await client.post(CRDS, widget_crd())).status == 201
+async def install_widgets(http: HTTPClient) -> None:
+    assert (await http.post(CRDS, widget_crd())).status == 201
 
 
-async def test_timestamps_stay_the_strings_they_were_written_as(client: Client) -> None:
+async def test_timestamps_stay_the_strings_they_were_written_as(http: HTTPClient) -> None:
     body = (
         "apiVersion: v1\nkind: ConfigMap\n"
         "metadata:\n  name: dates\n  annotations:\n    since: 2001-12-14\n"
         "data:\n  day: 2001-12-14\n  at: 2001-12-14t21:59:43.10-05:00\n"
         "  spaced: 2001-12-14 21:59:43.10 -5\n"
     )
-    reply = await post_yaml(client, CMS, body)
+    reply = await post_yaml(http, CMS, body)
     assert reply.status == 201, reply.body
-    stored = (await client.get(f"{CMS}/dates")).json()
+    stored = (await http.get(f"{CMS}/dates")).json()
     assert stored["data"] == {
         "day": "2001-12-14",
         "at": "2001-12-14t21:59:43.10-05:00",
@@ -49,8 +49,8 @@ async def test_timestamps_stay_the_strings_they_were_written_as(client: Client) 
     assert stored["metadata"]["annotations"] == {"since": "2001-12-14"}
 
 
-async def test_scalars_and_keys_resolve_as_go_yaml_resolves_them(client: Client) -> None:
-    await install_widgets(client)
+async def test_scalars_and_keys_resolve_as_go_yaml_resolves_them(http: HTTPClient) -> None:
+    await install_widgets(http)
     body = (
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: scalars\n"
         "spec:\n  size: 3.0\n  extra:\n"
@@ -59,9 +59,9 @@ async def test_scalars_and_keys_resolve_as_go_yaml_resolves_them(client: Client)
         "    binary: !!binary aGVsbG8=\n    set: !!set {a}\n    custom: !thing 12\n"
         "    1: one\n    2.5: two and a half\n    true: yes\n"
     )
-    reply = await post_yaml(client, WIDGETS, body)
+    reply = await post_yaml(http, WIDGETS, body)
     assert reply.status == 201, reply.body
-    spec = (await client.get(f"{WIDGETS}/scalars")).json()["spec"]
+    spec = (await http.get(f"{WIDGETS}/scalars")).json()["spec"]
     assert spec["size"] == 3
     assert spec["extra"] == {
         "octal": 493,
@@ -80,28 +80,28 @@ async def test_scalars_and_keys_resolve_as_go_yaml_resolves_them(client: Client)
     }
 
 
-async def test_y_is_a_boolean_so_a_name_y_is_rejected(client: Client) -> None:
-    reply = await post_yaml(client, CMS, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n")
+async def test_y_is_a_boolean_so_a_name_y_is_rejected(http: HTTPClient) -> None:
+    reply = await post_yaml(http, CMS, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n")
     assert reply.status == 400
     assert "cannot unmarshal bool" in reply.json()["message"]
 
 
-async def test_only_the_first_document_counts(client: Client) -> None:
+async def test_only_the_first_document_counts(http: HTTPClient) -> None:
     body = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\n---\n: : [\n"
-    assert (await post_yaml(client, CMS, body)).status == 201
-    assert (await client.get(f"{CMS}/first")).status == 200
+    assert (await post_yaml(http, CMS, body)).status == 201
+    assert (await http.get(f"{CMS}/first")).status == 200
 
 
-async def test_merge_keys_and_aliases_within_the_limit_expand(client: Client) -> None:
-    await install_widgets(client)
+async def test_merge_keys_and_aliases_within_the_limit_expand(http: HTTPClient) -> None:
+    await install_widgets(http)
     body = (
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: merged\n"
         "spec:\n  size: 1\n  extra:\n    base: &base {a: 1, b: 2}\n"
         "    copy:\n      <<: *base\n      b: 3\n" + laughs(3, 10, indent="    ")
     )
-    reply = await post_yaml(client, WIDGETS, body)
+    reply = await post_yaml(http, WIDGETS, body)
     assert reply.status == 201, reply.body
-    extra = (await client.get(f"{WIDGETS}/merged")).json()["spec"]["extra"]
+    extra = (await http.get(f"{WIDGETS}/merged")).json()["spec"]["extra"]
     assert extra["copy"] == {"a": 1, "b": 3}
     assert len(extra["l3"]) == 10 and extra["l3"][9][9] == ["lol"] * 10
 
@@ -121,29 +121,29 @@ async def test_merge_keys_and_aliases_within_the_limit_expand(client: Client) ->
         ("data:\n  <<: 5\n", "map merge requires map or sequence of maps"),
     ],
 )
-async def test_what_json_cannot_hold_is_a_400(client: Client, text: str, reason: str) -> None:
+async def test_what_json_cannot_hold_is_a_400(http: HTTPClient, text: str, reason: str) -> None:
     body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nope\n" + text
-    reply = await post_yaml(client, CMS, body)
+    reply = await post_yaml(http, CMS, body)
     assert reply.status == 400, reply.body
     status = reply.json()
     assert status["reason"] == "BadRequest"
     assert "cannot be converted from YAML to JSON" in status["message"]
     assert reason in status["message"]
-    assert (await client.get(f"{CMS}/nope")).status == 404
+    assert (await http.get(f"{CMS}/nope")).status == 404
 
 
 DEEP_BLOCK = "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 1500))
 
 
 @pytest.mark.parametrize("text", ["[" * 1500, "{a: " * 1500, DEEP_BLOCK])
-async def test_nesting_beyond_the_parser_limit_is_a_400(client: Client, text: str) -> None:
-    reply = await post_yaml(client, CMS, text)
+async def test_nesting_beyond_the_parser_limit_is_a_400(http: HTTPClient, text: str) -> None:
+    reply = await post_yaml(http, CMS, text)
     assert reply.status == 400
     assert "not valid YAML" in reply.json()["message"]
 
 
 async def test_a_billion_laughs_is_a_fast_400_and_the_server_keeps_serving(
-    client: Client,
+    http: HTTPClient,
 ) -> None:
     # Nine levels of nine: 387 million strings if expanded, from about 500 bytes.
     body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: laughs\ndata:\n" + laughs(9, 9)
@@ -151,27 +151,27 @@ async def test_a_billion_laughs_is_a_fast_400_and_the_server_keeps_serving(
 
     async def bomb() -> tuple[Reply, float]:
         started = time.monotonic()
-        reply = await post_yaml(client, CMS, body)
+        reply = await post_yaml(http, CMS, body)
         return reply, time.monotonic() - started
 
     (reply, elapsed), *others = await asyncio.gather(
-        bomb(), *(client.get(CMS) for _ in range(5)), bomb()
+        bomb(), *(http.get(CMS) for _ in range(5)), bomb()
     )
     assert reply.status == 400
     assert "document contains excessive aliasing" in reply.json()["message"]
     assert elapsed < 2.0
     assert [r.status for r in others[:-1]] == [200] * 5
     assert others[-1][0].status == 400
-    assert (await client.get(f"{CMS}/laughs")).status == 404
-    assert (await client.get("/readyz")).status == 200
+    assert (await http.get(f"{CMS}/laughs")).status == 404
+    assert (await http.get("/readyz")).status == 200
 
 
-async def test_apply_patches_in_yaml_are_converted_the_same_way(client: Client) -> None:
+async def test_apply_patches_in_yaml_are_converted_the_same_way(http: HTTPClient) -> None:
     body = (
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n"
         "data:\n  day: 2001-12-14\n  port: 0x50\n"
     )
-    reply = await client.request(
+    reply = await http.request(
         "PATCH",
         f"{CMS}/applied?fieldManager=test",
         raw=body.encode(),
@@ -181,7 +181,7 @@ async def test_apply_patches_in_yaml_are_converted_the_same_way(client: Client) 
     assert reply.status == 400, reply.body
     assert "cannot unmarshal number" in reply.json()["message"]
     fixed = body.replace("0x50", '"0x50"')
-    reply = await client.request(
+    reply = await http.request(
         "PATCH",
         f"{CMS}/applied?fieldManager=test",
         raw=fixed.encode(),

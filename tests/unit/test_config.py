@@ -32,7 +32,7 @@ from kubeforge.client.config import (
     load_incluster,
     load_kubeconfig,
 )
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 V1 = "client.authentication.k8s.io/v1"
 V1BETA1 = "client.authentication.k8s.io/v1beta1"

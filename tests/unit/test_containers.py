@@ -22,7 +22,7 @@ from kubeforge.cluster.containers import (
 from kubeforge.cluster.hostports import HostPorts
 from kubeforge.cluster.projects import ImageMap, ProjectImage, parse_image_mapping
 from kubeforge.cluster.simulation import Behaviour
-from tests.support import eventually
+from kubeforge.testing import eventually
 
 QUICK = Behaviour(finishes=True, run_seconds=0.01, sleep_seconds=0.01)
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import Any, Self
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import kubeforge
 from kubeforge.api.conversion import conversion_versions, hub_of

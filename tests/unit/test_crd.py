@@ -18,7 +18,7 @@ from kubeforge.api.model import Model
 from kubeforge.api.resource import Resource, resource
 from kubeforge.api.schema import API_VERSION_DESCRIPTION, KIND_DESCRIPTION
 from kubeforge.api.structural import structural_errors
-from tests.support import Client
+from tests.support import HTTPClient
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MERGE = "application/merge-patch+json"
@@ -449,13 +449,13 @@ def test_group_crds_and_files(tmp_path: Path) -> None:
 # The embedded API server accepts the CRDs and serves their kinds ----------------------------------
 
 
-async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) -> None:
+async def test_the_server_accepts_the_crds_and_serves_the_kinds(http: HTTPClient) -> None:
     for crd in group_crds([Machine, *widget_versions(), Service]):
-        reply = await client.post(CRDS, crd)
+        reply = await http.post(CRDS, crd)
         assert reply.status == 201, reply.body
 
     machines = "/apis/useless.container.training/v1alpha1/namespaces/default/machines"
-    reply = await client.post(
+    reply = await http.post(
         machines,
         {
             "apiVersion": "useless.container.training/v1alpha1",
@@ -468,7 +468,7 @@ async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) 
     machine = Machine.from_dict(reply.json())
     assert machine.spec.switch_position == "down"
     assert machine.spec.switches == 1
-    reply = await client.post(
+    reply = await http.post(
         machines,
         {
             "apiVersion": "useless.container.training/v1alpha1",
@@ -483,7 +483,7 @@ async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) 
     assert "should be less than or equal to 16" in causes["spec.switches"]
 
     widgets = "/apis/gen.kubeforge.dev/v1/widgets"
-    reply = await client.post(
+    reply = await http.post(
         widgets,
         {
             "apiVersion": "gen.kubeforge.dev/v1",
@@ -494,7 +494,7 @@ async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) 
     )
     assert reply.status == 201, reply.body
     assert reply.json()["spec"] == {"size": 3, "replicas": 1}
-    scale = await client.get(f"{widgets}/w/scale")
+    scale = await http.get(f"{widgets}/w/scale")
     assert scale.status == 200, scale.body
     assert scale.json()["spec"]["replicas"] == 1
 
@@ -514,7 +514,7 @@ async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) 
             "unknown": "pruned",
         },
     }
-    reply = await client.post(services, body)
+    reply = await http.post(services, body)
     assert reply.status == 201, reply.body
     spec = reply.json()["spec"]
     assert "unknown" not in spec
@@ -525,20 +525,18 @@ async def test_the_server_accepts_the_crds_and_serves_the_kinds(client: Client) 
     typed = Service.from_dict(reply.json())
     assert typed.spec.contact == "ops"
 
-    shrink = await client.patch(f"{services}/s", {"spec": {"replicas": 0}}, MERGE)
+    shrink = await http.patch(f"{services}/s", {"spec": {"replicas": 0}}, MERGE)
     assert shrink.status == 422
     assert "replicas may only grow" in shrink.body.decode()
-    rename = await client.patch(f"{services}/s", {"spec": {"name": "other"}}, MERGE)
+    rename = await http.patch(f"{services}/s", {"spec": {"name": "other"}}, MERGE)
     assert rename.status == 422
     assert "field is immutable" in rename.body.decode()
-    window = await client.patch(
-        f"{services}/s", {"spec": {"window": {"start": 9, "end": 3}}}, MERGE
-    )
+    window = await http.patch(f"{services}/s", {"spec": {"window": {"start": 9, "end": 3}}}, MERGE)
     assert window.status == 422
     assert "the window must not end before it starts" in window.body.decode()
     missing = dict(body, metadata={"name": "s2"})
     missing["spec"] = {"endpoints": [{"port": 8080}]}
-    reply = await client.post(services, missing)
+    reply = await http.post(services, missing)
     assert reply.status == 422
     causes = reply.json()["details"]["causes"]
     assert (causes[0]["type"], causes[0]["field"]) == (

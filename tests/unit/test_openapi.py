@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import os
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +16,7 @@ from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.openapi import OpenAPIV3, crd_schema_name, gv_path
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import ResourceType, Subresource
+from kubeforge.testing import Kubectl, find_kubectl
 
 SCHEMAS = "#/components/schemas/"
 WIDGET_SCHEMA: dict[str, Any] = {
@@ -308,14 +306,6 @@ def test_crd_kinds_publish_their_schema(openapi: OpenAPIV3) -> None:
 # Real kubectl ---------------------------------------------------------------------------------
 
 
-def kubectl_binary(version: str) -> str:
-    base = shutil.which("kubectl")
-    assert base is not None, "kubectl is not installed"
-    binary = Path(os.path.realpath(base)).parent / f"kubectl.{version}"
-    assert binary.exists(), f"{binary} is not installed"
-    return str(binary)
-
-
 @dataclass
 class Seen:
     method: str
@@ -384,31 +374,6 @@ class FakeServer:
         return [s for s in self.seen if s.method == method]
 
 
-@dataclass
-class Kubectl:
-    binary: str
-    kubeconfig: Path
-    cache: Path
-
-    async def run(self, *args: str, stdin: str | None = None) -> str:
-        env = {**os.environ, "KUBECACHEDIR": str(self.cache), "HOME": str(self.cache)}
-        proc = await asyncio.create_subprocess_exec(
-            self.binary,
-            "--kubeconfig",
-            str(self.kubeconfig),
-            *args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-        )
-        out, err = await asyncio.wait_for(
-            proc.communicate(stdin.encode() if stdin is not None else None), 60
-        )
-        assert proc.returncode == 0, f"kubectl {' '.join(args)}: {err.decode()}{out.decode()}"
-        return out.decode()
-
-
 @pytest.fixture
 async def fake(registry: Registry, openapi: OpenAPIV3) -> AsyncIterator[FakeServer]:
     server = FakeServer(registry, openapi)
@@ -436,7 +401,8 @@ def kubectl(request: pytest.FixtureRequest, fake: FakeServer, tmp_path: Path) ->
     kubeconfig.write_bytes(orjson.dumps(config))
     cache = tmp_path / "cache"
     cache.mkdir()
-    return Kubectl(kubectl_binary(request.param), kubeconfig, cache)
+    binary = find_kubectl(request.param, exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
 
 
 CONFIGMAP_YAML = """\
@@ -462,13 +428,13 @@ spec:
 
 @pytest.mark.kubectl
 async def test_kubectl_explain_builtin_fields(kubectl: Kubectl, fake: FakeServer) -> None:
-    out = await kubectl.run("explain", "deployment.spec.replicas")
+    out = (await kubectl.run("explain", "deployment.spec.replicas")).out
     assert "KIND:" in out
     assert "Deployment" in out
     assert "replicas" in out
     assert "<integer>" in out
     assert "Number of desired pods" in out
-    out = await kubectl.run("explain", "configmap")
+    out = (await kubectl.run("explain", "configmap")).out
     assert "ConfigMap holds configuration data for pods to consume" in out
     assert "binaryData" in out
     assert "immutable" in out
@@ -477,7 +443,7 @@ async def test_kubectl_explain_builtin_fields(kubectl: Kubectl, fake: FakeServer
 
 @pytest.mark.kubectl
 async def test_kubectl_explain_custom_fields(kubectl: Kubectl) -> None:
-    out = await kubectl.run("explain", "widgets.spec")
+    out = (await kubectl.run("explain", "widgets.spec")).out
     assert "What the widget should look like." in out
     assert "How many sprockets the widget has." in out
 

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import importlib.util
-import os
-import shutil
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -20,6 +17,7 @@ from aiohttp import web
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
 from kubeforge.apiserver.registry import Registry
+from kubeforge.testing import Kubectl, find_kubectl
 
 # A tiny protobuf writer for building bodies by hand --------------------------------------------
 
@@ -390,14 +388,6 @@ async def recorder() -> AsyncIterator[tuple[Recorder, int]]:
         await runner.cleanup()
 
 
-def kubectl_binary(version: str) -> str:
-    default = shutil.which("kubectl")
-    assert default is not None, "kubectl is not on PATH"
-    if version == "default":
-        return default
-    return str(Path(os.path.realpath(default)).parent / f"kubectl.{version}")
-
-
 COMMANDS = [
     ["create", "deployment", "web", "--image=nginx", "--replicas=3"],
     ["create", "configmap", "c", "--from-literal=a=b"],
@@ -419,19 +409,8 @@ async def run_kubectl(binary: str, tmp: Path, port: int, args: list[str]) -> str
             "contexts: [{name: x, context: {cluster: c, user: u, namespace: default}}]\n"
             "current-context: x\n"
         )
-    env = {**os.environ, "HOME": str(tmp), "KUBECACHEDIR": str(tmp / "cache")}
-    proc = await asyncio.create_subprocess_exec(
-        binary,
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, f"{args}: {err.decode()}"
-    return out.decode()
+    kubectl = Kubectl(kubeconfig, binary=binary, cache_dir=tmp / "cache", env={"HOME": str(tmp)})
+    return (await kubectl.run(*args)).out
 
 
 def without_null_timestamps(obj: Any) -> Any:
@@ -459,7 +438,7 @@ async def test_kubectl_protobuf_bodies_decode_like_json(
     for version in ("1.31", "default", "1.33"):
         home = tmp_path / version
         home.mkdir()
-        binary = kubectl_binary(version)
+        binary = find_kubectl() if version == "default" else find_kubectl(version, exact=True)
         start = len(rec.posts)
         outputs[version] = [await run_kubectl(binary, home, port, args) for args in COMMANDS]
         bodies[version] = rec.posts[start:]
@@ -551,7 +530,7 @@ def test_generator_parses_proto_text() -> None:
 
 def test_generator_reproduces_the_shipped_go_derived_tables() -> None:
     gen = load_generator()
-    binary = kubectl_binary("1.33")
+    binary = find_kubectl("1.33", exact=True)
     go_messages, lists = gen.load_go(gen.GoBinary(Path(binary)))
     shipped = orjson.loads((REPO / "src/kubeforge/apiserver/data/proto_messages.json").read_bytes())
     assert sorted(lists) == shipped["lists"]

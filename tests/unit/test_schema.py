@@ -13,8 +13,7 @@ import orjson
 import pytest
 from pydantic import Field
 
-from kubeforge.api import definitions
-from kubeforge.api import markers as mk
+from kubeforge.api import definitions, markers as mk
 from kubeforge.api.meta import Condition, ObjectMeta
 from kubeforge.api.model import Model
 from kubeforge.api.resource import Resource, resource
@@ -654,8 +653,7 @@ def test_builtin_models_are_inlined() -> None:
 
 
 def test_generated_builtin_models_are_inlined_too() -> None:
-    from kubeforge.models import Container, PodTemplateSpec
-    from kubeforge.models import ObjectMeta as BuiltinObjectMeta
+    from kubeforge.models import Container, ObjectMeta as BuiltinObjectMeta, PodTemplateSpec
 
     class Job(Model):
         container: Container

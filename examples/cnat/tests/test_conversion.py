@@ -10,8 +10,7 @@ from pathlib import Path
 
 import kubeforge
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from kubeforge.testing import assert_round_trips, objects
 
 from api import v1, v1alpha1

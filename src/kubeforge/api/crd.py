@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-import kubeforge
+from kubeforge._version import __version__
 from kubeforge.api.conversion import conversion_versions
 from kubeforge.api.meta import PrinterColumn, ResourceInfo, WebhookConversion
 from kubeforge.api.schema import schema_for_model
@@ -89,7 +89,7 @@ def crd_for(resource_classes: Sequence[type]) -> dict[str, Any]:
     conversion = _conversion(names, [i.conversion for i in infos], convertible)
     if conversion is not None:
         spec["conversion"] = conversion
-    annotations = {VERSION_ANNOTATION: kubeforge.__version__}
+    annotations = {VERSION_ANNOTATION: __version__}
     labels: dict[str, str] = {}
     # The storage version's values win over the others'.
     for info in [*infos, storage]:

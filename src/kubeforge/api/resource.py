@@ -27,6 +27,7 @@ from kubeforge.api.meta import (
     WebhookConversion,
 )
 from kubeforge.api.model import Model
+from kubeforge.api.schema import schema_for_model
 
 __all__ = ["Resource", "pluralize", "registered_resources", "resource"]
 
@@ -47,6 +48,8 @@ class Resource(Model, Generic[SpecT, StatusT]):
     """
 
     __kubeforge__: ClassVar[ResourceInfo]
+    # apiVersion, kind and metadata of a top-level object take the standard schema (schema.py).
+    __kubeforge_object__: ClassVar[bool] = True
 
     api_version: str = ""
     kind: str = ""
@@ -75,7 +78,6 @@ class Resource(Model, Generic[SpecT, StatusT]):
         this class, e.g. a wrong type)."""
         from kubeforge.api import validation
         from kubeforge.api.names import validate_object_meta
-        from kubeforge.api.schema import schema_for_model
 
         schema = _schemas.get(cls)
         if schema is None:

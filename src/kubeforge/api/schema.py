@@ -37,10 +37,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
-from kubeforge.api import definitions
-from kubeforge.api import markers as mk
+from kubeforge.api import definitions, markers as mk
 from kubeforge.api.meta import ObjectMeta
-from kubeforge.api.resource import Resource
 
 __all__ = [
     "API_VERSION_DESCRIPTION",
@@ -221,7 +219,9 @@ class _Builder:
         doc = _doc(cls)
         if doc:
             schema["description"] = doc
-        is_resource = issubclass(cls, Resource)
+        # A Resource says so with a class flag (set on the base class, so every kind inherits
+        # it): this module derives schemas for any model and does not depend on resource.py.
+        is_resource = getattr(cls, "__kubeforge_object__", False) is True
         props: dict[str, Any] = {}
         required: list[str] = []
         for name, info in cls.model_fields.items():

@@ -44,8 +44,7 @@ from kubeforge.apiserver.httpserver import (
 )
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge.apiserver.listing import ListOptions, Selection, list_converted, list_objects
-from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from kubeforge.apiserver.metrics import RequestMetrics
+from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
 from kubeforge.apiserver.namespaces import NamespaceController
 from kubeforge.apiserver.objectmeta import new_uid
 from kubeforge.apiserver.openapi import OpenAPIV3

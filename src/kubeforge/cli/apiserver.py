@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +17,7 @@ from kubeforge.cli.connections import (
     MaxConnections,
     MaxHeaderBytes,
 )
+from kubeforge.cli.signals import until_stopped
 
 __all__ = ["apiserver"]
 
@@ -71,12 +71,8 @@ async def _run(
     typer.echo(f"kubeconfig written to {path} (context {context!r})")
     typer.echo(f"  export KUBECONFIG={path.resolve()}")
     typer.echo("  kubectl get namespaces")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await until_stopped()
     finally:
         typer.echo("shutting down")
         await server.stop()

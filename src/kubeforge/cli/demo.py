@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from kubeforge.testing.kubectl import Kubectl
 
 __all__ = ["demo"]
 
@@ -70,38 +71,26 @@ class Narrator:
     """Runs kubectl against the demo server and shows each command with its output."""
 
     def __init__(self, kubeconfig: Path, workdir: Path) -> None:
-        self.env = dict(os.environ, KUBECONFIG=str(kubeconfig), KUBECACHEDIR=str(workdir / "cache"))
-        self.workdir = workdir
-        kubectl = shutil.which("kubectl")
-        if kubectl is None:
-            raise typer.Exit(_fail("kubectl is not on PATH"))
-        self.kubectl = kubectl
+        try:
+            self.kubectl = Kubectl(kubeconfig, cache_dir=workdir / "cache")
+        except FileNotFoundError as exc:
+            raise typer.Exit(_fail(str(exc))) from None
 
     def say(self, text: str) -> None:
         typer.secho(f"\n# {text}", fg=typer.colors.CYAN)
 
     async def run(self, *args: str, stdin: str | None = None) -> str:
         typer.secho("$ kubectl " + " ".join(args), bold=True)
-        proc = await asyncio.create_subprocess_exec(
-            self.kubectl,
-            *args,
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            env=self.env,
-        )
-        out, _ = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), 60)
-        text = out.decode()
+        result = await self.kubectl.run(*args, stdin=stdin, check=False)
+        text = result.out + result.err
         typer.echo(text.rstrip())
-        if proc.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)} exited with {proc.returncode}")
+        if result.code != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)} exited with {result.code}")
         return text
 
     async def start(self, *args: str) -> asyncio.subprocess.Process:
         typer.secho("$ kubectl " + " ".join(args) + " &", bold=True)
-        return await asyncio.create_subprocess_exec(
-            self.kubectl, *args, stdout=asyncio.subprocess.PIPE, env=self.env
-        )
+        return await self.kubectl.start(*args)
 
 
 async def _apiserver_demo() -> None:

@@ -4,7 +4,6 @@ mints a kubeconfig for any user and groups of that cluster."""
 from __future__ import annotations
 
 import asyncio
-import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +20,7 @@ from kubeforge.cli.connections import (
     MaxHeaderBytes,
 )
 from kubeforge.cli.project import fail
+from kubeforge.cli.signals import until_stopped
 from kubeforge.cluster.options import ClusterOptions
 
 __all__ = ["app", "dev", "kubeconfig"]
@@ -198,12 +198,8 @@ async def _run(
     typer.echo("  kubectl create deployment web --image=nginx --replicas=3")
     typer.echo("  kubeforge dev kubeconfig --user alice --group team-a   # another user")
     typer.echo("Ctrl-C stops the cluster.")
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
-        await stop.wait()
+        await until_stopped()
     finally:
         typer.echo("stopping the cluster")
         await cluster.stop()

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from kubeforge import __version__
+from kubeforge._version import __version__
 from kubeforge.cli.files import Files
 from kubeforge.cli.manifests import generate
 from kubeforge.cli.project import ProjectError, fail, load_project

@@ -339,8 +339,10 @@ async def _run(
     async with Client(config, field_manager="kubeforge") as admin:
         manager_config = config
         if as_service_account:
-            from kubeforge.runtime.serviceaccount import as_service_account as account_config
-            from kubeforge.runtime.serviceaccount import install_rbac
+            from kubeforge.runtime.serviceaccount import (
+                as_service_account as account_config,
+                install_rbac,
+            )
 
             try:
                 account = await install_rbac(admin, project.root / "config" / "rbac")

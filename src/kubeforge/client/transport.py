@@ -27,7 +27,7 @@ import aiohttp
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from kubeforge import __version__
+from kubeforge._version import __version__
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import error_from_status
 from kubeforge.client.http1 import Answer, ConnectionPool

@@ -56,17 +56,21 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from kubeforge.testing.env import USE_EXISTING_CLUSTER as USE_EXISTING_CLUSTER
-    from kubeforge.testing.env import TestEnv as TestEnv
-    from kubeforge.testing.faults import FlakyReconciler as FlakyReconciler
-    from kubeforge.testing.faults import InjectedFailure as InjectedFailure
-    from kubeforge.testing.kubectl import Kubectl as Kubectl
-    from kubeforge.testing.kubectl import KubectlError as KubectlError
-    from kubeforge.testing.kubectl import KubectlResult as KubectlResult
-    from kubeforge.testing.kubectl import find_kubectl as find_kubectl
-    from kubeforge.testing.metrics import metric_sum as metric_sum
-    from kubeforge.testing.metrics import metric_value as metric_value
+    from kubeforge.testing.env import (
+        USE_EXISTING_CLUSTER as USE_EXISTING_CLUSTER,
+        TestEnv as TestEnv,
+    )
+    from kubeforge.testing.faults import (
+        FlakyReconciler as FlakyReconciler,
+        InjectedFailure as InjectedFailure,
+    )
+    from kubeforge.testing.kubectl import (
+        Kubectl as Kubectl,
+        KubectlError as KubectlError,
+        KubectlResult as KubectlResult,
+        find_kubectl as find_kubectl,
+    )
+    from kubeforge.testing.metrics import metric_sum as metric_sum, metric_value as metric_value
     from kubeforge.testing.roundtrip import assert_round_trips as assert_round_trips
-    from kubeforge.testing.strategies import object_metas as object_metas
-    from kubeforge.testing.strategies import objects as objects
+    from kubeforge.testing.strategies import object_metas as object_metas, objects as objects
     from kubeforge.testing.waiting import eventually as eventually

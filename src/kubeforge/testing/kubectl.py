@@ -21,9 +21,10 @@ import orjson
 __all__ = ["Kubectl", "KubectlError", "KubectlResult", "find_kubectl"]
 
 
-def find_kubectl(version: str | None = None) -> str:
+def find_kubectl(version: str | None = None, *, exact: bool = False) -> str:
     """The kubectl to run: `kubectl.<version>` when one is installed (on PATH or next to
-    `kubectl`), otherwise `kubectl` itself. FileNotFoundError when there is none."""
+    `kubectl`), otherwise `kubectl` itself, or with `exact` FileNotFoundError (a test meant
+    for one version). FileNotFoundError when there is no kubectl at all."""
     base = shutil.which("kubectl")
     if version:
         name = f"kubectl.{version.removeprefix('v')}"
@@ -34,6 +35,8 @@ def find_kubectl(version: str | None = None) -> str:
             beside = Path(os.path.realpath(base)).parent / name
             if beside.is_file() and os.access(beside, os.X_OK):
                 return str(beside)
+        if exact:
+            raise FileNotFoundError(f"{name} is not installed (not on PATH nor next to kubectl)")
     if base is None:
         raise FileNotFoundError("kubectl is not installed (not found on PATH)")
     return base
