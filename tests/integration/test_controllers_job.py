@@ -319,9 +319,12 @@ async def test_on_failure_counts_container_restarts(api: Client) -> None:
 
 
 async def test_active_deadline_fails_the_job(api: Client) -> None:
-    await api.create(a_job("slow", activeDeadlineSeconds=1))
+    # The deadline is set once the pod runs: a deadline set at creation could pass before a
+    # loaded machine has shown the pod running, and the test would wait for a deleted pod.
+    await api.create(a_job("slow"))
     (pod,) = await running_pods(api, "slow", 1)
     await start(api, pod)
+    await api.patch(JOB, "slow", {"spec": {"activeDeadlineSeconds": 1}}, namespace=NS)
     done = await finished(api, "slow", "Failed")
     failed = condition(done, "Failed")
     assert failed is not None and failed["reason"] == "DeadlineExceeded"
