@@ -8,14 +8,12 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.builtin_validation import (
-    VALIDATORS,
-    cron_schedule_error,
-    pod_qos_class,
-    semantic_equal,
-)
 from kubeforge.apiserver.defaults import DEFAULTERS
 from kubeforge.apiserver.strategies import BuiltinStrategy, Strategy, strategy_for
+from kubeforge.apiserver.validation.batch import cron_schedule_error
+from kubeforge.apiserver.validation.common import semantic_equal
+from kubeforge.apiserver.validation.core_pods import pod_qos_class
+from kubeforge.apiserver.validation.registry import VALIDATORS
 
 Obj = dict[str, Any]
 UID = "0f7d6b4e-0000-4000-8000-000000000001"
