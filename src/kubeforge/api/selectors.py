@@ -36,8 +36,8 @@ class SelectorError(ValueError):
 
 _NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
-_KEY_RE = re.compile(rf"^({_PREFIX}/)?{_NAME}$")
-_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_KEY_RE = re.compile(rf"^({_PREFIX}/)?{_NAME}\Z")
+_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 def validate_label_key(key: str) -> str | None:

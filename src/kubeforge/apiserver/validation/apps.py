@@ -75,7 +75,7 @@ def _validate_selector_and_template(spec: Obj, kind: str) -> tuple[Errors, bool]
 
 
 _PERCENT_FMT = "[0-9]+%"
-_PERCENT_RE = re.compile(r"^[0-9]+%$")
+_PERCENT_RE = re.compile(r"^[0-9]+%\Z")
 _PERCENT_MSG = regex_error(
     "a valid percent string must be a numeric string followed by an ending '%'",
     _PERCENT_FMT,

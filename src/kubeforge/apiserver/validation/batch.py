@@ -249,7 +249,7 @@ _CRON_FIELDS: tuple[tuple[int, int, dict[str, int]], ...] = (
 _DESCRIPTORS = frozenset(
     {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
 )
-_GO_DURATION_RE = re.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+$|^[-+]?0$")
+_GO_DURATION_RE = re.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+\Z|^[-+]?0\Z")
 
 
 def _cron_int(text: str) -> int:
@@ -335,7 +335,7 @@ def cron_schedule_error(schedule: str) -> str | None:
 
 # -- CronJobs --------------------------------------------------------------------------------
 
-_TIME_ZONE_PART_RE = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
+_TIME_ZONE_PART_RE = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}\Z")
 
 
 def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:

@@ -136,7 +136,7 @@ _ENV_FIELD_PATHS = (
     "status.podIP",
     "status.podIPs",
 )
-_ENV_FIELD_RE = re.compile(r"^metadata\.(annotations|labels)\['[^']+'\]$")
+_ENV_FIELD_RE = re.compile(r"^metadata\.(annotations|labels)\['[^']+'\]\Z")
 
 
 def _validate_mode(source: Obj, path: str) -> Errors:
