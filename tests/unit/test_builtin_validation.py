@@ -6,11 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.builtin_validation import (
-    cron_schedule_error,
-    pod_qos_class,
-    semantic_equal,
-)
+from kubeforge.apiserver.validation.batch import cron_schedule_error
+from kubeforge.apiserver.validation.common import semantic_equal
+from kubeforge.apiserver.validation.core_pods import pod_qos_class
 from tests.unit.builtin_objects import (
     EXT,
     Obj,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -364,3 +365,24 @@ def test_no_new_finalizers_while_deleting() -> None:
         'deleted, found new finalizers []string{"x/b", "x/c"}'
     ]
     assert validate_object_meta_update({**old, "finalizers": []}, old) == []
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        (is_qualified_name, "ab\n"),
+        (is_qualified_name, "a\n/b"),
+        (is_valid_label_value, "abc\n"),
+        (is_dns1123_label, "web\n"),
+        (is_dns1123_subdomain, "web.example\n"),
+        (is_dns1035_label, "web\n"),
+        (is_config_map_key, "key\n"),
+        (is_valid_port_name, "http\n"),
+    ],
+)
+def test_a_trailing_newline_is_not_part_of_a_valid_name(
+    check: Callable[[str], Sequence[str]], value: str
+) -> None:
+    # Go's patterns end at the end of the text; a newline before it is one more character.
+    assert check(value)
+    assert not check(value.rstrip("\n").replace("\n", ""))

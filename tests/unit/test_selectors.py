@@ -13,6 +13,7 @@ from kubeforge.api.selectors import (
     label_set_matches,
     requirement_matches,
     selector_from_dict,
+    validate_label_key,
 )
 
 
@@ -151,3 +152,7 @@ def test_node_selector_requirements_compare_numbers_and_fields() -> None:
     assert label_set_matches({"zone": "a"}, labels)
     assert label_set_matches({}, labels)
     assert not label_set_matches({"zone": "b"}, labels)
+
+
+def test_a_trailing_newline_makes_a_label_key_or_value_invalid() -> None:
+    assert validate_label_key("ab\n") and not validate_label_key("ab")

@@ -557,7 +557,7 @@ def _known_functions() -> frozenset[str]:
     return _BUILTINS | {name.rpartition(".")[2] for name in FUNCTIONS}
 
 
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _MACRO_VARS_RE = re.compile(
     r"\.\s*(?:all|exists|exists_one|map|filter)\s*\(\s*([A-Za-z_]\w*)\s*,(?:\s*([A-Za-z_]\w*)\s*,)?"
 )

@@ -53,13 +53,13 @@ _QUALIFIED_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _CONFIG_KEY_FMT = "[-._a-zA-Z0-9]+"
 _LABEL_VALUE_FMT = f"({_QUALIFIED_FMT})?"
 
-_LABEL_RE = re.compile(rf"^{_LABEL_FMT}$")
-_SUBDOMAIN_RE = re.compile(rf"^{_SUBDOMAIN_FMT}$")
-_DNS1035_RE = re.compile(rf"^{_DNS1035_FMT}$")
-_QUALIFIED_RE = re.compile(rf"^{_QUALIFIED_FMT}$")
-_CONFIG_KEY_RE = re.compile(rf"^{_CONFIG_KEY_FMT}$")
-_LABEL_VALUE_RE = re.compile(rf"^{_LABEL_VALUE_FMT}$")
-_PORT_NAME_CHARSET_RE = re.compile(r"^[-a-z0-9]+$")
+_LABEL_RE = re.compile(rf"^{_LABEL_FMT}\Z")
+_SUBDOMAIN_RE = re.compile(rf"^{_SUBDOMAIN_FMT}\Z")
+_DNS1035_RE = re.compile(rf"^{_DNS1035_FMT}\Z")
+_QUALIFIED_RE = re.compile(rf"^{_QUALIFIED_FMT}\Z")
+_CONFIG_KEY_RE = re.compile(rf"^{_CONFIG_KEY_FMT}\Z")
+_LABEL_VALUE_RE = re.compile(rf"^{_LABEL_VALUE_FMT}\Z")
+_PORT_NAME_CHARSET_RE = re.compile(r"^[-a-z0-9]+\Z")
 _PORT_NAME_LETTER_RE = re.compile(r"[a-z]")
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 __all__ = ["decode_quantity", "parse_quantity"]
 
-_NUMBER = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
-_EXPONENT = re.compile(r"^[eE][+-]?[0-9]+$")
+_NUMBER = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)\Z")
+_EXPONENT = re.compile(r"^[eE][+-]?[0-9]+\Z")
 _SUFFIXES = {
     "": Decimal(1),
     "n": Decimal("1e-9"),

@@ -76,7 +76,7 @@ class Resource(Model, Generic[SpecT, StatusT]):
     ) -> list[FieldError]:
         """`validate()` for an object given in its JSON form (which may not even parse as
         this class, e.g. a wrong type)."""
-        from kubeforge.api import validation
+        from kubeforge.api import crvalidation
         from kubeforge.api.names import validate_object_meta
 
         schema = _schemas.get(cls)
@@ -84,8 +84,8 @@ class Resource(Model, Generic[SpecT, StatusT]):
             schema = _schemas[cls] = schema_for_model(cls)
         obj = copy.deepcopy(dict(data))
         # The server's order: prune unknown fields, apply defaults, then validate.
-        validation.prune(obj, schema)
-        validation.apply_defaults(obj, schema)
+        crvalidation.prune(obj, schema)
+        crvalidation.apply_defaults(obj, schema)
         errors: list[FieldError] = []
         meta = obj.get("metadata")
         if isinstance(meta, Mapping):
@@ -97,9 +97,9 @@ class Resource(Model, Generic[SpecT, StatusT]):
         previous = None
         if old is not None:
             previous = copy.deepcopy(dict(old))
-            validation.prune(previous, schema)
-            validation.apply_defaults(previous, schema)
-        errors += validation.validate(obj, schema, old=previous)
+            crvalidation.prune(previous, schema)
+            crvalidation.apply_defaults(previous, schema)
+        errors += crvalidation.validate(obj, schema, old=previous)
         return errors
 
 

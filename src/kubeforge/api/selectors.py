@@ -3,6 +3,7 @@
 Structured selectors (metav1.LabelSelector in specs, node selector requirements, plain label
 maps) are matched directly by `label_selector_matches`, `requirement_matches` and
 `label_set_matches`, without converting them first: controllers match every pod they see.
+`selector_converts` says whether a structured selector is one the server can convert.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from kubeforge.api.access import as_dict, as_list, as_str
+from kubeforge.api.names import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FieldSelector",
@@ -21,6 +25,7 @@ __all__ = [
     "label_selector_matches",
     "label_set_matches",
     "requirement_matches",
+    "selector_converts",
     "selector_from_dict",
 ]
 
@@ -31,8 +36,8 @@ class SelectorError(ValueError):
 
 _NAME = r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)"
 _PREFIX = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)"
-_KEY_RE = re.compile(rf"^({_PREFIX}/)?{_NAME}$")
-_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_KEY_RE = re.compile(rf"^({_PREFIX}/)?{_NAME}\Z")
+_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 
 def validate_label_key(key: str) -> str | None:
@@ -253,6 +258,39 @@ def selector_from_dict(selector: Mapping[str, Any] | None) -> LabelSelector:
             raise SelectorError(f"{expr.get('operator')!r} is not a valid label selector operator")
         reqs.append(_requirement(expr["key"], op, tuple(expr.get("values") or ())))
     return LabelSelector(tuple(reqs))
+
+
+def _requirement_converts(expr: Any) -> bool:
+    if not isinstance(expr, Mapping):
+        return False
+    op = expr.get("operator")
+    values = as_list(expr.get("values"))
+    key = as_str(expr.get("key"))
+    if op in ("In", "NotIn"):
+        if not values:
+            return False
+    elif op in ("Exists", "DoesNotExist"):
+        if values:
+            return False
+    else:
+        return False
+    if is_qualified_name(key):
+        return False
+    return all(isinstance(v, str) and not is_valid_label_value(v) for v in values)
+
+
+# Unlike selector_from_dict, refuses non-string values and values on Exists, as the server does.
+def selector_converts(selector: Any) -> bool:
+    """Whether a structured LabelSelector converts to a selector (the server says "invalid
+    label selector" otherwise); a null one does, selecting nothing."""
+    if selector is None:
+        return True
+    if not isinstance(selector, Mapping):
+        return False
+    for key, value in as_dict(selector.get("matchLabels")).items():
+        if is_qualified_name(key) or not isinstance(value, str) or is_valid_label_value(value):
+            return False
+    return all(_requirement_converts(e) for e in as_list(selector.get("matchExpressions")))
 
 
 def label_set_matches(selector: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:

@@ -14,9 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeforge.api import cel as celrules
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue
-from kubeforge.api.validation import (
+from kubeforge.api.crvalidation import (
     Node,
     embedded_errors,
     prune_value,
@@ -24,6 +22,8 @@ from kubeforge.api.validation import (
     shown_value,
     validate_against,
 )
+from kubeforge.api.fielderror import FieldError
+from kubeforge.api.names import GoValue
 
 __all__ = ["structural_errors"]
 

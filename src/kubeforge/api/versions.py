@@ -6,7 +6,7 @@ import re
 
 __all__ = ["version_priority"]
 
-_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?\Z")
 _STAGES = {None: 0, "beta": 1, "alpha": 2}
 
 

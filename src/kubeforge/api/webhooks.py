@@ -73,7 +73,7 @@ SCOPES = ("Cluster", "Namespaced", "*")
 ADMISSION_REVIEW_VERSIONS = ("v1", "v1beta1")
 
 # controller-runtime's rule for custom webhook paths (pkg/builder/webhook.go).
-_PATH = re.compile(r"^((/[a-zA-Z0-9-_]+)+|/)$")
+_PATH = re.compile(r"^((/[a-zA-Z0-9-_]+)+|/)\Z")
 
 
 def _choice(value: str, allowed: Sequence[str], what: str) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import validation as crv
+from kubeforge.api import crvalidation as crv
 from kubeforge.api.access import meta_of
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_annotations, validate_labels

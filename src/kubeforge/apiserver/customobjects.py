@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import validation as crv
+from kubeforge.api import crvalidation as crv
+from kubeforge.api.crvalidation import Node
 from kubeforge.api.fielderror import FieldError
-from kubeforge.api.validation import Node
 from kubeforge.apiserver.metadecoding import (
     OBJECT_META_FIELDS,
     MetadataDecodeError,

@@ -47,7 +47,7 @@ from kubeforge.apiserver.queryparams import query_flag
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import Store, StoredObject
-from kubeforge.apiserver.validation import TypeSupport
+from kubeforge.apiserver.typesupport import TypeSupport
 
 __all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator", "run_now"]
 

@@ -63,7 +63,7 @@ from kubeforge.apiserver.tls import (
     generate_certificates,
     load_or_generate,
 )
-from kubeforge.apiserver.validation import TypeSupport
+from kubeforge.apiserver.typesupport import TypeSupport
 from kubeforge.apiserver.warningheaders import warning_headers
 from kubeforge.apiserver.watch import WatchStreams
 

@@ -18,12 +18,9 @@ from kubeforge.api.access import as_dict
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_builtin_finalizers
 from kubeforge.apiserver import defaults
-from kubeforge.apiserver.builtin_validation import (
-    VALIDATORS,
-    CreateValidator,
-    UpdateValidator,
-    pod_qos_class,
-)
+from kubeforge.apiserver.validation.common import CreateValidator, UpdateValidator
+from kubeforge.apiserver.validation.core_pods import pod_qos_class
+from kubeforge.apiserver.validation.registry import VALIDATORS
 
 __all__ = ["BuiltinStrategy", "Strategy", "strategy_for"]
 

@@ -27,8 +27,8 @@ __all__ = [
     "project_name_from",
 ]
 
-_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
-_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?\Z")
+_KIND = re.compile(r"^[A-Z][A-Za-z0-9]*\Z")
 
 
 class InvalidName(ValueError):

@@ -50,7 +50,7 @@ _ACTIONS = ("Audit", "Deny", "Warn")
 _MAX_MATCH_CONDITIONS = 64
 _MAX_AUDIT_ANNOTATIONS = 20
 _MAX_VALUE_EXPRESSION = 5 * 1024
-_CEL_IDENT = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*$")
+_CEL_IDENT = re.compile(r"^[_a-zA-Z][_a-zA-Z0-9]*\Z")
 _CEL_RESERVED = frozenset(
     [
         "true",

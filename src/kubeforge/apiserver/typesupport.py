@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import validation as crv
+from kubeforge.api import crvalidation as crv
 from kubeforge.api.definitions import OBJECT_META
 from kubeforge.api.fielderror import FieldError, FieldErrorType
 from kubeforge.api.schemaview import SchemaView

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.fielderror import FieldErrorType
-from kubeforge.api.validation import (
+from kubeforge.api.crvalidation import (
     apply_defaults,
     check_format,
     go_number,
@@ -16,6 +15,7 @@ from kubeforge.api.validation import (
     validate,
     validate_update,
 )
+from kubeforge.api.fielderror import FieldErrorType
 
 
 def _spec(props: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -1,0 +1,114 @@
+"""Each built-in kind's validators, by group and kind.
+
+`VALIDATORS` maps `(group, kind)` to a pair of functions: one for new objects, one for
+updates (which re-checks the new object and adds the transition rules). The checks of
+admissionregistration.k8s.io live with the admission code that reads those configurations
+(`apiserver/admission/configuration.py`)."""
+
+from __future__ import annotations
+
+from kubeforge.apiserver.admission import configuration as admission_configuration
+from kubeforge.apiserver.validation.apiextensions import validate_crd, validate_crd_update
+from kubeforge.apiserver.validation.apps import (
+    validate_daemonset,
+    validate_daemonset_update,
+    validate_deployment,
+    validate_deployment_update,
+    validate_replicaset,
+    validate_replicaset_update,
+    validate_statefulset,
+    validate_statefulset_update,
+)
+from kubeforge.apiserver.validation.batch import (
+    validate_cronjob,
+    validate_cronjob_update,
+    validate_job,
+    validate_job_update,
+)
+from kubeforge.apiserver.validation.common import CreateValidator, Errors, Obj, UpdateValidator
+from kubeforge.apiserver.validation.coordination import validate_lease, validate_lease_update
+from kubeforge.apiserver.validation.core import (
+    validate_config_map,
+    validate_config_map_update,
+    validate_namespace,
+    validate_namespace_update,
+    validate_replication_controller,
+    validate_replication_controller_update,
+    validate_secret,
+    validate_secret_update,
+    validate_service,
+    validate_service_update,
+)
+from kubeforge.apiserver.validation.core_pods import (
+    validate_pod,
+    validate_pod_template_object,
+    validate_pod_template_object_update,
+    validate_pod_update,
+)
+from kubeforge.apiserver.validation.rbac import (
+    RBAC_GROUP,
+    validate_cluster_role,
+    validate_cluster_role_binding,
+    validate_cluster_role_binding_update,
+    validate_cluster_role_update,
+    validate_role,
+    validate_role_binding,
+    validate_role_binding_update,
+    validate_role_update,
+)
+
+__all__ = ["VALIDATORS"]
+
+
+def _on_update(create: CreateValidator) -> UpdateValidator:
+    """The update check of kinds validated the same way on update as on create."""
+
+    def validate(obj: Obj, old: Obj) -> Errors:
+        return create(obj)
+
+    return validate
+
+
+VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
+    ("", "Pod"): (validate_pod, validate_pod_update),
+    ("", "PodTemplate"): (validate_pod_template_object, validate_pod_template_object_update),
+    ("", "ReplicationController"): (
+        validate_replication_controller,
+        validate_replication_controller_update,
+    ),
+    ("", "Service"): (validate_service, validate_service_update),
+    ("", "ConfigMap"): (validate_config_map, validate_config_map_update),
+    ("", "Secret"): (validate_secret, validate_secret_update),
+    ("", "Namespace"): (validate_namespace, validate_namespace_update),
+    ("apps", "Deployment"): (validate_deployment, validate_deployment_update),
+    ("apps", "ReplicaSet"): (validate_replicaset, validate_replicaset_update),
+    ("apps", "StatefulSet"): (validate_statefulset, validate_statefulset_update),
+    ("apps", "DaemonSet"): (validate_daemonset, validate_daemonset_update),
+    ("batch", "Job"): (validate_job, validate_job_update),
+    ("batch", "CronJob"): (validate_cronjob, validate_cronjob_update),
+    ("coordination.k8s.io", "Lease"): (validate_lease, validate_lease_update),
+    (RBAC_GROUP, "Role"): (validate_role, validate_role_update),
+    (RBAC_GROUP, "ClusterRole"): (validate_cluster_role, validate_cluster_role_update),
+    (RBAC_GROUP, "RoleBinding"): (validate_role_binding, validate_role_binding_update),
+    (RBAC_GROUP, "ClusterRoleBinding"): (
+        validate_cluster_role_binding,
+        validate_cluster_role_binding_update,
+    ),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): (validate_crd, validate_crd_update),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (
+        admission_configuration.validate_mutating_webhooks,
+        _on_update(admission_configuration.validate_mutating_webhooks),
+    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (
+        admission_configuration.validate_validating_webhooks,
+        _on_update(admission_configuration.validate_validating_webhooks),
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): (
+        admission_configuration.validate_admission_policy,
+        _on_update(admission_configuration.validate_admission_policy),
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
+        admission_configuration.validate_admission_policy_binding,
+        _on_update(admission_configuration.validate_admission_policy_binding),
+    ),
+}
