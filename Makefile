@@ -7,6 +7,9 @@ EXAMPLE ?= cnat
 # Each example is its own project (its own api/ package): checked and tested one at a time.
 EXAMPLES := $(patsubst examples/%/main.py,%,$(wildcard examples/*/main.py))
 PYTEST_ARGS ?=
+# The main suite runs on one worker per core (at most four; pytest-xdist): its tests wait on
+# servers and kubectl much of the time. PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= auto
 
 .PHONY: demo test lint typecheck unit bench dev clean venv
 
@@ -30,7 +33,7 @@ typecheck: $(STAMP)
 	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/mypy .) || exit 1; done
 
 test: lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
 	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/pytest $(PYTEST_ARGS)) || exit 1; done
 
 bench: $(STAMP)
