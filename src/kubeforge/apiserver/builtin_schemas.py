@@ -22,6 +22,7 @@ from kubeforge.api import definitions
 from kubeforge.api.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
 from kubeforge.api.fielderror import FieldError, join_path
 from kubeforge.api.schemaview import SchemaView
+from kubeforge.apiserver.gojson import json_kind
 
 __all__ = [
     "CONVERTED_INTEGERS",
@@ -184,19 +185,6 @@ def _base64_error_offset(text: str) -> int:
         if padding_at >= 0:
             return padding_at
     return len(data) - len(data) % 4
-
-
-def _json_kind(value: Any) -> str:
-    """How Go's JSON decoder names the kind of a value it could not store."""
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _go_number_text(value: int | float) -> str:
@@ -406,7 +394,7 @@ class BuiltinSchemas:
                 return DecodeError(
                     field, f"quantities must match the regular expression '{_QUANTITY_PATTERN}'"
                 )
-            what = _json_kind(value)
+            what = json_kind(value)
             if what == "number" and isinstance(value, float) and "int" in go_type:
                 what = f"number {value!r}"
             target = f"Go struct field {struct}.{go_path}" if struct else "Go value"
@@ -632,7 +620,7 @@ class BuiltinSchemas:
         ):
             return int(value)
         field = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
-        what = _json_kind(value)
+        what = json_kind(value)
         if what == "number":
             what = f"number {_go_number_text(value)}"
         _, go_path, struct = self._locate(self._shape(definition), _instance_path(obj, path, key))

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.gojson import json_kind
 from kubeforge.apiserver.queryparams import parse_bool
 
 __all__ = ["decode_delete_options", "delete_options_from_query"]
@@ -40,20 +41,8 @@ _FIELDS = {
 _PRECONDITIONS = {"uid": "types.UID", "resourceVersion": "string"}
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _mismatch(value: Any, field: str, go_type: str) -> StatusError:
-    what = _json_kind(value)
+    what = json_kind(value)
     if what == "number" and go_type == "int64":
         what = f"number {value!r}"
     return StatusError.bad_request(
@@ -102,7 +91,7 @@ def decode_delete_options(body: Any) -> dict[str, Any]:
     """The DeleteOptions a request body holds (its decoded JSON or YAML), validated."""
     if type(body) is not dict:
         raise StatusError.bad_request(
-            f"json: cannot unmarshal {_json_kind(body)} into Go value of type v1.DeleteOptions"
+            f"json: cannot unmarshal {json_kind(body)} into Go value of type v1.DeleteOptions"
         )
     kind = body.get("kind")
     if kind not in (None, "", "DeleteOptions"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubeforge.api.timestamps import parse_time
+from kubeforge.apiserver.gojson import json_kind
 
 __all__ = ["OBJECT_META_FIELDS", "MetadataDecodeError", "decode_object_meta"]
 
@@ -28,19 +29,6 @@ class MetadataDecodeError(ValueError):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
-
-
-def _json_kind(value: Any) -> str:
-    """How Go's decoder names a JSON value in its errors."""
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 # JSON field -> the Go type its struct field has, as the decoder's errors name it.
@@ -88,7 +76,7 @@ _STRUCT_LISTS = {
 
 
 def _mismatch(value: Any, struct: str, field: str, go_type: str) -> MetadataDecodeError:
-    kind = _json_kind(value)
+    kind = json_kind(value)
     if kind == "number" and go_type == "int64":
         kind = f"number {value!r}"  # Go quotes the number it could not fit
     return MetadataDecodeError(
@@ -180,7 +168,7 @@ def decode_object_meta(meta: Any, kind: str | None = None) -> dict[str, Any]:
     if type(meta) is not dict:
         target = "Go value" if kind is None else f"Go struct field {kind}.metadata"
         raise MetadataDecodeError(
-            f"json: cannot unmarshal {_json_kind(meta)} into {target} of type v1.ObjectMeta"
+            f"json: cannot unmarshal {json_kind(meta)} into {target} of type v1.ObjectMeta"
         )
     _decode_struct(meta, _OBJECT_META, "ObjectMeta", "" if kind is None else "metadata.")
     return meta
