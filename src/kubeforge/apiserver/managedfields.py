@@ -1145,14 +1145,18 @@ def _created_fields_v1(obj: Mapping[str, Any], root: _Type) -> dict[str, Any] | 
                 return None
             meta_out: dict[str, Any] = {}
             meta_skip = t.skip
-            for key in sorted(value):
+            kept = []
+            for key, child in value.items():
                 if key in meta_skip:
                     continue
-                child = value[key]
                 if key in _STRIPPED_META:
                     if type(child) is not str and child and isinstance(child, (dict, list)):
                         return None
                     continue
+                kept.append(key)
+            kept.sort()
+            for key in kept:
+                child = value[key]
                 if type(child) is str:
                     meta_out["f:" + key] = {}
                 else:
