@@ -94,10 +94,25 @@ def negotiate(accept: list[MediaType], allow: frozenset[str] = frozenset()) -> N
     raise StatusError.not_acceptable([JSON, YAML])
 
 
+# The Content-Type values clients send most, already reduced to their media type.
+_MEDIA_TYPES: dict[str | None, str] = {
+    None: JSON,
+    JSON: JSON,
+    "application/json; charset=utf-8": JSON,
+    YAML: YAML,
+    PROTOBUF: PROTOBUF,
+}
+# What bytes.strip() strips.
+_SPACE = b" \t\n\r\x0b\x0c"
+
+
 def decode_body(body: bytes, content_type: str | None) -> Any:
     """Decode a JSON or YAML request body; malformed input is a 400 with the parser's reason."""
-    ctype = (content_type or JSON).split(";")[0].strip().lower()
-    if not body.strip():
+    ctype = _MEDIA_TYPES.get(content_type)
+    if ctype is None:
+        ctype = (content_type or JSON).split(";")[0].strip().lower()
+    # bytes.strip() copies the body; most bodies start with a non-space byte.
+    if not body or (body[0] in _SPACE and not body.strip()):
         raise StatusError.bad_request("the request body is empty")
     if ctype == PROTOBUF:
         from kubeforge.apiserver.protobuf import decode_protobuf

@@ -186,8 +186,7 @@ class Request:
     @property
     def peer_certificate(self) -> bytes | None:
         """The client certificate (DER) the TLS layer verified, if the client sent one."""
-        transport = self._conn.transport
-        tls = transport.get_extra_info("ssl_object") if transport is not None else None
+        tls = self._conn.tls
         return tls.getpeercert(binary_form=True) if tls is not None else None
 
     def stream(self, status: int = 200, headers: Mapping[str, str] | None = None) -> ResponseStream:
@@ -368,6 +367,9 @@ class _Connection(asyncio.Protocol):
         self.limits = server.limits
         self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
+        # The connection's TLS object (None without TLS), looked up once: asyncio makes the
+        # connection once the handshake is done, so it is there from the start.
+        self.tls: ssl.SSLObject | None = None
         self.task: asyncio.Task[None] | None = None
         self.queue: deque[Request | _Canned] = deque()
         self.parser = httptools.HttpRequestParser(self)
@@ -410,6 +412,7 @@ class _Connection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        self.tls = transport.get_extra_info("ssl_object")
         server = self.server
         if len(server.connections) >= server.max_connections:
             server.refused_connections += 1

@@ -1044,9 +1044,19 @@ def update_managed_fields(
     meta = new.get("metadata")
     if not isinstance(meta, dict):
         meta = new["metadata"] = {}
+    requested = meta.get("managedFields")
+    if old is None and requested is None and ignored is None and not subresource:
+        # A plain create of an object with no granular list, the most common write, built
+        # directly (the same entry the general path below writes).
+        fields_v1 = _created_fields_v1(new, _root_type(schema))
+        if fields_v1 is not None:
+            if fields_v1:
+                meta["managedFields"] = [_created_entry(manager, api_version, now, fields_v1)]
+            else:
+                meta.pop("managedFields", None)
+            return
     old_meta = old.get("metadata") if old is not None else None
     old_fields = old_meta.get("managedFields") if isinstance(old_meta, dict) else None
-    requested = meta.get("managedFields")
 
     # Clients may write managedFields themselves (kubectl's client-side to server-side
     # migration does) or reset them with [] or [{}]; on subresources, and when the list is
@@ -1104,6 +1114,102 @@ def update_managed_fields(
                 previous.time = now
                 previous.dirty = True
     _store_entries(meta, entries)
+
+
+# The metadata fields in _STRIPPED, by name.
+_STRIPPED_META = frozenset(p[1][2:] for p in _STRIPPED if len(p) == 2)
+
+
+def _created_fields_v1(obj: Mapping[str, Any], root: _Type) -> dict[str, Any] | None:
+    """The fieldsV1 a plain create's manager gets: every node of `obj` but the identity and
+    server-set metadata, built directly rather than as paths, a trie and its encoding.
+    None for an object with a granular list, or with anything beneath a stripped field
+    (only the field itself is stripped): the general path handles those."""
+    out: dict[str, Any] = {}
+    skip = root.skip
+    for name in sorted(obj):
+        if name in skip:
+            continue
+        value = obj[name]
+        if name == "apiVersion" or name == "kind":
+            if type(value) is not str and value and isinstance(value, (dict, list)):
+                return None
+            continue
+        t = root.field(name)
+        if name == "metadata":
+            if t is not _META or type(value) is not dict:
+                return None
+            meta_out: dict[str, Any] = {}
+            meta_skip = t.skip
+            kept = []
+            for key, child in value.items():
+                if key in meta_skip:
+                    continue
+                if key in _STRIPPED_META:
+                    if type(child) is not str and child and isinstance(child, (dict, list)):
+                        return None
+                    continue
+                kept.append(key)
+            kept.sort()
+            for key in kept:
+                child = value[key]
+                if type(child) is str:
+                    meta_out["f:" + key] = {}
+                else:
+                    sub = _owned_tree(child, t.field(key))
+                    if sub is None:
+                        return None
+                    meta_out["f:" + key] = sub
+            if meta_out:
+                out["f:metadata"] = meta_out
+            continue
+        sub = _owned_tree(value, t)
+        if sub is None:
+            return None
+        out["f:" + name] = sub
+    return out
+
+
+def _owned_tree(value: Any, t: _Type) -> dict[str, Any] | None:
+    """The fieldsV1 of a node owned with everything beneath it (see _nodes and _emit: a
+    node with children lists itself as "." before them, in field order); None at a
+    granular list."""
+    if isinstance(value, dict):
+        if t.atomic_map:
+            return {}
+        skip = t.skip
+        out: dict[str, Any] = {}
+        for key in sorted(value):
+            if key in skip:
+                continue
+            child = value[key]
+            if not out:
+                out["."] = {}
+            if type(child) is str:
+                out["f:" + key] = {}
+            else:
+                sub = _owned_tree(child, t.field(key))
+                if sub is None:
+                    return None
+                out["f:" + key] = sub
+        return out
+    if isinstance(value, list) and value and t.list_kind != "atomic":
+        return None
+    return {}
+
+
+def _created_entry(
+    manager: str, api_version: str, now: str, fields_v1: dict[str, Any]
+) -> dict[str, Any]:
+    """The one managedFields entry of a plain create, as _Entry.encode writes it."""
+    return {
+        "manager": manager,
+        "operation": "Update",
+        "apiVersion": api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fields_v1,
+    }
 
 
 def _last_applied_allowance(live: Mapping[str, Any], root: _Type) -> set[Path] | None:

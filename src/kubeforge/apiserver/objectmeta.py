@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import threading
 from typing import Any
 
 from kubeforge.api.timestamps import now_rfc3339
@@ -38,37 +37,41 @@ def generate_name(base: str) -> str:
 
 
 class _RandomPool:
-    """os.urandom drawn in bulk: one system call per 256 uids instead of one per uid."""
+    """Random (version 4) UUIDs made in bulk: one os.urandom call and one pass of formatting
+    per 256 of them instead of per uid."""
 
     def __init__(self) -> None:
-        self.hex = ""
-        self.at = 0
-        self.lock = threading.Lock()
-        os.register_at_fork(after_in_child=self.clear)  # a child must not reuse our bytes
+        self.uids: list[str] = []
+        os.register_at_fork(after_in_child=self.clear)  # a child must not reuse our values
 
     def clear(self) -> None:
-        self.hex, self.at = "", 0
+        self.uids = []
 
-    def take32(self) -> str:
-        with self.lock:
-            if self.at >= len(self.hex):
-                self.hex, self.at = os.urandom(16 * 256).hex(), 0
-            at = self.at
-            self.at = at + 32
-            return self.hex[at : at + 32]
+    def take(self) -> str:
+        # list.pop is atomic, so threads never get the same uid; two that find the list
+        # empty both refill it, each with fresh random bytes.
+        try:
+            return self.uids.pop()
+        except IndexError:
+            pass
+        h = os.urandom(16 * 256).hex()
+        variant = _VARIANT
+        self.uids.extend(
+            # Version nibble 4; variant bits 10xx.
+            f"{h[i : i + 8]}-{h[i + 8 : i + 12]}-4{h[i + 13 : i + 16]}-"
+            f"{variant[h[i + 16]]}{h[i + 17 : i + 20]}-{h[i + 20 : i + 32]}"
+            for i in range(0, len(h), 32)
+        )
+        return self.uids.pop()
 
 
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
 _pool = _RandomPool()
 
 
 def new_uid() -> str:
     """A random (version 4) UUID in its usual text form."""
-    h = _pool.take32()
-    # Version nibble 4; variant bits 10xx.
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
-
-
-_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}
+    return _pool.take()
 
 
 def fill_system_fields(meta: dict[str, Any], tracks_generation: bool) -> None:

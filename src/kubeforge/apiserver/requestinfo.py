@@ -27,11 +27,30 @@ class RequestInfo:
         return self.name is None
 
 
+# Clients write to the same few collections and objects over and over, and a RequestInfo is
+# immutable, so parsed paths are kept (a bounded number: paths are the client's to choose).
+_PARSED: dict[tuple[str, str, bool], RequestInfo | None] = {}
+_PARSED_MAX = 4096
+
+
 def parse_request_path(method: str, path: str, watch_param: bool) -> RequestInfo | None:
     """Parse a resource path; None when the path is not a resource request.
 
     Discovery paths (`/api`, `/apis/<g>/<v>`) return None too: they have no resource part.
     """
+    key = (method, path, watch_param)
+    try:
+        return _PARSED[key]
+    except KeyError:
+        pass
+    info = _parse(method, path, watch_param)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = info
+    return info
+
+
+def _parse(method: str, path: str, watch_param: bool) -> RequestInfo | None:
     parts = [p for p in path.split("/") if p]
     if not parts:
         return None

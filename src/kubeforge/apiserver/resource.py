@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -112,7 +113,10 @@ class ResourceType:
         if conversion is not None and conversion.webhook is not None:
             self.webhook_conversion = conversion
 
-    @property
+    # What these derived values come from is fixed once a type is built (a changed CRD
+    # makes new types), and every request reads them, so each is worked out once.
+
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
@@ -120,7 +124,7 @@ class ResourceType:
     def list_kind(self) -> str:
         return self.kind + "List"
 
-    @property
+    @cached_property
     def group_resource(self) -> GroupResource:
         return self.storage or GroupResource(self.group, self.plural)
 
@@ -128,14 +132,14 @@ class ResourceType:
     def is_crd(self) -> bool:
         return self.crd_name is not None
 
-    @property
+    @cached_property
     def storage_api_version(self) -> str:
         """The apiVersion objects are written in (a CRD's storage version)."""
         if self.is_crd and self.storage_version:
             return f"{self.group}/{self.storage_version}"
         return self.api_version
 
-    @property
+    @cached_property
     def has_status(self) -> bool:
         return self.subresource("status") is not None
 

@@ -361,12 +361,13 @@ class APIServer:
     def _dispatch(
         self, request: Request, audit_id: str
     ) -> Response | Awaitable[Response | ResponseStream]:
-        path = request.path.rstrip("/") or "/"
+        raw_path = request.path
+        path = raw_path.rstrip("/") or "/"
         user = self.auth.authenticate(request.headers, request.peer_certificate, path)
         query: Mapping[str, str] = request.query
         watch_param = query_flag(query, "watch")
         info = parse_request_path(request.method, path, watch_param)
-        self.auth.authorize(user, request.method, request.path, info, query)
+        self.auth.authorize(user, request.method, raw_path, info, query)
         if path in _PROBES or path.startswith(("/livez/", "/readyz/", "/healthz/")):
             return self._probe(request, path)
         if path == "/version":

@@ -239,8 +239,9 @@ class Collection:
         self.history.append(event)
         while len(self.history) > self.history_size:
             self.floor = self.history.popleft().rv
-        for watcher in list(self.watchers):
-            _deliver(watcher, event)
+        if self.watchers:
+            for watcher in list(self.watchers):
+                _deliver(watcher, event)
 
     def events_since(self, rv: int) -> list[Event]:
         """Events after `rv`, or Expired when some of them are no longer kept."""
@@ -280,7 +281,9 @@ class Store:
         self.history_size = history_size
         self.max_pending = max_pending
         self.backend = backend
-        self._collections: dict[GroupResource, Collection] = {}
+        # Keyed by (group, resource): a tuple hashes without calling into Python, which a
+        # GroupResource (a frozen dataclass) does, and every read and write looks one up.
+        self._collections: dict[tuple[str, str], Collection] = {}
         # Where this store's memory of events begins: nothing before it can be replayed.
         self._base = 0
         if backend is not None:
@@ -308,23 +311,23 @@ class Store:
                 coll.floor = coll.history.popleft().rv
 
     def collection(self, gr: GroupResource) -> Collection:
-        coll = self._collections.get(gr)
+        coll = self._collections.get((gr.group, gr.resource))
         if coll is None:
             # A collection seen for the first time has missed no event since the base.
             coll = Collection(gr, self.history_size)
             coll.floor = self._base
-            self._collections[gr] = coll
+            self._collections[(gr.group, gr.resource)] = coll
         return coll
 
     def get(self, gr: GroupResource, namespace: str, name: str) -> StoredObject | None:
-        coll = self._collections.get(gr)
+        coll = self._collections.get((gr.group, gr.resource))
         return None if coll is None else coll.objects.get((namespace, name))
 
     def current(
         self, gr: GroupResource, namespace: str | None = None
     ) -> tuple[list[StoredObject], int]:
         """Current objects in key order, and the revision they are current at."""
-        coll = self._collections.get(gr)
+        coll = self._collections.get((gr.group, gr.resource))
         if coll is None:
             return [], self.revision
         objects = coll.objects
@@ -427,7 +430,7 @@ class Store:
 
     def drop(self, gr: GroupResource) -> None:
         """Close every watch on a resource that stops being served."""
-        coll = self._collections.get(gr)
+        coll = self._collections.get((gr.group, gr.resource))
         if coll is not None:
             for watcher in list(coll.watchers):
                 watcher.close()

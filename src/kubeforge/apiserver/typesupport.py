@@ -124,6 +124,8 @@ class TypeSupport:
 
 def _unique(errors: list[FieldError]) -> list[FieldError]:
     """Errors without repeats (values may be unhashable, so compare their rendering)."""
+    if not errors:
+        return errors
     seen: set[tuple[str, str]] = set()
     out = []
     for error in errors:
