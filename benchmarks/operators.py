@@ -376,7 +376,7 @@ async def prepare(kubeconfig: Path) -> tuple[Server, Convergence]:
     return server, watch
 
 
-WORKERS = 1  # --workers: kubeforge's max_concurrent_reconciles (its default is 1)
+WORKERS = 0  # --workers: kubeforge's max_concurrent_reconciles (0: its default)
 
 
 def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -575,8 +575,8 @@ def main() -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=1,
-        help="kubeforge's max_concurrent_reconciles (default: its default, 1)",
+        default=0,
+        help="kubeforge's max_concurrent_reconciles (default 0: the controller's default)",
     )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()

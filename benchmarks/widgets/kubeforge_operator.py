@@ -35,10 +35,11 @@ class WidgetReconciler(kubeforge.ObjectReconciler[Widget]):
         return None
 
 
-def setup(manager: kubeforge.Manager, workers: int = 1) -> None:
-    """Reconcile Widgets, and come back to one when its ConfigMap changes."""
+def setup(manager: kubeforge.Manager, workers: int = 0) -> None:
+    """Reconcile Widgets, and come back to one when its ConfigMap changes (`workers`: the
+    controller's max_concurrent_reconciles, 0 for its default)."""
     builder = manager.controller().for_(Widget).owns(ConfigMap)
-    if workers != 1:
+    if workers:
         builder = builder.with_options(max_concurrent_reconciles=workers)
     builder.complete(WidgetReconciler())
 
@@ -47,8 +48,8 @@ async def main() -> None:
     # What `kubeforge run` does: text logs at INFO, a Manager with its default options.
     kubeforge.configure_logging("text")
     manager = kubeforge.Manager(kubeforge.load_config())
-    # The benchmark's --workers (default: the controller's default, one).
-    setup(manager, int(os.environ.get("WIDGET_WORKERS", "1")))
+    # The benchmark's --workers (default: the controller's default).
+    setup(manager, int(os.environ.get("WIDGET_WORKERS", "0")))
     await manager.run()
 
 

@@ -75,7 +75,7 @@ async def test_probes_and_metrics_are_served(kubeconfig: Path, api: Client) -> N
             'controller_runtime_reconcile_total{controller="configmap",result="success"}',
             'controller_runtime_reconcile_total{controller="configmap",result="error"} 0',
             'controller_runtime_reconcile_errors_total{controller="configmap"} 0',
-            'controller_runtime_max_concurrent_reconciles{controller="configmap"} 1',
+            'controller_runtime_max_concurrent_reconciles{controller="configmap"} 4',
             'controller_runtime_active_workers{controller="configmap"}',
             "controller_runtime_reconcile_time_seconds_bucket",
             'workqueue_adds_total{controller="configmap",name="configmap"}',
