@@ -187,6 +187,68 @@ async def test_one_key_is_never_reconciled_twice_at_once(api: Client, cache: Cac
         await controller.stop()
 
 
+async def test_an_async_reconciler_gets_four_workers_unless_its_options_say(
+    api: Client, cache: Cache
+) -> None:
+    # Six objects whose reconciles all wait for one release: exactly four start at once.
+    release = asyncio.Event()
+    running: set[str] = set()
+    most = 0
+
+    async def behaviour(req: Request, attempt: int) -> Result:
+        nonlocal most
+        running.add(req.name)
+        most = max(most, len(running))
+        await release.wait()
+        running.discard(req.name)
+        return Result()
+
+    rec = Scripted(behaviour)
+    controller = await run(cache, rec)
+    try:
+        assert controller.workers == 4
+        for i in range(6):
+            await api.create(cm(f"w{i}"))
+        # The other two wait for a worker, however long they wait.
+        await eventually(lambda: len(running) == 4 and len(controller.queue) == 2)
+        assert len(running) == 4
+        release.set()
+        await eventually(lambda: len(rec.attempts) == 6 and not running)
+        assert most == 4
+        text = controller.metrics.render()[0].decode()
+        assert 'controller_runtime_max_concurrent_reconciles{controller="test"} 4' in text
+    finally:
+        release.set()
+        await controller.stop()
+
+
+class SyncNoop(SyncReconciler):
+    def reconcile(self, request: Request) -> Result | None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("reconciler", "options", "workers"),
+    [
+        (SyncNoop(), {}, 1),  # a plain def runs on threads: controller-runtime's one
+        (SyncNoop(), {"max_concurrent_reconciles": 3}, 3),
+        (Scripted(lambda req, n: None), {"max_concurrent_reconciles": 0}, 4),  # zero: default
+        (Scripted(lambda req, n: None), {"max_concurrent_reconciles": 1}, 1),
+    ],
+    ids=["sync", "sync-asked", "async-zero", "async-one"],
+)
+def test_the_worker_count_follows_the_reconciler_and_the_options(
+    reconciler: Reconciler | SyncReconciler, options: dict[str, Any], workers: int
+) -> None:
+    controller = Controller("test", reconciler, options=ControllerOptions(**options))
+    assert controller.workers == workers
+
+
+def test_a_negative_worker_count_is_refused() -> None:
+    with pytest.raises(ValueError, match="must not be negative"):
+        Controller("test", SyncNoop(), options=ControllerOptions(max_concurrent_reconciles=-1))
+
+
 async def test_reconcile_timeout_is_an_error(api: Client, cache: Cache) -> None:
     async def behaviour(req: Request, attempt: int) -> Result:
         if attempt == 1:

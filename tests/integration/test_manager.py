@@ -18,6 +18,7 @@ import pytest
 
 from kubeforge.api.certificates import generate_certificates
 from kubeforge.client import Client, load_kubeconfig
+from kubeforge.runtime.controller import ControllerOptions
 from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
@@ -461,3 +462,24 @@ async def test_a_failing_webhook_registration_stops_the_manager_before_the_cache
         await asyncio.wait_for(mgr.start(), 30)
     assert journal == []  # nothing was listed
     assert not mgr.webhook_server.serving.is_set()
+
+
+class _Noop(Reconciler):
+    async def reconcile(self, request: Request) -> Result | None:
+        return None
+
+
+def test_the_managers_controller_defaults_apply_to_each_controller(kubeconfig: Path) -> None:
+    # One worker for every controller of this manager, as controller-runtime starts them,
+    # unless a controller's own options say otherwise.
+    mgr = Manager(
+        load_kubeconfig(kubeconfig),
+        controller_defaults=ControllerOptions(max_concurrent_reconciles=1),
+    )
+    plain = mgr.controller().for_("v1/ConfigMap").complete(_Noop())
+    own = mgr.controller().for_("v1/Secret").with_options(max_concurrent_reconciles=2)
+    assert (plain.workers, own.complete(_Noop()).workers) == (1, 2)
+    assert (
+        Manager(load_kubeconfig(kubeconfig)).controller().for_("v1/Pod").complete(_Noop()).workers
+        == 4
+    )

@@ -83,11 +83,16 @@ def _random_uuids() -> Iterator[str]:
 _RECONCILE_IDS = _random_uuids()
 
 
+DEFAULT_WORKERS = 4
+"""Workers of an `async def` reconciler when its options do not say (decision 33)."""
+
+
 @dataclass
 class ControllerOptions:
-    """controller-runtime's controller options, with its defaults except one: four workers
-    (`max_concurrent_reconciles`) rather than one, since workers are coroutines and the queue
-    never hands one object to two of them (decision 33).
+    """controller-runtime's controller options, with its defaults except one: unless
+    `max_concurrent_reconciles` says otherwise, an `async def` reconciler gets four workers
+    (coroutines; the queue never hands one object to two of them) and a plain `def` one,
+    which runs on threads, gets controller-runtime's one (decision 33).
 
     `need_leader_election=False` runs the controller on every replica, leader or not.
     `rate_limiter` decides the retry delay of failed requests (default: per-request
@@ -95,7 +100,7 @@ class ControllerOptions:
     request (initial list, resync) waits at most before it competes with live events.
     """
 
-    max_concurrent_reconciles: int = 4
+    max_concurrent_reconciles: int | None = None
     reconcile_timeout: float | None = None
     cache_sync_timeout: float = 120.0
     need_leader_election: bool = True
@@ -108,7 +113,7 @@ class ControllerOptions:
 class ControllerOptionsArgs(TypedDict, total=False):
     """The keyword arguments of `Builder.with_options` (the fields of ControllerOptions)."""
 
-    max_concurrent_reconciles: int
+    max_concurrent_reconciles: int | None
     reconcile_timeout: float | None
     cache_sync_timeout: float
     need_leader_election: bool
@@ -170,7 +175,16 @@ class Controller:
         self.options = options or ControllerOptions()
         self.metrics = metrics or Metrics()
         self._stats = self.metrics.controller(name)
-        self.metrics.init_controller(name, self.options.max_concurrent_reconciles)
+        self._sync = isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
+            reconciler.reconcile
+        )
+        chosen = self.options.max_concurrent_reconciles
+        if chosen is not None and chosen < 0:
+            raise ValueError(f"max_concurrent_reconciles must not be negative, not {chosen}")
+        # None or 0 (controller-runtime's zero value) is the default. Threads run a plain
+        # `def` reconciler truly side by side, so it gets one worker unless asked for more.
+        self.workers = chosen or (1 if self._sync else DEFAULT_WORKERS)
+        self.metrics.init_controller(name, self.workers)
         queue_metrics = self.metrics.queue_metrics(name)
         self.queue: WorkQueue[Request] = WorkQueue(
             name,
@@ -193,9 +207,6 @@ class Controller:
         self._streams: list[_Stream] = []
         self._workers: list[asyncio.Task[None]] = []
         self._stream_tasks: list[asyncio.Task[None]] = []
-        self._sync = isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
-            reconciler.reconcile
-        )
         self.started = False
 
     def __repr__(self) -> str:
@@ -253,14 +264,14 @@ class Controller:
             return
         await self.wait_for_sync()
         self.started = True
-        for i in range(self.options.max_concurrent_reconciles):
+        for i in range(self.workers):
             task = asyncio.create_task(self._worker(), name=f"{self.name} worker {i}")
             self._workers.append(task)
         for stream in self._streams:
             self._stream_tasks.append(self._consume(stream))
         log.info(
             "controller started",
-            extra={"controller": self.name, "workers": self.options.max_concurrent_reconciles},
+            extra={"controller": self.name, "workers": self.workers},
         )
 
     async def stop(self, timeout: float | None = 30.0) -> None:

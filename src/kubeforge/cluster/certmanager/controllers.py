@@ -411,6 +411,7 @@ def setup(manager: Manager, apiserver_ca: bytes) -> None:
             .named(f"cert-manager-{name}")
             .for_(kind)
             .watches(SECRET, issuers_of_secret)
+            .with_options(max_concurrent_reconciles=1)
             .complete(issuers)
         )
 
@@ -447,6 +448,7 @@ def setup(manager: Manager, apiserver_ca: bytes) -> None:
         .watches(SECRET, certificates_of_secret)
         .watches(ISSUER, certificates_of_issuer("Issuer"))
         .watches(CLUSTER_ISSUER, certificates_of_issuer("ClusterIssuer"))
+        .with_options(max_concurrent_reconciles=1)
         .complete(certificates)
     )
 
@@ -482,5 +484,6 @@ def setup(manager: Manager, apiserver_ca: bytes) -> None:
             .for_(kind)
             .watches(SECRET, injectables_of_secret)
             .watches(CERTIFICATE, injectables_of_certificate)
+            .with_options(max_concurrent_reconciles=1)
             .complete(injector)
         )

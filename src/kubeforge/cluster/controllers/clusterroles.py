@@ -76,5 +76,6 @@ def setup(manager: Manager) -> None:
         .named("clusterrole-aggregation")
         .for_(CLUSTER_ROLE)
         .watches(CLUSTER_ROLE, aggregating_roles)
+        .with_options(max_concurrent_reconciles=1)
         .complete(AggregationController())
     )

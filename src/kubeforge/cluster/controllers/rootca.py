@@ -87,5 +87,6 @@ def setup(manager: Manager, ca_pem: bytes) -> None:
         .named("root-ca-cert-publisher")
         .for_(NAMESPACE)
         .watches(CONFIGMAP, _namespace_of_configmap)
+        .with_options(max_concurrent_reconciles=1)
         .complete(RootCAPublisher(ca_pem))
     )

@@ -399,5 +399,7 @@ def setup(manager: Manager, options: ClusterOptions) -> None:
         .for_(POD)
         .watches(NODE, scheduler.pending_requests)
         .watches(POD, _RoomFreed(scheduler.pending_requests))
+        # One pod at a time, as kube-scheduler binds them: each placement sees the last.
+        .with_options(max_concurrent_reconciles=1)
         .complete(scheduler)
     )

@@ -73,5 +73,6 @@ def setup(manager: Manager, options: ClusterOptions) -> None:
         .named("serviceaccount")
         .for_(NAMESPACE)
         .watches(SERVICE_ACCOUNT, _namespace_of_account, predicates=[deletes_only])
+        .with_options(max_concurrent_reconciles=1)
         .complete(ServiceAccountReconciler())
     )

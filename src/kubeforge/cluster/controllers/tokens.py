@@ -95,5 +95,6 @@ def setup(manager: Manager, issuer: TokenIssuer, ca_pem: bytes) -> None:
         manager.controller()
         .named("serviceaccount-token")
         .for_(SECRET, predicates=[only_tokens])
+        .with_options(max_concurrent_reconciles=1)
         .complete(TokenController(issuer, ca_pem))
     )
