@@ -3,7 +3,8 @@ generated project's own checks, its kustomize build, `deploy` onto a development
 `undeploy`; and what each command does when run again or given bad names.
 
 The project's Frigate has two versions: v1 (defaulting and validating webhooks, the hub) and
-v2, which converts to and from it (`create webhook --conversion --spoke v2`)."""
+v2, which converts to and from it (`create webhook --conversion --spoke v2`). Its Ferryman is
+cluster-scoped and named with an irregular plural (`create api --cluster --plural ferrymen`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +21,13 @@ import yaml
 
 from kubeforge.client import NotFound
 from kubeforge.testing import TestEnv
-from tests.integration.test_cli_project import kubeforge, kustomize
+from tests.integration.test_cli_project import kubeforge, kustomize, rules_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 PROJECT = "fleet"
 FRIGATE_WEBHOOK = ("create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate")
+FERRYMAN_API = ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Ferryman")
 NAMESPACE = f"{PROJECT}-system"
 DEPLOYMENT = f"{PROJECT}-controller-manager"
 # mypy's cache for generated projects outlives the test, so later runs check in a second.
@@ -96,6 +99,9 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A project as `init`, `create api` and `create webhook` leave it (tests must not edit it)."""
     root = tmp_path_factory.mktemp("scaffold") / PROJECT
     scaffold(root)
+    # The default plural would be "ferrymans".
+    done = cli(*FERRYMAN_API, "--cluster", "--plural", "ferrymen", cwd=root)
+    assert done.returncode == 0, (done.stdout, done.stderr)
     return root
 
 
@@ -216,12 +222,23 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
                 "path": "api/v2",
                 "version": "v2",
             },
+            {
+                "api": {"crdVersion": "v1", "namespaced": False},
+                "controller": True,
+                "domain": "example.com",
+                "group": "ship",
+                "kind": "Ferryman",
+                "path": "api/v1",
+                "plural": "ferrymen",
+                "version": "v1",
+            },
         ],
         "version": "3",
     }
     main = (project / "main.py").read_text()
     assert "manager.controller().for_(Frigate).complete(FrigateReconciler())" in main
     assert "setup_frigate_webhook(manager)" in main
+    assert "manager.controller().for_(Ferryman).complete(FerrymanReconciler())" in main
 
 
 def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path) -> None:
@@ -246,6 +263,113 @@ def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path) -> None
     assert "\n- path: patches/cainjection_in_frigates.yaml\n" in kustomization
 
 
+def test_a_cluster_scoped_kind_with_an_irregular_plural(project: Path) -> None:
+    assert (
+        '@kubeforge.resource(group="ship.example.com", version="v1", scope="Cluster", '
+        'plural="ferrymen")' in (project / "api" / "v1" / "ferryman.py").read_text()
+    )
+    crd = yaml.safe_load((project / "config/crd/bases/ship.example.com_ferrymen.yaml").read_text())
+    assert crd["metadata"]["name"] == "ferrymen.ship.example.com"
+    assert crd["spec"]["scope"] == "Cluster"
+    assert crd["spec"]["names"] == {
+        "kind": "Ferryman",
+        "listKind": "FerrymanList",
+        "plural": "ferrymen",
+        "singular": "ferryman",
+    }
+    crd_resources = yaml.safe_load((project / "config/crd/kustomization.yaml").read_text())
+    assert "bases/ship.example.com_ferrymen.yaml" in crd_resources["resources"]
+    # The derived plural is used nowhere, in file names or in content.
+    for path, content in files_of(project).items():
+        assert "ferrymans" not in path and b"ferrymans" not in content, path
+
+    # The sample is named after the kind, as kubebuilder names samples; it has no namespace.
+    sample = yaml.safe_load((project / "config/samples/ship_v1_ferryman.yaml").read_text())
+    assert (sample["apiVersion"], sample["kind"]) == ("ship.example.com/v1", "Ferryman")
+    assert sample["metadata"]["name"] == "ferryman-sample"
+    assert "namespace" not in sample["metadata"]
+    samples = yaml.safe_load((project / "config/samples/kustomization.yaml").read_text())
+    assert "ship_v1_ferryman.yaml" in samples["resources"]
+    # Its test creates and reads the sample without a namespace.
+    test = (project / "tests" / "test_ferryman.py").read_text()
+    assert 'metadata=kubeforge.ObjectMeta(name="ferryman-sample"),' in test
+    assert 'await kubeforge_client.get(Ferryman, "ferryman-sample")' in test
+
+    # The manager's ClusterRole grants the plural, as for any kind; so do the helper roles.
+    controller = (project / "controllers" / "ferryman.py").read_text()
+    for resource in ("ferrymen", "ferrymen/status", "ferrymen/finalizers"):
+        assert f'resources="{resource}"' in controller, resource
+    role = yaml.safe_load((project / "config/rbac/role.yaml").read_text())
+    assert (role["kind"], role["metadata"]["name"]) == ("ClusterRole", "manager-role")
+    rules = rules_of(role)
+    assert rules["ship.example.com", "ferrymen"] == [
+        "create",
+        "delete",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch",
+    ]
+    assert rules["ship.example.com", "ferrymen/status"] == ["get", "patch", "update"]
+    assert rules["ship.example.com", "ferrymen/finalizers"] == ["update"]
+    for helper in ("admin", "editor", "viewer"):
+        role = yaml.safe_load((project / f"config/rbac/ferryman_{helper}_role.yaml").read_text())
+        assert (role["kind"], role["metadata"]["name"]) == (
+            "ClusterRole",
+            f"ferryman-{helper}-role",
+        )
+        assert {"ferrymen", "ferrymen/status"} == {
+            r for rule in role["rules"] for r in rule["resources"]
+        }
+    roles = yaml.safe_load((project / "config/rbac/kustomization.yaml").read_text())
+    assert {f"ferryman_{helper}_role.yaml" for helper in ("admin", "editor", "viewer")} <= set(
+        roles["resources"]
+    )
+
+
+async def test_init_project_name_names_the_project_not_its_directory(tmp_path: Path) -> None:
+    root = tmp_path / "checkout-7f3a"
+    root.mkdir()
+    done = cli("init", "--domain", "example.com", "--project-name", "harbor", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert "Writing the scaffold of project harbor (domain example.com)" in done.stdout
+
+    assert yaml.safe_load((root / "PROJECT").read_text())["projectName"] == "harbor"
+    pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+    assert pyproject["project"]["name"] == "harbor"
+    # The manager's name: its leader election Lease is harbor-leader-election.
+    assert 'kubeforge.manager_main(setup, name="harbor")' in (root / "main.py").read_text()
+    default = yaml.safe_load((root / "config/default/kustomization.yaml").read_text())
+    assert (default["namespace"], default["namePrefix"]) == ("harbor-system", "harbor-")
+    readme = (root / "README.md").read_text()
+    assert "# harbor\n" in readme and "kubectl get pods -n harbor-system" in readme
+    # kubebuilder's Makefile and Dockerfile name the project only for kind's e2e cluster and
+    # the buildx builder, which these have not; nothing names the directory.
+    for path, content in files_of(root).items():
+        assert b"checkout-7f3a" not in content, path
+
+    # What config/default builds is in NAME-system, each name prefixed with NAME-.
+    built = [o for o in await kustomize(root / "config" / "default") if o]
+    objects = by_kind(built)
+    assert ("Namespace", "harbor-system") in objects
+    deployment = objects["Deployment", "harbor-controller-manager"]
+    assert deployment["metadata"]["namespace"] == "harbor-system"
+    assert deployment["spec"]["selector"]["matchLabels"]["app.kubernetes.io/name"] == "harbor"
+    binding = objects["ClusterRoleBinding", "harbor-manager-rolebinding"]
+    assert binding["roleRef"]["name"] == "harbor-manager-role"
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": "harbor-controller-manager",
+            "namespace": "harbor-system",
+        }
+    ]
+    for obj in built:
+        assert obj["metadata"]["name"].startswith("harbor-"), obj["metadata"]["name"]
+        assert obj["metadata"].get("namespace", "harbor-system") == "harbor-system"
+
+
 async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project: Path) -> None:
     python = sys.executable
     checks = await asyncio.gather(
@@ -256,7 +380,7 @@ async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project:
     )
     for code, out in checks:
         assert code == 0, out
-    assert "6 passed" in checks[3][1], checks[3][1]
+    assert "7 passed" in checks[3][1], checks[3][1]
 
 
 # build and deploy ----------------------------------------------------------------------------
@@ -383,6 +507,7 @@ async def test_deploy_applies_config_default_and_undeploy_removes_it(
             "rbac.authorization.k8s.io/v1/ClusterRole", f"{PROJECT}-manager-role"
         )
         assert any("frigates" in rule.get("resources", []) for rule in role["rules"])
+        assert any("ferrymen" in rule.get("resources", []) for rule in role["rules"])
         await env.client.get(
             "rbac.authorization.k8s.io/v1/Role",
             f"{PROJECT}-leader-election-role",
@@ -392,6 +517,10 @@ async def test_deploy_applies_config_default_and_undeploy_removes_it(
             "apiextensions.k8s.io/v1/CustomResourceDefinition", "frigates.ship.example.com"
         )
         assert crd["spec"]["names"]["kind"] == "Frigate"
+        crd = await env.client.get(
+            "apiextensions.k8s.io/v1/CustomResourceDefinition", "ferrymen.ship.example.com"
+        )
+        assert crd["spec"]["scope"] == "Cluster"
         webhooks = await env.client.get(
             "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration",
             f"{PROJECT}-validating-webhook-configuration",
@@ -441,7 +570,8 @@ async def test_build_installer_writes_what_kustomize_builds(project: Path, tmp_p
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "fleet:dev"
     # The CRD calls the conversion webhook through the project's Service, with the CA
     # cert-manager injects from the serving certificate.
-    (crd,) = [o for o in installer if o["kind"] == "CustomResourceDefinition"]
+    crds = by_kind([o for o in installer if o["kind"] == "CustomResourceDefinition"])
+    crd = crds["CustomResourceDefinition", "frigates.ship.example.com"]
     assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
         f"{NAMESPACE}/{PROJECT}-serving-cert"
     )
