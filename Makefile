@@ -43,6 +43,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/workqueue.py
 	$(BIN)/python benchmarks/devcluster.py
 	$(BIN)/python benchmarks/operators.py
+	$(BIN)/python benchmarks/admission.py
+	$(BIN)/python benchmarks/conversion.py
 
 dev: $(STAMP)
 	$(BIN)/kubeforge dev --data-dir .kubeforge/data

@@ -4,8 +4,9 @@ another version that the conversion webhook converts (one ConversionReview per l
     python benchmarks/conversion.py [--objects 1000] [--lists 30]
 
 The CRD's two versions name a field differently (v1 `color`, v2 `colour`); v1 is stored. The
-conversion webhook is a kubeforge manager's webhook server in its own process (what an
-operator runs): `manager.webhook_for(Gadget).complete()` over a hub and a spoke. The API
+conversion webhook is a `kubeforge.WebhookServer` in its own process, the server a manager
+runs, serving the hub and its spoke with `server.register_conversion(Gadget)` (what
+`manager.webhook_for(Gadget).complete()` registers), without a manager around it. The API
 server is a fresh process; the lists are sequential GETs over one kept-alive HTTPS
 connection, each answer read in full.
 """
@@ -64,7 +65,7 @@ class GadgetV2(kubeforge.Resource[GadgetSpecV2, GadgetSpecV2], kubeforge.Convert
 
 
 async def serve_webhook(info_path: Path) -> None:
-    """A manager's webhook server converting Gadgets at /convert."""
+    """A webhook server converting Gadgets at /convert."""
     from kubeforge.apiserver.tls import generate_certificates
 
     certs = generate_certificates()

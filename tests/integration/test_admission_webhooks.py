@@ -12,7 +12,7 @@ from aiohttp import web
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.admission.chain import GROUP
 from kubeforge.apiserver.resource import GroupResource
-from kubeforge.testing import Kubectl
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     MUTATING,
     VALIDATING,
@@ -613,6 +613,104 @@ async def test_patched_objects_are_validated_again_and_nothing_is_stored(
     assert reply.status == 500
     assert reply.json()["message"].startswith("Internal error occurred: ")
     assert (await http.get(f"{DEPLOYMENTS}/unpatched")).status == 404
+
+
+def defaulted_crd() -> dict[str, Any]:
+    """Widgets whose schema defaults spec.size and spec.mode."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.defaults.kubeforge.dev"},
+        "spec": {
+            "group": "defaults.kubeforge.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "default": {},
+                                    "properties": {
+                                        "size": {"type": "integer", "default": 3},
+                                        "mode": {"type": "string", "default": "fast"},
+                                        "note": {"type": "string"},
+                                    },
+                                }
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def test_mutating_webhooks_see_the_object_already_defaulted(
+    http: HTTPClient, hooks: WebhookServer
+) -> None:
+    # kube-apiserver defaults an object as it decodes the request, before admission; and a
+    # custom object patched by a mutating webhook is defaulted again (the CRD docs'
+    # "Defaulting" section).
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    assert (await http.post(crds, defaulted_crd())).status == 201
+    widgets = "/apis/defaults.kubeforge.dev/v1/namespaces/default/widgets"
+
+    async def served() -> bool:
+        return (await http.get(widgets)).status == 200
+
+    await eventually(served)
+    hooks.route("/widgets", lambda req: patch({"op": "remove", "path": "/spec/mode"}))
+    hooks.route("/pods", allow)
+    widget_rule = rule(["widgets"], ["CREATE", "UPDATE"], ["defaults.kubeforge.dev"])
+    await install(
+        http,
+        mutating(
+            "defaulted",
+            webhook("widgets.example.com", hooks, "/widgets", [widget_rule]),
+            webhook("pods.example.com", hooks, "/pods", [rule(["pods"])]),
+        ),
+    )
+
+    body = {
+        "apiVersion": "defaults.kubeforge.dev/v1",
+        "kind": "Widget",
+        "metadata": {"name": "w", "namespace": "default"},
+        "spec": {"note": "hello"},
+    }
+    reply = await http.post(widgets, body)
+    assert reply.status == 201, reply.body
+    (request,) = hooks.requests("/widgets")
+    assert request["object"]["spec"] == {"note": "hello", "size": 3, "mode": "fast"}
+    # The patch removed spec.mode; defaulting put it back.
+    assert reply.json()["spec"] == {"note": "hello", "size": 3, "mode": "fast"}
+
+    # An update without spec at all: the schema's defaults fill it before the webhook.
+    del body["spec"]
+    body["metadata"]["resourceVersion"] = reply.json()["metadata"]["resourceVersion"]
+    reply = await http.put(f"{widgets}/w", body)
+    assert reply.status == 200, reply.body
+    update = hooks.requests("/widgets")[1]
+    assert update["operation"] == "UPDATE"
+    assert update["object"]["spec"] == {"size": 3, "mode": "fast"}
+    assert update["oldObject"]["spec"] == {"note": "hello", "size": 3, "mode": "fast"}
+
+    # A built-in kind: the Pod's defaults are in what the webhook receives.
+    assert (await http.post(PODS, pod("p"))).status == 201
+    (request,) = hooks.requests("/pods")
+    spec = request["object"]["spec"]
+    assert spec["restartPolicy"] == "Always"
+    assert spec["dnsPolicy"] == "ClusterFirst"
+    assert spec["schedulerName"] == "default-scheduler"
+    container = spec["containers"][0]
+    assert container["imagePullPolicy"] == "Always"
+    assert container["terminationMessagePolicy"] == "File"
 
 
 async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_once(

@@ -209,6 +209,12 @@ async def test_entries_the_project_comments_or_uncomments_stay_so(tmp_path: Path
     text = kustomization.read_text()
     assert "#- path: patches/webhook_in_widgets.yaml\n" in text
     assert "\n- path: patches/cainjection_in_widgets.yaml\n" in text
+    # The CA injection being on, its comment says so (no longer "Uncomment to ...").
+    assert (
+        "# [CERTMANAGER] cert-manager injects the CA bundle into those CRDs (with config/default\n"
+        "# replacing CERTIFICATE_NAMESPACE and CERTIFICATE_NAME).\n"
+        "- path: patches/cainjection_in_widgets.yaml\n"
+    ) in text
     assert "\n- path: patches/mine.yaml\n" in text
     (crd,) = await kustomize(root / "config/crd")
     assert crd["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (

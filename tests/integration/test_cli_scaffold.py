@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -19,6 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeforge.cli.files import Files
+from kubeforge.cli.manifests import generate
+from kubeforge.cli.project import load_project
 from kubeforge.client import NotFound
 from kubeforge.testing import TestEnv
 from tests.integration.test_cli_project import kubeforge, kustomize, rules_of
@@ -241,7 +245,7 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
     assert "manager.controller().for_(Ferryman).complete(FerrymanReconciler())" in main
 
 
-def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path) -> None:
+def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path, tmp_path: Path) -> None:
     assert (
         "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], kubeforge.Hub):"
         in (project / "api" / "v1" / "frigate.py").read_text()
@@ -261,6 +265,17 @@ def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path) -> None
     kustomization = (project / "config" / "crd" / "kustomization.yaml").read_text()
     assert "\n- path: patches/webhook_in_frigates.yaml\n" in kustomization
     assert "\n- path: patches/cainjection_in_frigates.yaml\n" in kustomization
+    # The comment above the CA injection says it is on, as `kubeforge manifests` writes it.
+    assert (
+        "# [CERTMANAGER] cert-manager injects the CA bundle into those CRDs (with config/default\n"
+        "# replacing CERTIFICATE_NAMESPACE and CERTIFICATE_NAME).\n"
+        "- path: patches/cainjection_in_frigates.yaml\n"
+    ) in kustomization
+    assert "Uncomment" not in kustomization
+    copy = tmp_path / "copy"
+    shutil.copytree(project, copy)
+    generate(load_project(copy), Files(copy, brief=True))
+    assert (copy / "config" / "crd" / "kustomization.yaml").read_text() == kustomization
 
 
 def test_a_cluster_scoped_kind_with_an_irregular_plural(project: Path) -> None:

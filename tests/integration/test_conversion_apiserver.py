@@ -15,7 +15,7 @@ import pytest
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.server import ServerConfig
 from kubeforge.testing import eventually
-from tests.integration.admission_support import WebhookServer, webhook_server
+from tests.integration.admission_support import WebhookServer, never, webhook_server
 from tests.integration.conversion_support import (
     CRD_NAME,
     CRDS,
@@ -311,6 +311,37 @@ async def test_a_webhook_that_cannot_be_reached_fails_reads_and_stores_nothing(
     assert server.store.revision == revision
     assert (await http.get(f"{V1}/y")).status == 404
     assert (await http.get(f"{V1}/x")).json()["spec"]["color"] == "red"
+
+
+async def test_a_webhook_that_hangs_fails_at_the_timeout_and_stores_nothing() -> None:
+    # kube-apiserver gives a conversion webhook 30 seconds; this server is given 1.
+    async with webhook_server() as hook:
+        hook.route(PATH, never)
+        server = APIServer(ServerConfig(conversion_webhook_timeout=1))
+        async with server, connect(server) as http:
+            await install(http, gadget_crd(hook))
+            await create(http, V1, gadget("x", "v1"))
+            deadline = f'Post "{hook.url(PATH)}?timeout=1s": context deadline exceeded'
+
+            started = asyncio.get_running_loop().time()
+            r = await http.get(f"{V2}/x")
+            assert asyncio.get_running_loop().time() - started < 10
+            assert r.status == 500
+            status = r.json()
+            assert "reason" not in status
+            assert status["message"] == (
+                f"conversion webhook for {GROUP}/v1, Kind=Gadget failed: {deadline}"
+            )
+
+            revision = server.store.revision
+            r = await http.post(V2, gadget("y", "v2"))
+            assert r.status == 500
+            assert r.json()["message"] == (
+                f"conversion webhook for {GROUP}/v2, Kind=Gadget failed: {deadline}"
+            )
+            assert server.store.revision == revision
+            assert (await http.get(f"{V1}/y")).status == 404
+        assert len(hook.reviews[PATH]) == 2
 
 
 @pytest.mark.parametrize(

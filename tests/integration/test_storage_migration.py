@@ -7,14 +7,24 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.resource import GroupResource
 from kubeforge.client import Client, load_kubeconfig
-from kubeforge.client.storagemigration import MigrationProgress, find_crd, migrate_storage
-from kubeforge.testing import eventually
+from kubeforge.client.client import ObjectList
+from kubeforge.client.config import ClusterConfig
+from kubeforge.client.storagemigration import (
+    MigrationError,
+    MigrationProgress,
+    find_crd,
+    migrate_storage,
+)
+from kubeforge.testing import eventually, metric_sum
 from tests.integration.admission_support import WebhookServer
 from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
 from tests.support import HTTPClient
@@ -50,6 +60,29 @@ def stored_versions(server: APIServer) -> list[str]:
     return sorted(
         str(s.obj["apiVersion"]).rpartition("/")[2] for s in server.store.current(GADGETS)[0]
     )
+
+
+async def crd_stored_versions(http: HTTPClient) -> list[str]:
+    crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
+    return list(crd["status"]["storedVersions"])
+
+
+PageHook = Callable[[ObjectList[Any], str | None], Awaitable[None]]
+
+
+class ActsBetweenPages(Client):
+    """A client after each of whose list pages `after_page` acts on the cluster (given the
+    page and the continue token that asked for it) before the page is handed over: another
+    writer getting in between the migration's list and its writes, at a chosen moment."""
+
+    def __init__(self, config: ClusterConfig, after_page: PageHook) -> None:
+        super().__init__(config)
+        self.after_page = after_page
+
+    async def list_page(self, *args: Any, **kwargs: Any) -> ObjectList[Any]:
+        page = await super().list_page(*args, **kwargs)
+        await self.after_page(page, kwargs.get("continue_token"))
+        return page
 
 
 async def test_every_object_moves_to_the_storage_version_while_others_write(
@@ -98,6 +131,121 @@ async def test_every_object_moves_to_the_storage_version_while_others_write(
         again = await migrate_storage(api, CRD_NAME)
         assert (again.rewritten, again.current, again.trimmed) == (0, 7, False)
         assert server.store.revision == revision
+
+
+async def test_an_interrupted_migration_run_again_finishes_and_trims(
+    server: APIServer, http: HTTPClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(http, 7)
+
+    def stop_after_two_pages(p: MigrationProgress) -> None:
+        if p.seen == 6:
+            # What Ctrl-C does to `kubeforge migrate-storage` (asyncio.run cancels it).
+            migration.cancel()
+
+    async with Client(load_kubeconfig(kubeconfig)) as api:
+        migration = asyncio.create_task(
+            migrate_storage(api, CRD_NAME, chunk_size=3, on_progress=stop_after_two_pages)
+        )
+        with pytest.raises(asyncio.CancelledError):
+            await migration
+        # Two pages went through; the third object page was never read.
+        assert stored_versions(server) == ["v1"] + ["v2"] * 6
+        assert await crd_stored_versions(http) == ["v1", "v2"]
+
+        result = await migrate_storage(api, CRD_NAME, chunk_size=3)
+    assert (result.seen, result.rewritten, result.current) == (7, 1, 6)
+    assert result.trimmed and result.stored_versions == ["v2"]
+    assert stored_versions(server) == ["v2"] * 7
+    assert await crd_stored_versions(http) == ["v2"]
+
+
+async def test_an_expired_continue_token_starts_the_list_over(
+    server: APIServer, http: HTTPClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(http, 7)
+    pages: list[tuple[int, int, int]] = []
+
+    def compact_after_the_first_page(p: MigrationProgress) -> None:
+        pages.append((p.seen, p.rewritten, p.current))
+        if len(pages) == 1:
+            # etcd compacts the revision the continue token was issued at.
+            server.store.compact()
+
+    async with Client(load_kubeconfig(kubeconfig)) as api:
+        result = await migrate_storage(
+            api, CRD_NAME, chunk_size=3, on_progress=compact_after_the_first_page
+        )
+    # The second page's list was answered 410 Expired: the listing began again, and the
+    # three objects already rewritten were left alone.
+    assert pages == [(3, 3, 0), (3, 0, 3), (6, 3, 3), (7, 4, 3)]
+    assert (result.seen, result.rewritten, result.current, result.gone) == (7, 4, 3, 0)
+    assert result.trimmed
+    assert metric_sum(server, "apiserver_request_total", resource="gadgets", code="410") == 1
+    assert stored_versions(server) == ["v2"] * 7
+    assert await crd_stored_versions(http) == ["v2"]
+
+
+async def test_a_write_that_conflicts_with_another_writers_is_read_again_and_retried(
+    server: APIServer, http: HTTPClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(http, 7)
+
+    async def label_the_first(page: ObjectList[Any], token: str | None) -> None:
+        # Another writer changes the page's first object after the migration read it.
+        name = page[0]["metadata"]["name"]
+        body = {"metadata": {"labels": {"touched": "yes"}}}
+        reply = await http.patch(f"{V1}/{name}", body, "application/merge-patch+json")
+        assert reply.status == 200, reply.body
+
+    async with ActsBetweenPages(load_kubeconfig(kubeconfig), label_the_first) as api:
+        result = await migrate_storage(api, CRD_NAME, chunk_size=3)
+    conflicts = metric_sum(
+        server, "apiserver_request_total", verb="PUT", resource="gadgets", code="409"
+    )
+    assert result.conflicts == conflicts == 3
+    # The other writer's change is kept: the retry wrote the object read again.
+    assert (result.seen, result.rewritten + result.current) == (7, 7)
+    assert result.trimmed
+    assert stored_versions(server) == ["v2"] * 7
+    touched = [
+        s.obj["metadata"]["name"]
+        for s in server.store.current(GADGETS)[0]
+        if (s.obj["metadata"].get("labels") or {}).get("touched") == "yes"
+    ]
+    assert len(touched) == 3
+    assert await crd_stored_versions(http) == ["v2"]
+
+
+async def test_stored_versions_stay_when_the_storage_version_changes_meanwhile(
+    server: APIServer, http: HTTPClient, kubeconfig: Path
+) -> None:
+    await install_with_old_objects(http, 7)
+
+    async def storage_back_to_v1(page: ObjectList[Any], token: str | None) -> None:
+        if token is None:
+            return
+        crd = (await http.get(f"{CRDS}/{CRD_NAME}")).json()
+        for version in crd["spec"]["versions"]:
+            version["storage"] = version["name"] == "v1"
+        assert (await http.put(f"{CRDS}/{CRD_NAME}", crd)).status == 200
+
+    async with ActsBetweenPages(load_kubeconfig(kubeconfig), storage_back_to_v1) as api:
+        with pytest.raises(MigrationError) as failed:
+            await migrate_storage(api, CRD_NAME, chunk_size=3)
+    assert str(failed.value) == (
+        f"the storage version of {CRD_NAME} changed from v2 to v1 during the migration; "
+        "run it again"
+    )
+    # The objects written after the change went to v1: trimming to v2 would hide them.
+    assert "v1" in stored_versions(server)
+    assert await crd_stored_versions(http) == ["v1", "v2"]
+
+    async with Client(load_kubeconfig(kubeconfig)) as api:
+        again = await migrate_storage(api, CRD_NAME)
+    assert again.storage_version == "v1" and again.trimmed
+    assert stored_versions(server) == ["v1"] * 7
+    assert await crd_stored_versions(http) == ["v1"]
 
 
 async def kubeforge(*args: str, kubeconfig: Path) -> tuple[int, str, str]:

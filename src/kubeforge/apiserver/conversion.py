@@ -9,7 +9,8 @@ the object to the storage version before it is stored. How depends on
   common case stays as cheap as it was);
 - `Webhook`: the objects go to the CRD's conversion webhook in one ConversionReview (v1, or
   v1beta1 when only that is listed), through the server's webhook client (the one admission
-  uses: caBundle, service resolution, the `?timeout=30s` kube-apiserver sends).
+  uses: caBundle, service resolution, the `?timeout=30s` kube-apiserver sends; the
+  server's `conversion_webhook_timeout` setting, 30 seconds unless a test shortens it).
 
 Follows apiextensions-apiserver pkg/apiserver/conversion: objects already in the desired
 version are not sent, and nothing is called when none needs converting (getObjectsToConvert);
@@ -44,7 +45,13 @@ from kubeforge.apiserver.admission.client import (
 )
 from kubeforge.apiserver.errors import StatusError
 
-__all__ = ["CRDConversion", "Conversions", "conversion_error", "invalid_source_version"]
+__all__ = [
+    "TIMEOUT_SECONDS",
+    "CRDConversion",
+    "Conversions",
+    "conversion_error",
+    "invalid_source_version",
+]
 
 GROUP = "apiextensions.k8s.io"
 # kube-apiserver sets no timeout of its own for conversion webhooks: the request carries
@@ -120,8 +127,10 @@ class CRDConversion:
 class Conversions:
     """Converts custom objects through their CRD's conversion webhook."""
 
-    def __init__(self, client: WebhookClient) -> None:
+    def __init__(self, client: WebhookClient, timeout: int = TIMEOUT_SECONDS) -> None:
         self.client = client
+        # Seconds a conversion webhook has to answer.
+        self.timeout = timeout
 
     async def convert(
         self,
@@ -186,9 +195,7 @@ class Conversions:
             "response": {"uid": "", "convertedObjects": None, "result": {"metadata": {}}},
         }
         try:
-            reply = await self.client.post(
-                conversion.webhook, orjson.dumps(review), TIMEOUT_SECONDS
-            )
+            reply = await self.client.post(conversion.webhook, orjson.dumps(review), self.timeout)
             if not 200 <= reply.status <= 206:
                 raise CallFailed.calling(reply_error(reply))
             answer = decode_reply(reply)

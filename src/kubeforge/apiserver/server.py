@@ -29,7 +29,7 @@ from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.conversion import Conversions
+from kubeforge.apiserver.conversion import TIMEOUT_SECONDS, Conversions
 from kubeforge.apiserver.crds import CRDController
 from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
@@ -116,6 +116,8 @@ class ServerConfig:
     # How a webhook's Service reference is reached: (namespace, name, port) -> (host, port);
     # None: this machine, at the Service's target port (Admission.resolve_service).
     resolve_service: ServiceResolver | None = None
+    # Seconds a CRD's conversion webhook has to answer (kube-apiserver's 30; tests shorten it).
+    conversion_webhook_timeout: int = TIMEOUT_SECONDS
 
 
 class APIServer:
@@ -158,7 +160,7 @@ class APIServer:
         )
         # Conversion webhooks are called as admission webhooks are, by the same client, so a
         # Service reference leads to the same place (ServerConfig.resolve_service).
-        self.rest.conversions = Conversions(self.admission.client)
+        self.rest.conversions = Conversions(self.admission.client, cfg.conversion_webhook_timeout)
         if cfg.service_account_admission:
             self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None

@@ -22,7 +22,7 @@ import typer
 
 from kubeforge.cli.files import Files
 from kubeforge.cli.init import boilerplate_header
-from kubeforge.cli.manifests import generate
+from kubeforge.cli.manifests import certmanager_comment, generate
 from kubeforge.cli.project import ProjectError, fail, load_project
 from kubeforge.scaffold.names import InvalidName, ResourceNames
 from kubeforge.scaffold.projectfile import ProjectFile, ProjectFileError
@@ -710,11 +710,12 @@ def _enable_crd_ca_injection(ctx: _Context) -> None:
     """Turn on the CRD's cainjection patch in config/crd/kustomization.yaml (written by the
     manifests; `kubeforge manifests` keeps it on from then)."""
     entry = f"#- path: patches/cainjection_in_{ctx.values['plural']}.yaml\n"
-    ctx.edit(
-        "config/crd/kustomization.yaml",
-        lambda text: uncomment(text, entry) or _already(text, entry[1:]),
-        f"uncomment {entry.strip()}",
-    )
+
+    def enable(text: str) -> str | None:
+        changed = uncomment(text, entry) or _already(text, entry[1:])
+        return None if changed is None else certmanager_comment(changed)
+
+    ctx.edit("config/crd/kustomization.yaml", enable, f"uncomment {entry.strip()}")
 
 
 def _import_versions(text: str, versions: list[str]) -> str:

@@ -46,7 +46,7 @@ from kubeforge.api.webhooks import WebhookSpec, webhook_configurations, webhooks
 from kubeforge.cli.files import Files as _Files
 from kubeforge.cli.project import Project, ProjectError, fail, open_project
 
-__all__ = ["generate", "manifests"]
+__all__ = ["certmanager_comment", "generate", "manifests"]
 
 CRD_KUSTOMIZECONFIG = """\
 # Teaches kustomize where a CRD names its conversion webhook's Service, so that the name
@@ -175,10 +175,17 @@ PATCHES_COMMENT_WEBHOOK = """\
 # [WEBHOOK] The conversion webhook of each kind whose versions convert through a hub.
 """
 
-PATCHES_COMMENT_CERTMANAGER = """\
+# The [CERTMANAGER] comment as the CA injection patches are: commented out (the manifests
+# list them so) or turned on (by `kubeforge create webhook --conversion`, or by hand).
+PATCHES_COMMENT_CERTMANAGER_OFF = """\
 # [CERTMANAGER] Uncomment to have cert-manager inject the CA bundle into those CRDs (with
 # config/default replacing CERTIFICATE_NAMESPACE and CERTIFICATE_NAME).
 """
+PATCHES_COMMENT_CERTMANAGER_ON = """\
+# [CERTMANAGER] cert-manager injects the CA bundle into those CRDs (with config/default
+# replacing CERTIFICATE_NAMESPACE and CERTIFICATE_NAME).
+"""
+_CAINJECTION_PREFIX = "patches/cainjection_in_"
 
 _OUR_PATCH = re.compile(r"^patches/(webhook|cainjection)_in_[A-Za-z0-9_.-]+\.yaml$")
 _COMMENTED_PATCH = re.compile(r"^#\s*-\s*path:\s*(\S+)\s*$", re.MULTILINE)
@@ -462,15 +469,20 @@ def _crd_kustomization(
     out = CRD_KUSTOMIZATION_HEADER + _dump({"resources": [f"bases/{n}" for n in bases] + others})
     if patches or other_patches:
         out += "patches:\n"
-        for kind_comment, prefix in (
-            (PATCHES_COMMENT_WEBHOOK, "patches/webhook_in_"),
-            (PATCHES_COMMENT_CERTMANAGER, "patches/cainjection_in_"),
-        ):
-            entries = [(e, on) for e, on in patches if e.startswith(prefix)]
-            if entries:
-                out += kind_comment
-            for entry, default in entries:
-                on = True if entry in active else False if entry in commented else default
+        for prefix in ("patches/webhook_in_", _CAINJECTION_PREFIX):
+            entries = [
+                (e, True if e in active else False if e in commented else default)
+                for e, default in patches
+                if e.startswith(prefix)
+            ]
+            if not entries:
+                continue
+            if prefix == _CAINJECTION_PREFIX:
+                all_on = all(on for _, on in entries)
+                out += PATCHES_COMMENT_CERTMANAGER_ON if all_on else PATCHES_COMMENT_CERTMANAGER_OFF
+            else:
+                out += PATCHES_COMMENT_WEBHOOK
+            for entry, on in entries:
                 out += f"{'' if on else '#'}- path: {entry}\n"
         if other_patches:
             out += _dump(other_patches)
@@ -485,6 +497,14 @@ def _crd_kustomization(
         if key not in ("resources", "patches"):
             rest.setdefault(key, value)
     return out + (_dump(rest) if rest else "")
+
+
+def certmanager_comment(text: str) -> str:
+    """config/crd/kustomization.yaml `text` with its [CERTMANAGER] comment saying what its
+    CA injection patches are: turned on, or (any of them) commented out."""
+    if f"#- path: {_CAINJECTION_PREFIX}" in text:
+        return text.replace(PATCHES_COMMENT_CERTMANAGER_ON, PATCHES_COMMENT_CERTMANAGER_OFF)
+    return text.replace(PATCHES_COMMENT_CERTMANAGER_OFF, PATCHES_COMMENT_CERTMANAGER_ON)
 
 
 def _write_rbac(config: Path, name: str, roles: str, files: _Files) -> None:

@@ -97,6 +97,8 @@ class _Display:
         )
         if progress.gone:
             line += f"  deleted meanwhile {progress.gone}"
+        if progress.conflicts:
+            line += f"  conflicts retried {progress.conflicts}"
         if self.terminal:
             typer.echo("\r\033[K" + line, nl=False)
             self.pending = True

@@ -48,7 +48,8 @@ class MigrationError(Exception):
 class MigrationProgress:
     """Where a migration is: objects seen so far (of `total`, when the server says how
     many a list holds), of which `rewritten` were stored in another version, `current`
-    already in the storage version, `gone` deleted meanwhile; `stored_versions` before the
+    already in the storage version, `gone` deleted meanwhile; `conflicts`, the writes another
+    writer's change made stale (each read again and retried); `stored_versions` before the
     migration and, once `trimmed`, after it."""
 
     crd: str
@@ -60,6 +61,7 @@ class MigrationProgress:
     rewritten: int = 0
     current: int = 0
     gone: int = 0
+    conflicts: int = 0
     trimmed: bool = False
 
 
@@ -175,6 +177,7 @@ async def _rewrite(client: Client, obj: dict[str, Any], progress: MigrationProgr
             progress.gone += 1
             return
         except Conflict:
+            progress.conflicts += 1
             try:
                 obj = await client.get(
                     GroupVersionKind.of(obj["apiVersion"], obj["kind"]),
