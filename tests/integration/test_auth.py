@@ -3,11 +3,15 @@ as a cluster user would see them."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import orjson
 import pytest
+import yaml
 
 from kubeforge.apiserver import APIServer
+from kubeforge.apiserver.auth.tokens import LEEWAY
 from kubeforge.apiserver.kubeconfig import write_kubeconfig
 from kubeforge.apiserver.server import ServerConfig
 from kubeforge.testing import Kubectl
@@ -16,6 +20,7 @@ from tests.support import HTTPClient, connect
 pytestmark = pytest.mark.kubectl
 
 ROBOT = "system:serviceaccount:default:robot"
+ACCOUNT = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}
 ROBOT_GROUPS = '["system:serviceaccounts" "system:serviceaccounts:default" "system:authenticated"]'
 
 
@@ -188,6 +193,53 @@ async def test_token_requests_honour_expiry_audiences_and_bound_objects(
     assert after.json()["reason"] == "Unauthorized"
 
 
+async def test_an_expired_token_is_refused_and_an_early_one_too(
+    server: APIServer, http: HTTPClient, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    # The server's token clock is moved rather than waited on: TokenRequest dates the token
+    # by it, and every later request judges `exp` and `nbf` by it (with upstream's minute of
+    # leeway for clock skew).
+    now = time.time()
+    issuer = server.auth.issuer
+    issuer.clock = lambda: now
+    await robot(server, kubectl, tmp_path)
+    token = (await kubectl.run("create", "token", "robot", "--duration=10m")).out.strip()
+    short = as_token(server, token, tmp_path, "short")
+    auth = {"Authorization": f"Bearer {token}"}
+    pods = "/api/v1/namespaces/default/pods"
+    review = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token},
+    }
+    reviews = "/apis/authentication.k8s.io/v1/tokenreviews"
+    assert (await short.run("get", "pods", "-o", "name")).code == 0  # now remembered
+
+    issuer.clock = lambda: now + 600 + LEEWAY - 1  # past exp, within the leeway
+    assert (await http.get(pods, headers=auth, auth=False)).status == 200
+    issuer.clock = lambda: now + 600 + LEEWAY + 1
+    expired = await http.get(pods, headers=auth, auth=False)
+    assert expired.status == 401
+    assert expired.json()["reason"] == "Unauthorized"
+    answer = (await http.post(reviews, review)).json()["status"]
+    assert answer == {"user": {}, "error": "service account token has expired"}
+    refused = await short.run("get", "pods", check=False)
+    assert refused.code == 1
+    assert "You must be logged in to the server (Unauthorized)" in refused.err
+
+    # A token dated ahead of the server's clock (beyond the leeway) is not valid yet.
+    issuer.clock = lambda: now
+    early = (await kubectl.run("create", "token", "robot")).out.strip()
+    issuer.clock = lambda: now - LEEWAY - 1
+    too_soon = await http.get(pods, headers={"Authorization": f"Bearer {early}"}, auth=False)
+    assert too_soon.status == 401
+    review["spec"] = {"token": early}
+    answer = (await http.post(reviews, review)).json()["status"]
+    assert answer == {"user": {}, "error": "service account token is not valid yet"}
+    issuer.clock = lambda: now
+    assert (await http.post(reviews, review)).json()["status"]["authenticated"] is True
+
+
 async def test_whoami_and_can_i_answer_truthfully(
     server: APIServer, kubectl: Kubectl, tmp_path: Path
 ) -> None:
@@ -301,6 +353,123 @@ async def test_impersonation_needs_the_impersonate_verb(
         )
 
 
+async def test_impersonating_a_uid_or_extras_needs_the_verb_on_each(
+    server: APIServer, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    # As kube-apiserver's impersonation filter: a uid is checked as `uids` and each extra
+    # value as `userextras/<key>` (both in authentication.k8s.io, the value as the name).
+    bot = await robot(server, kubectl, tmp_path)
+    await kubectl.run(
+        "create",
+        "clusterrole",
+        "impersonate-alice",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=alice",
+    )
+    await kubectl.run(
+        "create",
+        "clusterrolebinding",
+        "robot-impersonates",
+        "--clusterrole=impersonate-alice",
+        "--serviceaccount=default:robot",
+    )
+    token = (await kubectl.run("create", "token", "robot")).out.strip()
+    review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    reviews = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    as_alice = {"Authorization": f"Bearer {token}", "Impersonate-User": "alice"}
+    async with connect(server) as raw:
+        uid = await raw.post(
+            reviews, review, headers={**as_alice, "Impersonate-Uid": "alice-1"}, auth=False
+        )
+        assert uid.status == 403
+        assert uid.json()["message"] == (
+            f'uids.authentication.k8s.io "alice-1" is forbidden: User "{ROBOT}" cannot '
+            'impersonate resource "uids" in API group "authentication.k8s.io" at the cluster '
+            "scope"
+        )
+        extra = await raw.post(
+            reviews, review, headers={**as_alice, "Impersonate-Extra-Scopes": "view"}, auth=False
+        )
+        assert extra.status == 403
+        assert extra.json()["message"] == (
+            f'userextras.authentication.k8s.io "view" is forbidden: User "{ROBOT}" cannot '
+            'impersonate resource "userextras/scopes" in API group "authentication.k8s.io" '
+            "at the cluster scope"
+        )
+        alone = await raw.post(reviews, review, headers=as_alice, auth=False)
+        assert alone.json()["status"]["userInfo"] == {
+            "username": "alice",
+            "groups": ["system:authenticated"],
+        }
+
+    await kubectl.apply(
+        """
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: impersonate-alice-details
+rules:
+- apiGroups: [authentication.k8s.io]
+  resources: [uids]
+  resourceNames: [alice-1]
+  verbs: [impersonate]
+- apiGroups: [authentication.k8s.io]
+  resources: [userextras/scopes, userextras/example.com/team]
+  verbs: [impersonate]
+"""
+    )
+    await kubectl.run(
+        "create",
+        "clusterrolebinding",
+        "robot-impersonates-details",
+        "--clusterrole=impersonate-alice-details",
+        "--serviceaccount=default:robot",
+    )
+    me = whoami((await bot.run("auth", "whoami", "--as", "alice", "--as-uid", "alice-1")).out)
+    assert me == {"Username": "alice", "UID": "alice-1", "Groups": "[system:authenticated]"}
+    async with connect(server) as raw:
+        # The grant names one uid; a key of extras not granted stays refused.
+        other = await raw.post(
+            reviews, review, headers={**as_alice, "Impersonate-Uid": "bob-1"}, auth=False
+        )
+        assert other.json()["message"].startswith(
+            'uids.authentication.k8s.io "bob-1" is forbidden: '
+        )
+        project = await raw.post(
+            reviews,
+            review,
+            headers={
+                **as_alice,
+                "Impersonate-Extra-Scopes": "view",
+                "Impersonate-Extra-Project": "x",
+            },
+            auth=False,
+        )
+        assert project.json()["message"] == (
+            f'userextras.authentication.k8s.io "x" is forbidden: User "{ROBOT}" cannot '
+            'impersonate resource "userextras/project" in API group "authentication.k8s.io" '
+            "at the cluster scope"
+        )
+
+    # kubectl sends a kubeconfig's extras one header per value, the key path-escaped; the
+    # server sees the key lower-cased and unescaped, as kube-apiserver does.
+    config = yaml.safe_load((tmp_path / "kubeconfig-robot").read_text())
+    config["users"][0]["user"].update(
+        {"as": "alice", "as-user-extra": {"Scopes": ["view", "edit"], "example.com/team": ["a"]}}
+    )
+    extras_config = tmp_path / "kubeconfig-extras"
+    extras_config.write_text(yaml.safe_dump(config))
+    extras = Kubectl(extras_config, cache_dir=tmp_path / "cache-robot")
+    created = ("create", "--validate=false", "-f", "-", "-o", "json")
+    shown = await extras.run(*created, stdin=orjson.dumps(review).decode())
+    assert orjson.loads(shown.out)["status"]["userInfo"] == {
+        "username": "alice",
+        "groups": ["system:authenticated"],
+        "extra": {"scopes": ["view", "edit"], "example.com/team": ["a"]},
+    }
+
+
 async def test_granting_what_one_does_not_hold_is_refused(
     server: APIServer, kubectl: Kubectl, tmp_path: Path
 ) -> None:
@@ -402,6 +571,57 @@ async def test_anonymous_requests_get_what_the_bootstrap_roles_grant(tmp_path: P
         assert pods.status == 403
         wrong = await raw.get("/healthz", headers={"Authorization": "Bearer nope"}, auth=False)
         assert wrong.status == 401
+
+
+async def test_openapi_is_authorized_as_a_non_resource_url(tmp_path: Path) -> None:
+    # Upstream's bootstrap policy: system:discovery (bound to system:authenticated) grants
+    # `get` on /openapi and /openapi/*; system:public-info-viewer, which anonymous users
+    # also hold, covers only health and version. So the documents need a signed-in user
+    # holding a nonResourceURLs rule for their path.
+    documents = ("/openapi/v2", "/openapi/v3", "/openapi/v3/api/v1", "/openapi/v3/apis/apps/v1")
+    async with APIServer(ServerConfig(anonymous_paths=None)) as server, connect(server) as raw:
+        for path in documents:
+            anonymous = await raw.get(path, auth=False)
+            assert anonymous.status == 403, path
+            assert anonymous.json()["message"] == (
+                f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            )
+
+        assert (await raw.post("/api/v1/namespaces/default/serviceaccounts", ACCOUNT)).status == 201
+        reply = await raw.post("/api/v1/namespaces/default/serviceaccounts/robot/token", {})
+        auth = {"Authorization": f"Bearer {reply.json()['status']['token']}"}
+        for path in documents:
+            assert (await raw.get(path, headers=auth, auth=False)).status == 200, path
+
+        # Without system:discovery's binding the robot is refused, as any user without a rule
+        # for the path; a rule for /openapi/v2 alone then opens that document and no other.
+        binding = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:discovery"
+        assert (await raw.delete(binding)).status == 200
+        for path in documents:
+            refused = await raw.get(path, headers=auth, auth=False)
+            assert refused.status == 403, path
+            assert (
+                refused.json()["message"] == f'forbidden: User "{ROBOT}" cannot get path "{path}"'
+            )
+        assert (await raw.get("/version", headers=auth, auth=False)).status == 200
+        rbac = "/apis/rbac.authorization.k8s.io/v1"
+        role = {
+            "metadata": {"name": "openapi-v2"},
+            "rules": [{"nonResourceURLs": ["/openapi/v2"], "verbs": ["get"]}],
+        }
+        assert (await raw.post(f"{rbac}/clusterroles", role)).status == 201
+        grant = {
+            "metadata": {"name": "robot-reads-openapi-v2"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "openapi-v2",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+        }
+        assert (await raw.post(f"{rbac}/clusterrolebindings", grant)).status == 201
+        assert (await raw.get("/openapi/v2", headers=auth, auth=False)).status == 200
+        assert (await raw.get("/openapi/v3", headers=auth, auth=False)).status == 403
 
 
 async def test_access_reviews_check_their_input(http: HTTPClient) -> None:

@@ -248,16 +248,21 @@ async def test_token_secrets_are_filled_and_end_with_the_secret(env: TestEnv) ->
             await who(builder)
 
 
-async def test_secure_metrics_need_an_authorized_token(env: TestEnv, tmp_path: Path) -> None:
+async def account_token(env: TestEnv, name: str) -> str:
+    """A new ServiceAccount `name` in default, and a token for it (TokenRequest)."""
     await env.client.create(
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "scraper"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}},
         namespace="default",
     )
     token_request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
     reply = await env.client.create_subresource(
-        "v1/ServiceAccount", "scraper", "token", token_request, namespace="default"
+        "v1/ServiceAccount", name, "token", token_request, namespace="default"
     )
-    token = reply["status"]["token"]
+    return str(reply["status"]["token"])
+
+
+async def test_secure_metrics_need_an_authorized_token(env: TestEnv, tmp_path: Path) -> None:
+    token = await account_token(env, "scraper")
     insecure = ssl.create_default_context()
     insecure.check_hostname = False
     insecure.verify_mode = ssl.CERT_NONE
@@ -297,12 +302,21 @@ async def test_secure_metrics_need_an_authorized_token(env: TestEnv, tmp_path: P
                     "kind": "ClusterRole",
                     "name": "metrics-reader",
                 },
-                "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": "default"}],
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": "scraper", "namespace": "default"},
+                    {"kind": "ServiceAccount", "name": "prometheus", "namespace": "default"},
+                ],
             }
         )
         admin = env.cluster.server.token if env.cluster is not None else ""
         status, text = await get({"Authorization": f"Bearer {admin}"})
         assert status == 200
+        assert "controller_runtime" in text or "workqueue" in text or "rest_client" in text
+        # A scraper that is no administrator, only bound to metrics-reader. (A new account:
+        # the manager remembers the refusal of `scraper` for ten seconds.)
+        reader = await account_token(env, "prometheus")
+        status, text = await get({"Authorization": f"Bearer {reader}"})
+        assert status == 200, text
         assert "controller_runtime" in text or "workqueue" in text or "rest_client" in text
 
 

@@ -63,9 +63,11 @@ async def test_the_controller_marks_widgets(
     kubeforge_client: kubeforge.Client,
     manager: kubeforge.Manager,
     kubectl: Kubectl,
+    kubeforge_manager_config,
     request,
 ) -> None:
     assert request.config.pluginmanager.hasplugin("kubeforge")  # loaded by entry point
+    assert kubeforge_manager_config is None  # without kubeforge_as_service_account: admin
     assert testenv.installed == ["widgets.{GROUP}"]
     assert kubeforge_client is testenv.client
     assert manager.running.is_set() and list(manager.controllers) == ["widgets"]
@@ -295,3 +297,96 @@ async def test_existing(testenv, kubectl) -> None:
         assert outside.client is not None
         made = await outside.client.get("v1/ConfigMap", "made-by-kubectl", namespace="default")
         assert made["metadata"]["name"] == "made-by-kubectl"
+
+
+RBAC = f"""
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: controller-manager
+  namespace: demo-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: manager-role
+rules:
+- apiGroups: [{GROUP}]
+  resources: [widgets]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: manager-rolebinding
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: manager-role
+subjects:
+- kind: ServiceAccount
+  name: controller-manager
+  namespace: demo-system
+"""
+
+OWN_MANAGER_TESTS = f'''
+import logging
+
+from kubeforge.testing import eventually
+
+ACCOUNT = "system:serviceaccount:demo-system:controller-manager"
+WIDGET = """
+apiVersion: {GROUP}/v1
+kind: Widget
+metadata:
+  name: first
+"""
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append(record)
+
+
+async def test_own_manager(testenv, kubectl, kubeforge_setup, kubeforge_manager_config) -> None:
+    assert kubeforge_manager_config is not None
+    records = Records()
+    logger = logging.getLogger("kubeforge.rbac")
+    logger.addHandler(records)
+    try:
+        async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as manager:
+            review = {{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
+            me = await manager.client.create(review)
+            assert me["status"]["userInfo"]["username"] == ACCOUNT
+            await kubectl.apply(WIDGET)
+            await eventually(lambda: bool(records.seen), timeout=20)
+    finally:
+        logger.removeHandler(records)
+'''
+
+
+def test_managers_a_test_starts_run_as_the_account_and_report_refusals(
+    pytester: pytest.Pytester,
+) -> None:
+    # With kubeforge_as_service_account, kubeforge_manager_config is the account's settings:
+    # a manager a test starts with them is refused what config/rbac does not grant (here the
+    # status subresource), and the test fails naming the rule, as with the manager fixture.
+    project(pytester, kubeforge_as_service_account="true")
+    rbac = pytester.path / "config" / "rbac"
+    rbac.mkdir(parents=True)
+    (rbac / "rbac.yaml").write_text(RBAC)
+    pytester.makepyfile(test_own=OWN_MANAGER_TESTS)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the manager's service account was refused*",
+            f"*PATCH /apis/{GROUP}/v1/namespaces/default/widgets/first/status*",
+        ]
+    )
+    needs = f'needs @rbac(groups=["{GROUP}"], resources=["widgets/status"], verbs=["patch"])'
+    assert needs in result.stdout.str()

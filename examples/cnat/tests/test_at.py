@@ -167,15 +167,15 @@ async def test_invalid_schedules_are_rejected_with_the_field_path(
 
 
 async def test_a_restarted_controller_picks_up_where_it_left(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     # Written before any manager runs: as v1, which needs no conversion webhook.
     await kubectl.apply(v1_manifest("resume", ["sleep", "1"]))
-    async with testenv.run_manager(setup):
+    async with testenv.run_manager(setup, config=kubeforge_manager_config):
         await eventually(lambda: phase_is(kubectl, "resume", "RUNNING"), timeout=15)
         await eventually(lambda: _pod_exists(testenv, "resume"))
     # The controller is gone while the pod runs; a new one takes over and finishes the job.
-    async with testenv.run_manager(setup):
+    async with testenv.run_manager(setup, config=kubeforge_manager_config):
         await eventually(lambda: phase_is(kubectl, "resume", "DONE"), timeout=15)
     pods = await testenv.client.list(Pod, namespace="default")
     assert [p.metadata.name for p in pods] == ["resume"]  # one run, not two
@@ -190,7 +190,7 @@ async def _pod_exists(testenv: TestEnv, name: str) -> bool:
 
 
 async def test_a_failing_reconciler_is_retried_with_backoff(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     flaky: FlakyReconciler | None = None
 
@@ -200,7 +200,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         manager.controller().for_(At).owns(Pod).complete(flaky)
         manager.webhook_for(At).complete()
 
-    async with testenv.run_manager(setup_flaky) as manager:
+    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
         await kubectl.apply(at_manifest("flaky", "echo survived"))
         await eventually(lambda: phase_is(kubectl, "flaky", "DONE"), timeout=20)
         assert flaky is not None

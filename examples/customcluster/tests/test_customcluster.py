@@ -281,14 +281,14 @@ async def test_invalid_specs_are_rejected_with_the_field_path(
 
 
 async def test_a_restarted_controller_adopts_the_pods_it_made(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     await kubectl.apply(customcluster("steady", count=2, message=GREETING))
-    async with testenv.run_manager(setup):
+    async with testenv.run_manager(setup, config=kubeforge_manager_config):
         before = await settle(kubectl, "steady", 2, GREETING)
     # A new controller starts from what the cluster holds: same pods, nothing recreated.
     await kubectl.run("patch", "cc", "steady", "--type=merge", "-p", '{"spec":{"count":3}}')
-    async with testenv.run_manager(setup):
+    async with testenv.run_manager(setup, config=kubeforge_manager_config):
         after = await settle(kubectl, "steady", 3, GREETING)
     assert before.uids.items() <= after.uids.items()
 
@@ -309,7 +309,9 @@ class FailingController(CustomclusterController):
         await super().sync_handler(key)
 
 
-async def test_a_failing_sync_is_retried_with_backoff(testenv: TestEnv, kubectl: Kubectl) -> None:
+async def test_a_failing_sync_is_retried_with_backoff(
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
+) -> None:
     failing: FailingController | None = None
 
     def setup_failing(manager: kubeforge.Manager) -> None:
@@ -317,7 +319,7 @@ async def test_a_failing_sync_is_retried_with_backoff(testenv: TestEnv, kubectl:
         failing = FailingController.from_manager(manager)
         manager.add(failing.run)
 
-    async with testenv.run_manager(setup_failing) as manager:
+    async with testenv.run_manager(setup_failing, config=kubeforge_manager_config) as manager:
         await kubectl.apply(customcluster("flaky", count=2, message="survived"))
         pods = await settle(kubectl, "flaky", 2, "survived")
         assert failing is not None

@@ -85,9 +85,9 @@ async def _replaced(kubectl: Kubectl, machine_name: str, gone: str) -> bool:
 
 
 async def test_a_switch_turned_up_shows_in_positions_then_flips_back(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
-    async with testenv.run_manager(with_interval(1.0)):
+    async with testenv.run_manager(with_interval(1.0), config=kubeforge_manager_config):
         await kubectl.apply(machine("machine-1", switches=3))
         await eventually(lambda: positions_are(kubectl, "machine-1", "ddd"))
         middle = (await switch_names(kubectl, "machine-1"))[1]
@@ -111,10 +111,10 @@ async def test_a_switch_turned_up_shows_in_positions_then_flips_back(
 
 
 async def test_a_machine_flips_at_most_one_switch_per_interval(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     interval = 1.0
-    async with testenv.run_manager(with_interval(interval)):
+    async with testenv.run_manager(with_interval(interval), config=kubeforge_manager_config):
         await kubectl.apply(machine("machine-1", switches=3))
         await eventually(lambda: positions_are(kubectl, "machine-1", "ddd"))
         names = await switch_names(kubectl, "machine-1")
@@ -255,7 +255,7 @@ async def test_out_of_range_switch_counts_are_rejected_with_the_field_path(
 
 
 async def test_a_failing_reconciler_is_retried_with_backoff(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     flaky = FlakyReconciler(MachineReconciler(1.0), failures=5)
 
@@ -264,7 +264,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         # Registered as MachineReconciler.setup_with_manager registers the real one.
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky) as manager:
+    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
         # Nothing else writes to the machine meanwhile: an event would cut a backoff short.
         await kubectl.apply(machine("flaky", switches=2))
         await eventually(lambda: positions_are(kubectl, "flaky", "dd"), timeout=20)

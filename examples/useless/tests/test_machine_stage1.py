@@ -45,9 +45,9 @@ async def test_the_switch_goes_back_down_five_seconds_after_it_was_seen_up(
 
 
 async def test_every_time_up_gets_the_full_wait_and_machines_wait_in_parallel(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
-    async with testenv.run_manager(with_interval(1.0)):
+    async with testenv.run_manager(with_interval(1.0), config=kubeforge_manager_config):
         names = [f"machine-{n}" for n in range(4)]
         started = time.monotonic()
         await kubectl.apply("---".join(machine(name, position="up") for name in names))

@@ -4,7 +4,6 @@ ConfigMaps the controller keeps in line with them."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import kubeforge
@@ -15,7 +14,6 @@ from api.v1alpha1 import Watcher
 from controllers.watcher import WatcherReconciler
 
 IMAGE = "busybox:1.36"
-RBAC = Path(__file__).resolve().parents[1] / "config" / "rbac"
 
 
 def watcher_manifest(
@@ -201,7 +199,7 @@ async def test_deleting_the_watcher_deletes_its_config_map(
 
 
 async def test_a_key_in_both_maps_is_refused_without_endless_retries(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     # The validating webhook keeps such Watchers out; without it (a Watcher stored before the
     # webhook was installed, say) the API server refuses the ConfigMap, retrying cannot help,
@@ -210,8 +208,7 @@ async def test_a_key_in_both_maps_is_refused_without_endless_retries(
         events = manager.event_recorder("watcher-controller")
         manager.controller().for_(Watcher).owns(ConfigMap).complete(WatcherReconciler(events))
 
-    account = await testenv.service_account_config(RBAC)
-    async with testenv.run_manager(controller_only, config=account):
+    async with testenv.run_manager(controller_only, config=kubeforge_manager_config):
         await kubectl.apply(watcher_manifest("clash", data={"k": "text"}, binary={"k": "AA=="}))
         events = await eventually(lambda: _warnings(kubectl, "clash"))
         assert "ConfigMapRefused" in events and "k" in events
@@ -308,7 +305,9 @@ class CountingWatcherReconciler(WatcherReconciler):
         return await super().write_config_map(config_map)
 
 
-async def test_a_settled_config_map_is_left_alone(testenv: TestEnv, kubectl: Kubectl) -> None:
+async def test_a_settled_config_map_is_left_alone(
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
+) -> None:
     counting: CountingWatcherReconciler | None = None
 
     def setup_counting(manager: kubeforge.Manager) -> None:
@@ -316,7 +315,7 @@ async def test_a_settled_config_map_is_left_alone(testenv: TestEnv, kubectl: Kub
         counting = CountingWatcherReconciler(manager.event_recorder("watcher-controller"))
         manager.controller().for_(Watcher).owns(ConfigMap).complete(counting)
 
-    async with testenv.run_manager(setup_counting):
+    async with testenv.run_manager(setup_counting, config=kubeforge_manager_config):
         data, binary = {"greeting": "hello"}, {"blob.bin": "AAECAw=="}
         await kubectl.apply(watcher_manifest("app", data=data, binary=binary))
         await eventually(lambda: _column_is(kubectl, "app", "CONFIGMAP", "app-config"))
@@ -360,7 +359,7 @@ class RacingWatcherReconciler(WatcherReconciler):
 
 
 async def test_a_conflicting_write_is_retried_on_a_fresh_read(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     racing: RacingWatcherReconciler | None = None
 
@@ -371,7 +370,7 @@ async def test_a_conflicting_write_is_retried_on_a_fresh_read(
         )
         manager.controller().for_(Watcher).owns(ConfigMap).complete(racing)
 
-    async with testenv.run_manager(setup_racing) as manager:
+    async with testenv.run_manager(setup_racing, config=kubeforge_manager_config) as manager:
         await kubectl.apply(watcher_manifest("app", data={"v": "1"}))
         await eventually(lambda: config_shown(kubectl, "app-config", {"v": "1"}, None))
         assert racing is not None and not racing.raced  # creating it needed no write yet
@@ -389,7 +388,7 @@ async def test_a_conflicting_write_is_retried_on_a_fresh_read(
 
 
 async def test_a_failing_reconciler_is_retried_with_backoff(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     flaky: FlakyReconciler | None = None
 
@@ -399,7 +398,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         flaky = FlakyReconciler(WatcherReconciler(events), failures=5)
         manager.controller().for_(Watcher).owns(ConfigMap).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky) as manager:
+    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
         await kubectl.apply(watcher_manifest("flaky", data={"state": "survived"}))
         await eventually(lambda: config_shown(kubectl, "flaky-config", {"state": "survived"}, None))
         await eventually(lambda: _column_is(kubectl, "flaky", "CONFIGMAP", "flaky-config"))

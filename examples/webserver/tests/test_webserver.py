@@ -334,7 +334,7 @@ async def test_invalid_specs_are_rejected_with_the_field_path(
 
 
 async def test_a_failing_reconciler_is_retried_with_backoff(
-    testenv: TestEnv, kubectl: Kubectl
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
     flaky: FlakyReconciler | None = None
 
@@ -344,7 +344,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         flaky = FlakyReconciler(WebServerReconciler(events), failures=5)
         manager.controller().for_(WebServer).owns(Deployment).owns(Service).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky) as manager:
+    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
         await kubectl.apply(webserver_manifest("flaky", replicas=2))
         await eventually(lambda: shows(kubectl, "flaky", ready="2"), timeout=20)
         assert flaky is not None

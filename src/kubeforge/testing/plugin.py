@@ -8,9 +8,10 @@ installed. ini options (relative paths are from the rootdir):
 - `kubeforge_setup`: `module:function` registering the project's controllers (default
   `main:setup`), used by the `manager` fixture.
 - `kubeforge_kubectl_version`: prefer `kubectl.<version>` when installed (e.g. `1.33`).
-- `kubeforge_as_service_account`: run the `manager` fixture's controllers as the project's
-  ServiceAccount, with `config/rbac` installed (default false). A request the project's
-  `@rbac` rules do not allow is then refused, and the test fails naming the missing rule.
+- `kubeforge_as_service_account`: run the `manager` fixture's controllers (and managers a
+  test starts with `config=kubeforge_manager_config`) as the project's ServiceAccount, with
+  `config/rbac` installed (default false). A request the project's `@rbac` rules do not
+  allow is then refused, and the test fails naming the missing rule.
 
 Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run the same tests against the current kubeconfig's
 cluster instead of a development cluster started per test.
@@ -30,6 +31,7 @@ import pytest
 # Only pytest is imported up front: the rest loads when a test asks for a fixture.
 if TYPE_CHECKING:
     from kubeforge.client.client import Client
+    from kubeforge.client.config import ClusterConfig
     from kubeforge.runtime.manager import Manager
     from kubeforge.testing.env import TestEnv
     from kubeforge.testing.kubectl import Kubectl
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "kubectl",
     "kubeforge_client",
+    "kubeforge_manager_config",
     "kubeforge_setup",
     "manager",
     "pytest_addoption",
@@ -182,15 +185,16 @@ _REFUSALS = pytest.StashKey[_Refusals]()
 
 
 @_async_fixture
-async def manager(
-    kubeforge_setup: Callable[[Manager], Any], testenv: TestEnv, request: pytest.FixtureRequest
-) -> AsyncIterator[Manager]:
-    """The project's controllers (kubeforge_setup), running against `testenv` (as the
-    project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
-    served on this machine and registered with the cluster."""
+async def kubeforge_manager_config(
+    testenv: TestEnv, request: pytest.FixtureRequest
+) -> AsyncIterator[ClusterConfig | None]:
+    """The connection settings `manager` runs with, for a test's own
+    `testenv.run_manager(setup, config=kubeforge_manager_config)`: with
+    `kubeforge_as_service_account`, the project's ServiceAccount's (config/rbac installed),
+    and any request RBAC refuses fails the test, naming the missing rule; otherwise None
+    (the environment's admin settings)."""
     if not request.config.getini("kubeforge_as_service_account"):
-        async with testenv.run_manager(kubeforge_setup) as running:
-            yield running
+        yield None
         return
     config = await testenv.service_account_config(_root(request.config) / "config" / "rbac")
     refusals = _Refusals()
@@ -198,12 +202,24 @@ async def manager(
     logger = logging.getLogger("kubeforge.rbac")
     logger.addHandler(refusals)
     try:
-        async with testenv.run_manager(kubeforge_setup, config=config) as running:
-            yield running
+        yield config
     finally:
         logger.removeHandler(refusals)
     if refusals.found:
         pytest.fail(refusals.summary(), pytrace=False)
+
+
+@_async_fixture
+async def manager(
+    kubeforge_setup: Callable[[Manager], Any],
+    testenv: TestEnv,
+    kubeforge_manager_config: ClusterConfig | None,
+) -> AsyncIterator[Manager]:
+    """The project's controllers (kubeforge_setup), running against `testenv` (as the
+    project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
+    served on this machine and registered with the cluster."""
+    async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as running:
+        yield running
 
 
 @pytest.hookimpl(hookwrapper=True)

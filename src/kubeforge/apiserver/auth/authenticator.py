@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import time
 from dataclasses import dataclass
 
 from cryptography import x509
@@ -129,7 +128,7 @@ class Authenticator:
             if len(self._verified) >= _CACHE_SIZE:
                 self._verified.clear()
             self._verified[token] = claims
-        elif claims.expires is not None and time.time() > claims.expires + 60:
+        elif claims.expires is not None and self.issuer.expired(claims.expires):
             del self._verified[token]
             return AuthResult(None, error="service account token has expired")
         wanted = audiences or self.issuer.audiences

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,11 +112,16 @@ def _bound(value: Any, kind: str) -> BoundObject | None:
 
 
 class TokenIssuer:
-    """Signs and verifies this server's ServiceAccount tokens."""
+    """Signs and verifies this server's ServiceAccount tokens; `clock` (seconds since the
+    epoch) dates new tokens and judges expiry, so a test can move it instead of waiting."""
 
     def __init__(
-        self, key: ec.EllipticCurvePrivateKey | None = None, issuer: str = DEFAULT_ISSUER
+        self,
+        key: ec.EllipticCurvePrivateKey | None = None,
+        issuer: str = DEFAULT_ISSUER,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        self.clock = clock
         self.key = key or ec.generate_private_key(ec.SECP256R1())
         self.public_key = self.key.public_key()
         self.key_id = _key_id(self.public_key)
@@ -136,7 +142,7 @@ class TokenIssuer:
     ) -> tuple[str, float]:
         """A bound token and the time it is reported to expire (exp may be later when the
         lifetime is extended)."""
-        issued = int(now if now is not None else time.time())
+        issued = int(now if now is not None else self.clock())
         private: dict[str, Any] = {
             "namespace": namespace,
             "serviceaccount": {"name": name, "uid": uid},
@@ -176,6 +182,10 @@ class TokenIssuer:
         }
         return jwt.encode(payload, self.key, algorithm=_ALGORITHM, headers={"kid": self.key_id})
 
+    def expired(self, exp: float, now: float | None = None) -> bool:
+        """Whether a token whose `exp` claim is `exp` has expired (after the leeway)."""
+        return (self.clock() if now is None else now) > exp + LEEWAY
+
     def verify(self, token: str) -> TokenClaims | None:
         """The claims of a token this server signed (None: not one of ours); TokenError when
         it is ours but expired or not yet valid."""
@@ -211,9 +221,9 @@ class TokenIssuer:
             )
         if issuer != self.issuer:
             return None
-        now = time.time()
+        now = self.clock()
         exp = payload.get("exp")
-        if not isinstance(exp, int | float) or now > exp + LEEWAY:
+        if not isinstance(exp, int | float) or self.expired(float(exp), now):
             raise TokenError("service account token has expired")
         nbf = payload.get("nbf")
         if isinstance(nbf, int | float) and now + LEEWAY < nbf:
