@@ -282,6 +282,11 @@ async def test_impersonation_needs_the_impersonate_verb(
         "Username": "alice",
         "Groups": "[team-a system:authenticated]",
     }
+    # One group per header line, a comma inside a group's name included, as Go reads them.
+    as_two = await kubectl.run(
+        "auth", "whoami", "--as", "alice", "--as-group", "team-a,b", "--as-group", "team-c"
+    )
+    assert whoami(as_two.out)["Groups"] == "[team-a,b team-c system:authenticated]"
 
     # kubectl turns refused discovery into "unknown": the answer itself, as a client sees it.
     token = (await kubectl.run("create", "token", "robot")).out.strip()

@@ -542,7 +542,11 @@ class _Connection(asyncio.Protocol):
         if key in values:
             if key == "host":
                 raise _BadRequest("more than one Host header")
-            values[key] = f"{values[key]}, {text}"
+            # Impersonation headers are lists whose items may hold commas (Go reads each
+            # line as one value): a line feed, which no header value can contain, keeps
+            # them apart. Every other repeated field is comma-joined (RFC 9110 5.3).
+            joiner = "\n" if key.startswith("impersonate-") else ", "
+            values[key] = f"{values[key]}{joiner}{text}"
         else:
             values[key] = text
 

@@ -38,8 +38,10 @@ def wants_impersonation(headers: Mapping[str, str]) -> bool:
 
 
 def _values(value: str) -> list[str]:
-    # Repeated headers arrive comma-joined; kubectl sends one group per header.
-    return [v.strip() for v in value.split(",") if v.strip()]
+    # One value per header line, commas included, as kube-apiserver reads them (kubectl and
+    # client-go send one group or extra value per line); the HTTP layer keeps repeated
+    # impersonation lines apart with line feeds.
+    return [v.strip() for v in value.split("\n") if v.strip()]
 
 
 def impersonated(
