@@ -22,6 +22,7 @@ from kubeforge.api.crd import dump_yaml
 __all__ = [
     "EVENT_RULES",
     "LEADER_ELECTION_RULES",
+    "RBAC_GROUP",
     "RbacRule",
     "normalize_rules",
     "rbac",
@@ -34,7 +35,8 @@ __all__ = [
 
 C = TypeVar("C", bound=type)
 
-RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+RBAC_API_VERSION = f"{RBAC_GROUP}/v1"
 DEFAULT_ROLE_NAME = "manager-role"
 
 

@@ -13,6 +13,8 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from kubeforge.api.rbac import RBAC_GROUP
+
 __all__ = [
     "DEFAULTERS",
     "apply_defaults",
@@ -40,7 +42,6 @@ __all__ = [
 Obj = dict[str, Any]
 Defaulter = Callable[[Obj], None]
 
-RBAC_GROUP = "rbac.authorization.k8s.io"
 DEFAULT_TERMINATION_GRACE_PERIOD = 30
 VOLUME_DEFAULT_MODE = 0o644  # 420: secret, configMap, downwardAPI and projected volumes
 

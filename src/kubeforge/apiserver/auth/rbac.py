@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kubeforge.api.rbac import RBAC_GROUP
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.rules import Rule, parse_rules
 from kubeforge.apiserver.resource import GroupResource
@@ -21,7 +22,6 @@ from kubeforge.apiserver.user import UserInfo, split_service_account
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer"]
 
-RBAC_GROUP = "rbac.authorization.k8s.io"
 ROLES = GroupResource(RBAC_GROUP, "roles")
 CLUSTER_ROLES = GroupResource(RBAC_GROUP, "clusterroles")
 ROLE_BINDINGS = GroupResource(RBAC_GROUP, "rolebindings")

@@ -13,6 +13,7 @@ from kubeforge.api.names import (
     is_path_segment_name,
     validate_label_selector,
 )
+from kubeforge.api.rbac import RBAC_GROUP
 from kubeforge.apiserver.validation.common import Errors, Obj, each, go_str
 
 __all__ = [
@@ -26,8 +27,6 @@ __all__ = [
     "validate_role_binding_update",
     "validate_role_update",
 ]
-
-RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
 def _validate_rules(rules: list[Any], namespaced: bool) -> Errors:
