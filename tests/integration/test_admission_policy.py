@@ -7,7 +7,14 @@ from typing import Any
 import orjson
 
 from kubeforge.testing import Kubectl
-from tests.integration.admission_support import BINDINGS, POLICIES, configmap, deployment
+from tests.integration.admission_support import (
+    BINDINGS,
+    MUTATING,
+    POLICIES,
+    VALIDATING,
+    configmap,
+    deployment,
+)
 from tests.support import HTTPClient
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -302,3 +309,102 @@ async def test_policies_and_bindings_are_validated(http: HTTPClient) -> None:
     assert created["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
     assert created["spec"]["matchConstraints"]["namespaceSelector"] == {}
     assert created["spec"]["matchConstraints"]["resourceRules"][0]["scope"] == "*"
+
+
+async def test_policies_govern_webhook_configurations_but_not_themselves(
+    http: HTTPClient,
+) -> None:
+    # As kube-apiserver does: webhooks never see the admission configuration kinds, but
+    # policies see the webhook configurations; only the policy and binding kinds (and the
+    # reviews, which are not stored) are out of their reach.
+    fail_closed = policy(
+        "webhooks-fail-closed",
+        [
+            {
+                "expression": "object.webhooks.all(w, w.failurePolicy == 'Fail')",
+                "message": "webhooks must fail closed",
+            }
+        ],
+    )
+    fail_closed["spec"]["matchConstraints"]["resourceRules"] = [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+        }
+    ]
+    everything = policy("refuse-everything", [{"expression": "false", "message": "no"}])
+    everything["spec"]["matchConstraints"]["resourceRules"] = [
+        {
+            "apiGroups": ["*"],
+            "apiVersions": ["*"],
+            "operations": ["*"],
+            "resources": ["*/*"],
+        }
+    ]
+    await install(
+        http,
+        fail_closed,
+        binding("webhooks-fail-closed", "webhooks-fail-closed", ["Deny"]),
+        everything,
+    )
+
+    def configuration(kind: str, policy: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": kind,
+            "metadata": {"name": f"open-{policy.lower()}"},
+            "webhooks": [
+                {
+                    "name": "hook.example.com",
+                    "clientConfig": {"url": "https://127.0.0.1:1/hook"},
+                    "rules": [
+                        {
+                            "operations": ["CREATE"],
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "resources": ["secrets"],
+                        }
+                    ],
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "failurePolicy": policy,
+                }
+            ],
+        }
+
+    for kind, path in (
+        ("ValidatingWebhookConfiguration", VALIDATING),
+        ("MutatingWebhookConfiguration", MUTATING),
+    ):
+        refused = await http.post(path, configuration(kind, "Ignore"))
+        assert refused.status == 422, refused.body
+        assert refused.json()["message"].endswith(
+            "ValidatingAdmissionPolicy 'webhooks-fail-closed' with binding "
+            "'webhooks-fail-closed' denied request: webhooks must fail closed"
+        )
+        assert (await http.get(f"{path}/open-ignore")).status == 404
+        assert (await http.post(path, configuration(kind, "Fail"))).status == 201
+        # An update is held to it too.
+        stored = (await http.get(f"{path}/open-fail")).json()
+        stored["webhooks"][0]["failurePolicy"] = "Ignore"
+        assert (await http.put(f"{path}/open-fail", stored)).status == 422
+
+    # A policy that refuses everything still cannot refuse policies or bindings (its own
+    # repair stays possible), nor a review; once bound it refuses ordinary objects.
+    await install(http, binding("refuse-everything", "refuse-everything", ["Deny"]))
+    assert (await http.post(CONFIGMAPS, configmap("refused"))).status == 422
+    assert (await http.delete(f"{BINDINGS}/refuse-everything")).status == 200
+    assert (await http.post(CONFIGMAPS, configmap("allowed"))).status == 201
+    await install(http, binding("refuse-everything", "refuse-everything", ["Deny"]))
+    review = await http.post(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "get", "resource": "pods"}},
+        },
+    )
+    assert review.status == 201, review.body
+    assert (await http.delete(f"{POLICIES}/refuse-everything")).status == 200

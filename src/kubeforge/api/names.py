@@ -8,12 +8,14 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
 import orjson
 
 from kubeforge.api.access import as_str
 from kubeforge.api.fielderror import FieldError
+from kubeforge.api.timestamps import parse_time_or_none
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
@@ -627,16 +629,33 @@ def validate_object_meta(
 
 
 _IMMUTABLE_META = ("name", "namespace", "uid")
+_IMMUTABLE_TIMES = ("creationTimestamp", "deletionTimestamp")
+
+
+def _go_time(value: Any) -> Any:
+    """A metav1.Time as Go's field errors print it (its String(), in UTC)."""
+    moment = parse_time_or_none(value)
+    if moment is None:
+        return value
+    return GoValue(moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC"))
 
 
 def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    """Metadata transitions: name, namespace and uid are fixed; a deleting object gains no
-    finalizers. Field-by-field rules live in validate_object_meta(..., is_create=False)."""
+    """Metadata transitions (ValidateObjectMetaAccessorUpdate): name, namespace, uid, the
+    creation time and the deletion state are fixed; a deleting object gains no finalizers.
+    Field-by-field rules live in validate_object_meta(..., is_create=False)."""
     errs = []
     for key in _IMMUTABLE_META:
         have, had = new.get(key) or "", old.get(key) or ""
         if have != had:
             errs.append(immutable(f"metadata.{key}", have))
+    for key in _IMMUTABLE_TIMES:
+        have, had = new.get(key) or None, old.get(key) or None
+        if have != had:
+            errs.append(immutable(f"metadata.{key}", _go_time(have)))
+    grace = new.get("deletionGracePeriodSeconds")
+    if grace != old.get("deletionGracePeriodSeconds"):
+        errs.append(immutable("metadata.deletionGracePeriodSeconds", grace))
     if old.get("deletionTimestamp"):
         before = set(_strings(old.get("finalizers")))
         added = sorted({f for f in _strings(new.get("finalizers")) if f not in before})

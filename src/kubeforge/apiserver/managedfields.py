@@ -31,6 +31,7 @@ __all__ = [
     "FieldSet",
     "Path",
     "fields_of",
+    "managed_fields_error",
     "render_path",
     "server_side_apply",
     "update_managed_fields",
@@ -945,6 +946,35 @@ def _decode_entries(value: Any) -> list[_Entry] | None:
     except (ValueError, orjson.JSONDecodeError):
         return None
     return list(entries.values())
+
+
+def managed_fields_error(value: Any) -> str | None:
+    """Why `value` is not a managedFields list the field manager can read, in the words of
+    kube-apiserver's DecodeManagedFields (k8s.io/apimachinery
+    pkg/util/managedfields/internal/managedfields.go); None when it is one (or absent)."""
+    if value is None or _decode_entries(value) is not None:
+        return None
+    if not isinstance(value, list):
+        return "managedFields must be a list"
+    for index, raw in enumerate(value):
+        if not isinstance(raw, dict):
+            return f"managed fields entry {index} is not an object"
+        if raw.get("operation") not in ("Apply", "Update"):
+            return "operation must be `Apply` or `Update`"
+        if not raw.get("apiVersion"):
+            return "apiVersion must not be empty"
+        fields_type = raw.get("fieldsType")
+        if not fields_type:
+            return f"missing fieldsType in managed fields entry {index}"
+        if fields_type != "FieldsV1":
+            return (
+                f"invalid fieldsType {_go_quote(str(fields_type))} in managed fields entry {index}"
+            )
+        try:
+            _decode_fields(raw.get("fieldsV1") or {})
+        except ValueError as exc:
+            return f"error decoding versioned set of managed fields entry {index}: {exc}"
+    return "the managed fields entries cannot be read"
 
 
 def _is_reset(value: Any) -> bool:

@@ -85,22 +85,25 @@ def fill_system_fields(meta: dict[str, Any], tracks_generation: bool) -> None:
 
 
 def carry_system_fields(meta: dict[str, Any], old_meta: dict[str, Any]) -> None:
-    """Keep what an update may not change: timestamps, generation, deletion state.
-
-    A different uid is an error the caller reports; an absent one is filled in here.
-    """
+    """What an update (a client's, or what a mutating webhook made of it) may not change,
+    taken from the stored object as rest.BeforeUpdate does (k8s.io/apiserver
+    pkg/registry/rest/update.go): generation, creationTimestamp, a deletion already under
+    way, and a missing uid. A different uid, or a deletion timestamp or grace period the
+    stored object does not have, is left for validate_object_meta_update to refuse."""
     if not meta.get("uid"):
         meta["uid"] = old_meta.get("uid")
-    for key in ("creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
-        if key in old_meta:
-            meta[key] = old_meta[key]
-        else:
-            meta.pop(key, None)
-    meta.pop("selfLink", None)
     if "generation" in old_meta:
         meta["generation"] = old_meta["generation"]
     else:
         meta.pop("generation", None)
+    for key in ("creationTimestamp", "deletionTimestamp"):
+        if old_meta.get(key):
+            meta[key] = old_meta[key]
+    if old_meta.get("deletionGracePeriodSeconds") is not None and (
+        meta.get("deletionGracePeriodSeconds") is None
+    ):
+        meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+    meta.pop("selfLink", None)
 
 
 def spec_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:

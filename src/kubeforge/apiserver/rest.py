@@ -377,7 +377,6 @@ class Rest:
         """POST to a collection: 201 with the stored object."""
         rt = call.rt
         obj = self._check_type_meta(rt, body)
-        preconditions.check_create(obj["metadata"])
         self._decode(call, obj)
         self._check_namespace(call, obj)
         if call.info.verb == "create":
@@ -425,9 +424,11 @@ class Rest:
         return 201, await self.answer(rt, stored)
 
     def prepare_create(self, call: Call, obj: dict[str, Any]) -> None:
-        """System metadata, status reset, strategy and managedFields for a new object."""
+        """System metadata, status reset, strategy and managedFields for a new object, as
+        the client sent it or mutating admission left it: the same rules for both."""
         rt = call.rt
         meta = obj["metadata"]
+        preconditions.check_create(meta)
         fill_system_fields(meta, rt.tracks_generation)
         meta.pop("resourceVersion", None)
         if rt.has_status:
@@ -477,42 +478,25 @@ class Rest:
         old: StoredObject,
         track_fields: bool = True,
     ) -> tuple[int, bytes | dict[str, Any]]:
-        """The update pipeline after decoding: strategy, ownership, validation, commit.
+        """The update pipeline after decoding: mutating admission, strategy, ownership,
+        validation, commit.
 
         Every update of a stored object comes through here, so here is where the
-        resourceVersion it carries is held against the stored one (preconditions.py).
+        resourceVersion it carries is held against the stored one (preconditions.py) and the
+        metadata the server owns is kept (carry_system_fields, then refused changes in
+        validation): after mutating admission, as kube-apiserver's registry does both, so
+        what a webhook returns is held to the same rules as what a client sent.
         """
         rt = call.rt
-        preconditions.check_update(rt, call.name, obj["metadata"], _stored_version(old))
         old_obj = (
             self.served(rt, old) if rt.webhook_conversion is None else await self.read_as(rt, old)
         )
-        meta = obj["metadata"]
-        old_meta = old_obj["metadata"]
-        if meta.get("uid") and meta["uid"] != old_meta.get("uid"):
-            raise StatusError.invalid(
-                rt.group,
-                rt.kind,
-                call.name,
-                [FieldError.invalid("metadata.uid", meta["uid"], "field is immutable")],
-            )
-        if meta.get("deletionTimestamp") and not old_meta.get("deletionTimestamp"):
-            raise StatusError.invalid(
-                rt.group,
-                rt.kind,
-                call.name,
-                [
-                    FieldError.invalid(
-                        "metadata.deletionTimestamp",
-                        meta["deletionTimestamp"],
-                        "field is immutable; may only be set by the server",
-                    )
-                ],
-            )
-        carry_system_fields(meta, old_meta)
         if call.admission is not None:
             obj = await call.admission.mutate("UPDATE", obj, old_obj)
-            meta = obj["metadata"]
+        meta = obj["metadata"]
+        old_meta = old_obj["metadata"]
+        preconditions.check_update(rt, call.name, meta, _stored_version(old))
+        carry_system_fields(meta, old_meta)
         strategy = self.types.strategy(rt)
         sub = call.info.subresource
         if sub == "status":
@@ -685,13 +669,12 @@ class Rest:
         nesting.check_object(rt.group, rt.kind, call.name, result)
         result = self._check_type_meta(rt, result)
         if wanted is not None:
-            # write_update (or, for a new object, check_create) holds it against the store.
+            # write_update (or, for a new object, prepare_create) holds it against the store.
             result["metadata"]["resourceVersion"] = wanted
         self._decode(call, result, integers=CONVERTED_INTEGERS)
         if old is None:
             if call.info.subresource:
                 raise self._not_found(rt, call.name)
-            preconditions.check_create(result["metadata"])
             self.namespace_lifecycle(call)
             if call.admission is not None:
                 result = await call.admission.mutate("CREATE", result, None)

@@ -7,8 +7,13 @@ whether anything may apply (a cached answer per resource, subresource and operat
 server with no webhooks or policies, or none for this resource, does no admission work at
 all. `RequestAdmission` runs the chain for one request at the points the write path names.
 
-Objects of the admission configuration kinds are never sent to webhooks or policies, so a
-broken webhook cannot lock out its own repair (rules.IsExemptAdmissionConfigurationResource).
+What each kind of admission leaves out follows kube-apiserver: webhooks never see objects
+of the admission configuration kinds, so a broken webhook cannot lock out its own repair
+(k8s.io/apiserver pkg/admission/plugin/webhook/predicates/rules/rules.go,
+IsExemptAdmissionConfigurationResource); policies see the webhook configurations too and
+skip only their own policy and binding resources and the reviews, which are never stored
+(pkg/admission/plugin/policy/generic/plugin.go and kubernetes
+pkg/kubeapiserver/admission/exclusion/resources.go).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from kubeforge.apiserver.admission.webhooks import (
 )
 from kubeforge.apiserver.builtin_schemas import DecodeError
 from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.managedfields import managed_fields_error
 from kubeforge.apiserver.patch import json_copy
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.store import StoredObject
@@ -53,7 +59,8 @@ _MUTATING = GroupResource(GROUP, "mutatingwebhookconfigurations")
 _VALIDATING = GroupResource(GROUP, "validatingwebhookconfigurations")
 _POLICIES = GroupResource(GROUP, "validatingadmissionpolicies")
 _BINDINGS = GroupResource(GROUP, "validatingadmissionpolicybindings")
-_EXEMPT_KINDS = frozenset(
+# Kinds webhooks are never called for.
+_WEBHOOK_EXEMPT_KINDS = frozenset(
     {
         "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
@@ -63,7 +70,26 @@ _EXEMPT_KINDS = frozenset(
         "MutatingAdmissionPolicyBinding",
     }
 )
+# Resources (all their subresources and versions) policies are never evaluated for.
+_POLICY_EXCLUDED = frozenset(
+    {
+        _POLICIES,
+        _BINDINGS,
+        GroupResource(GROUP, "mutatingadmissionpolicies"),
+        GroupResource(GROUP, "mutatingadmissionpolicybindings"),
+        GroupResource("authentication.k8s.io", "selfsubjectreviews"),
+        GroupResource("authentication.k8s.io", "tokenreviews"),
+        GroupResource("authorization.k8s.io", "localsubjectaccessreviews"),
+        GroupResource("authorization.k8s.io", "selfsubjectaccessreviews"),
+        GroupResource("authorization.k8s.io", "selfsubjectrulesreviews"),
+        GroupResource("authorization.k8s.io", "subjectaccessreviews"),
+    }
+)
 _NAMESPACES = GroupResource("", "namespaces")
+_INVALID_MANAGED_FIELDS = (
+    ".metadata.managedFields was in an invalid state after admission; this could be caused "
+    "by an outdated mutating admission controller; please fix your requests: "
+)
 _SERVICES = GroupResource("", "services")
 
 
@@ -87,7 +113,8 @@ class Admission:
         self.policies: tuple[tuple[Policy, tuple[Binding, ...]], ...] = ()
         # Whether any webhook or bound policy exists: the one check every request pays.
         self.active = False
-        self._candidates: dict[tuple[int, str, tuple[str, ...]], bool] = {}
+        # Per resource, subresource and operations: whether webhooks, and policies, may apply.
+        self._candidates: dict[tuple[int, str, tuple[str, ...]], tuple[bool, bool]] = {}
         self._registry_generation = -1
         rest.observers.append(self._observe)
         self.reload()
@@ -144,24 +171,39 @@ class Admission:
         key = (id(rt), subresource, operations)
         applies = self._candidates.get(key)
         if applies is None:
-            applies = self._may_apply(rt, subresource, operations)
+            applies = (
+                self._webhooks_may_apply(rt, subresource, operations),
+                self._policies_may_apply(rt, subresource, operations),
+            )
             self._candidates[key] = applies
-        return RequestAdmission(self, call, name) if applies else None
+        webhooks, policies = applies
+        if not (webhooks or policies):
+            return None
+        return RequestAdmission(self, call, name, webhooks, policies)
 
-    def _may_apply(self, rt: ResourceType, subresource: str, operations: tuple[str, ...]) -> bool:
+    def _webhooks_may_apply(
+        self, rt: ResourceType, subresource: str, operations: tuple[str, ...]
+    ) -> bool:
         kind = subresource_kind(rt, subresource)
-        if kind[0] == GROUP and kind[2] in _EXEMPT_KINDS:
+        if kind[0] == GROUP and kind[2] in _WEBHOOK_EXEMPT_KINDS:
             return False
-        for operation in operations:
-            for hook in (*self.mutating, *self.validating):
-                if hook.matcher.may_match(operation, rt, subresource, self.equivalents):
-                    return True
-            for policy, _ in self.policies:
-                if policy.constraints is None or policy.constraints.may_match(
-                    operation, rt, subresource, self.equivalents
-                ):
-                    return True
-        return False
+        return any(
+            hook.matcher.may_match(operation, rt, subresource, self.equivalents)
+            for operation in operations
+            for hook in (*self.mutating, *self.validating)
+        )
+
+    def _policies_may_apply(
+        self, rt: ResourceType, subresource: str, operations: tuple[str, ...]
+    ) -> bool:
+        if rt.group_resource in _POLICY_EXCLUDED:
+            return False
+        return any(
+            policy.constraints is None
+            or policy.constraints.may_match(operation, rt, subresource, self.equivalents)
+            for operation in operations
+            for policy, _ in self.policies
+        )
 
     # what webhooks and policies need from the server --------------------------------------
 
@@ -293,12 +335,22 @@ class RequestAdmission:
     """Admission for one request: the write path calls `mutate` after decoding and
     defaulting, `validate` after validation, and `delete` before a deletion."""
 
-    __slots__ = ("admission", "call", "name")
+    __slots__ = ("admission", "call", "name", "policies", "webhooks")
 
-    def __init__(self, admission: Admission, call: Call, name: str | None = None) -> None:
+    def __init__(
+        self,
+        admission: Admission,
+        call: Call,
+        name: str | None = None,
+        webhooks: bool = True,
+        policies: bool = True,
+    ) -> None:
         self.admission = admission
         self.call = call
         self.name = name
+        # Whether the request's resource is one webhooks, and policies, may be called for.
+        self.webhooks = webhooks
+        self.policies = policies
 
     def warn(self, text: str) -> None:
         text = _printable(text)
@@ -348,21 +400,39 @@ class RequestAdmission:
         old: dict[str, Any] | None,
         kind: GVK | None = None,
     ) -> dict[str, Any]:
-        """Run the mutating webhooks; the object as they left it."""
+        """Run the mutating webhooks; the object as they left it. The write path then holds
+        it to the rules it holds a client's object to (Rest.prepare_create, write_update)."""
         admission = self.admission
         attrs = self.attributes(operation, obj, old, kind)
-        if admission.mutating:
+        if self.webhooks and admission.mutating:
             await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
         result = attrs.object
         assert result is not None
-        if result is not obj and self.call.rt.namespaced and kind is None:
-            meta = result.get("metadata")
-            namespace = meta.get("namespace") if isinstance(meta, Mapping) else None
+        if result is obj or kind is not None:
+            return result
+        meta = result.get("metadata")
+        if not isinstance(meta, dict):
+            return result
+        if self.call.rt.namespaced:
+            namespace = meta.get("namespace")
             if namespace and namespace != self.call.namespace:
                 raise StatusError.bad_request(
                     "the namespace of the provided object does not match the namespace sent "
                     "on the request"
                 )
+        before = obj["metadata"].get("managedFields")
+        after = meta.get("managedFields")
+        if after != before:
+            # As kube-apiserver's managedFieldsValidatingAdmissionController: entries a
+            # webhook made unreadable are put back as they were, with a warning (k8s.io/
+            # apiserver pkg/endpoints/handlers/fieldmanager/admission.go).
+            error = managed_fields_error(after)
+            if error is not None:
+                if before is None:
+                    del meta["managedFields"]
+                else:
+                    meta["managedFields"] = before
+                self.warn(_INVALID_MANAGED_FIELDS + error)
         return result
 
     async def validate(
@@ -376,9 +446,9 @@ class RequestAdmission:
         """Run the validating policies, then the validating webhooks."""
         admission = self.admission
         attrs = self.attributes(operation, obj, old, kind, options)
-        if admission.policies:
+        if self.policies and admission.policies:
             await dispatch_policies(admission, admission.policies, attrs, self.warn)
-        if admission.validating:
+        if self.webhooks and admission.validating:
             await dispatch_validating(admission, admission.validating, attrs, self.warn)
 
     async def delete(self, old: dict[str, Any], options: Mapping[str, Any]) -> None:
@@ -387,7 +457,7 @@ class RequestAdmission:
         opts = operation_options("DELETE", self.call.query, options)
         admission = self.admission
         attrs = self.attributes("DELETE", None, old, None, opts)
-        if admission.mutating:
+        if self.webhooks and admission.mutating:
             await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
         await self.validate("DELETE", None, old, None, opts)
 
@@ -396,6 +466,6 @@ class RequestAdmission:
         object, as kube-apiserver's connect handler admits them."""
         admission = self.admission
         attrs = self.attributes("CONNECT", options, None)
-        if admission.mutating:
+        if self.webhooks and admission.mutating:
             await dispatch_mutating(admission, admission.mutating, attrs, self.warn)
         await self.validate("CONNECT", attrs.object, None)
