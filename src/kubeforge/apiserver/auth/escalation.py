@@ -1,11 +1,14 @@
 """Escalation prevention: nobody grants, through a role or a binding, what they do not hold.
 
 Creating or updating a Role or ClusterRole is allowed to system:masters, to whoever may
-`escalate` roles, and to a user whose own rules (in the role's namespace; cluster-wide for
-a ClusterRole) cover every rule of the role. Creating or updating a binding is allowed to
-system:masters, to whoever may `bind` the referenced role, and to a user whose own rules
-cover the role's. Refusals are 403 with kube-apiserver's message, listing the missing
-permissions one per line.
+`escalate` roles (asked about the request's own name, which a create does not have yet), and
+to a user whose own rules (in the role's namespace; cluster-wide for a ClusterRole) cover
+every rule of the role. Setting, changing or removing a ClusterRole's aggregationRule, which
+can gather any rule, also needs every right there is. Creating or updating a binding is
+allowed to system:masters, to whoever may `bind` the referenced role, and to a user whose own
+rules cover the role's. Refusals are 403 with kube-apiserver's message, listing the missing
+permissions one per line. Follows kubernetes pkg/registry/rbac/escalation_check.go and the
+policybased storages of pkg/registry/rbac/{role,clusterrole,rolebinding,clusterrolebinding}.
 """
 
 from __future__ import annotations
@@ -48,21 +51,24 @@ class EscalationCheck:
         namespace = call.namespace
         name = str(obj["metadata"].get("name") or "")
         if rt.plural in _ROLE_KINDS:
+            # RoleEscalationAuthorized asks with the request's name: none on a create, so
+            # `escalate` limited by resourceNames never lets a role of that name be created.
+            if self._may(user, "escalate", rt.plural, namespace, call.name):
+                return
             if old is not None and _only_gc_changes(old, obj):
                 return
-            if self._may(user, "escalate", rt.plural, namespace, name):
-                return
-            if obj.get("aggregationRule"):
-                owned, _ = self.rbac.rules_for(user, "")
+            self._require(user, namespace, parse_rules(obj.get("rules")), rt.plural, name)
+            # As clusterrole/policybased/storage.go: an aggregation rule can gather anything
+            # and, removed or changed, stop gathering what it did; the old one counts too.
+            if _aggregates(obj) or (old is not None and _aggregates(old)):
+                owned, _ = self.rbac.rules_for(user, namespace)
                 if uncovered(owned, _FULL_AUTHORITY):
                     raise StatusError.forbidden(
                         RBAC_GROUP,
                         rt.plural,
-                        "",
+                        name,
                         "must have cluster-admin privileges to use the aggregationRule",
                     )
-            wanted = parse_rules(obj.get("rules"))
-            self._require(user, namespace, wanted, rt.plural, name)
         elif rt.plural in _BINDING_KINDS:
             if old is not None and _only_gc_changes(old, obj):
                 return
@@ -104,6 +110,12 @@ class EscalationCheck:
         if errors:
             text += f"; resolution errors: [{', '.join(errors)}]"
         raise StatusError.forbidden(RBAC_GROUP, plural, name, text)
+
+
+def _aggregates(role: dict[str, Any]) -> bool:
+    """Whether a ClusterRole has an aggregation rule that selects anything."""
+    rule = role.get("aggregationRule")
+    return isinstance(rule, dict) and bool(rule.get("clusterRoleSelectors"))
 
 
 def _only_gc_changes(old: dict[str, Any], new: dict[str, Any]) -> bool:
