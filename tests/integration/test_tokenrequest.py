@@ -92,3 +92,50 @@ async def test_the_body_names_the_account_of_the_url_or_none(http: HTTPClient) -
         "/api/v1/namespaces/default/serviceaccounts/nobody/token", {"spec": {}}
     )
     assert missing.status == 404
+
+
+def pod(name: str, account: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox"}]}
+    if account is not None:
+        spec["serviceAccountName"] = account
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+async def test_a_token_binds_only_to_a_pod_running_as_its_account(http: HTTPClient) -> None:
+    # As kube-apiserver's TokenREST: a token for one account bound to another's pod would
+    # carry that workload's pod identity.
+    pods = "/api/v1/namespaces/default/pods"
+    for name, account in (("theirs", "someone-else"), ("unnamed", None), ("ours", "robot")):
+        assert (await http.post(pods, pod(name, account))).status == 201
+    for name in ("theirs", "unnamed"):
+        ref = {"kind": "Pod", "apiVersion": "v1", "name": name}
+        reply = await request_token(http, {"boundObjectRef": ref})
+        assert reply.status == 400, reply.body
+        assert reply.json()["reason"] == "BadRequest"
+        assert reply.json()["message"] == (
+            'cannot bind token for serviceaccount "robot" to pod running with different '
+            "serviceaccount name."
+        )
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": "ours"}
+    reply = await request_token(http, {"boundObjectRef": ref})
+    assert reply.status == 201, reply.body
+    review = await http.post(
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": reply.json()["status"]["token"]},
+        },
+    )
+    extra = review.json()["status"]["user"]["extra"]
+    assert extra["authentication.kubernetes.io/pod-name"] == ["ours"]
+
+    # Only core-group Pods, Secrets and Nodes can hold a token.
+    for api_version, kind, shown in (
+        ("apps/v1", "Pod", "apps/v1, Kind=Pod"),
+        ("v1", "ConfigMap", "/v1, Kind=ConfigMap"),
+    ):
+        ref = {"kind": kind, "apiVersion": api_version, "name": "ours"}
+        reply = await request_token(http, {"boundObjectRef": ref})
+        assert reply.status == 400, reply.body
+        assert reply.json()["message"] == f"cannot bind token to object of type {shown}"

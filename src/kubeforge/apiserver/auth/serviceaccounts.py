@@ -91,22 +91,35 @@ def _bound_object(
         return None, None, None
     if not isinstance(ref, dict):
         raise StatusError.bad_request("spec.boundObjectRef must be an object")
+    # As kubernetes pkg/registry/core/serviceaccount/storage/token.go (TokenREST.Create).
     kind = str(ref.get("kind") or "")
     name = str(ref.get("name") or "")
-    where = {"Pod": PODS, "Secret": SECRETS, "Node": NODES}.get(kind)
+    api_version = str(ref.get("apiVersion") or "")
+    group, _, version = api_version.rpartition("/")
+    where = {"Pod": PODS, "Secret": SECRETS, "Node": NODES}.get(kind) if not group else None
     if where is None:
-        raise StatusError.bad_request(f"cannot bind token for object of type {kind}")
+        raise StatusError.bad_request(
+            f"cannot bind token to object of type {group}/{version}, Kind={kind}"
+        )
     namespace = "" if kind == "Node" else call.namespace
     stored = store.get(where, namespace, name)
     if stored is None:
         raise StatusError.not_found("", where.resource, name)
+    if kind == "Pod":
+        # A token bound to a pod carries its identity: only the pod's own account gets one.
+        running_as = (stored.obj.get("spec") or {}).get("serviceAccountName") or ""
+        if running_as != call.name:
+            raise StatusError.bad_request(
+                f'cannot bind token for serviceaccount "{call.name}" to pod running with '
+                "different serviceaccount name."
+            )
     meta = stored.obj["metadata"]
     uid = str(meta.get("uid") or "")
     wanted_uid = ref.get("uid")
     if wanted_uid and wanted_uid != uid:
         raise StatusError.conflict(
             "",
-            where.resource,
+            kind,
             name,
             f"the UID in the bound object reference ({wanted_uid}) does not match the UID in "
             "record. The object might have been deleted and then recreated",
