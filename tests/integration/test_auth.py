@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -668,9 +669,12 @@ async def test_access_reviews_check_their_input(http: HTTPClient) -> None:
             },
         },
     )
-    assert local.status == 400
+    # As ValidateLocalSubjectAccessReview: a local review asks about its own namespace.
+    assert local.status == 422
     assert local.json()["message"] == (
-        "spec.resourceAttributes.namespace must match namespace: default"
+        'LocalSubjectAccessReview.authorization.k8s.io "" is invalid: '
+        'spec.resourceAttributes.namespace: Invalid value: "other": must match '
+        "metadata.namespace"
     )
     missing_role = await http.post(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
@@ -699,6 +703,59 @@ async def test_access_reviews_check_their_input(http: HTTPClient) -> None:
         "allowed": False,
         "reason": 'RBAC: clusterrole.rbac.authorization.k8s.io "nothing" not found',
     }
+
+
+async def test_a_local_access_review_asks_about_resources_only(http: HTTPClient) -> None:
+    # ValidateLocalSubjectAccessReview refuses nonResourceAttributes: a namespace's admin
+    # (who may create local reviews there) must not learn about paths through one.
+    local = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews"
+
+    def review(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "LocalSubjectAccessReview",
+            "spec": {"user": "someone", **spec},
+        }
+        if meta:
+            body["metadata"] = meta
+        return body
+
+    path = {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}}
+    reply = await http.post(local, review(path))
+    assert reply.status == 422, reply.body
+    status = reply.json()
+    assert status["reason"] == "Invalid"
+    assert status["message"] == (
+        'LocalSubjectAccessReview.authorization.k8s.io "" is invalid: '
+        "spec.nonResourceAttributes: Invalid value: "
+        'authorization.NonResourceAttributes{Path:"/metrics", Verb:"get"}: disallowed on this '
+        "kind of request"
+    )
+    assert [c["field"] for c in status["details"]["causes"]] == ["spec.nonResourceAttributes"]
+    # Together with resourceAttributes, both rules are reported.
+    both = {
+        **path,
+        "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"},
+    }
+    reply = await http.post(local, review(both))
+    assert reply.status == 422
+    assert [c["field"] for c in reply.json()["details"]["causes"]] == [
+        "spec.nonResourceAttributes",
+        "spec.nonResourceAttributes",
+    ]
+    # A cluster-wide review may ask about paths; a local one about its namespace's resources.
+    cluster = await http.post(
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        {**review(path), "kind": "SubjectAccessReview"},
+    )
+    assert cluster.status == 201, cluster.body
+    pods = {"resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "default"}}
+    assert (await http.post(local, review(pods))).status == 201
+    elsewhere = await http.post(local, review(pods, namespace="other"))
+    assert elsewhere.status == 400
+    assert elsewhere.json()["message"] == (
+        "the namespace of the provided object does not match the namespace sent on the request"
+    )
 
 
 async def test_resource_names_allow_a_watch_of_one_object_only(

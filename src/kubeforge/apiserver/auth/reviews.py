@@ -10,23 +10,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.authenticator import Authenticator
 from kubeforge.apiserver.auth.rbac import RBACAuthorizer
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.user import UserInfo
+from kubeforge.apiserver.validation.authorization import validate_access_review
 
 __all__ = ["Reviews"]
 
 Decide = Callable[[Attributes], tuple[bool, str]]
 
 
+_ACCESS_REVIEWS = frozenset(
+    {"SelfSubjectAccessReview", "SubjectAccessReview", "LocalSubjectAccessReview"}
+)
+
+
 def _extra(value: Any) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
         return {}
     return {str(k): tuple(str(x) for x in v or ()) for k, v in value.items()}
+
+
+def _subject(spec: dict[str, Any]) -> UserInfo:
+    """The user a (Local)SubjectAccessReview asks about."""
+    groups = tuple(str(g) for g in spec.get("groups") or ())
+    return UserInfo(
+        str(spec.get("user") or ""), str(spec.get("uid") or ""), groups, _extra(spec.get("extra"))
+    )
 
 
 class Reviews:
@@ -47,6 +60,11 @@ class Reviews:
         meta = dict(result.get("metadata") or {})
         meta["creationTimestamp"] = None
         if rt.namespaced:
+            if meta.get("namespace") and meta["namespace"] != call.namespace:
+                raise StatusError.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
             meta["namespace"] = call.namespace
         result["metadata"] = meta
         spec = result.get("spec") or {}
@@ -61,12 +79,15 @@ class Reviews:
             result["status"] = self._token_review(spec)
         elif kind == "SelfSubjectRulesReview":
             result["status"] = self._rules_review(user, str(spec.get("namespace") or ""))
-        elif kind == "SelfSubjectAccessReview":
-            result["status"] = self._access(user, spec, kind, None)
-        elif kind == "SubjectAccessReview":
-            result["status"] = self._access(self._subject(spec, kind), spec, kind, None)
-        elif kind == "LocalSubjectAccessReview":
-            result["status"] = self._access(self._subject(spec, kind), spec, kind, call.namespace)
+        elif kind in _ACCESS_REVIEWS:
+            for key in ("resourceAttributes", "nonResourceAttributes"):
+                if spec.get(key) is not None and not isinstance(spec[key], dict):
+                    raise StatusError.bad_request(f"spec.{key} must be an object")
+            errors = validate_access_review(kind, spec, call.namespace)
+            if errors:
+                raise StatusError.invalid("authorization.k8s.io", kind, "", errors)
+            subject = user if kind == "SelfSubjectAccessReview" else _subject(spec)
+            result["status"] = self._access(subject, spec)
         return result
 
     def _token_review(self, spec: dict[str, Any]) -> dict[str, Any]:
@@ -82,49 +103,10 @@ class Reviews:
             status["audiences"] = list(result.audiences)
         return status
 
-    def _subject(self, spec: dict[str, Any], kind: str) -> UserInfo:
-        name = str(spec.get("user") or "")
-        groups = tuple(str(g) for g in spec.get("groups") or ())
-        if not name and not groups:
-            raise StatusError.invalid(
-                "authorization.k8s.io",
-                kind,
-                "",
-                [
-                    FieldError.invalid(
-                        "spec.user", "", "at least one of user or group must be specified"
-                    )
-                ],
-            )
-        return UserInfo(name, str(spec.get("uid") or ""), groups, _extra(spec.get("extra")))
-
-    def _access(
-        self, user: UserInfo, spec: dict[str, Any], kind: str, namespace: str | None
-    ) -> dict[str, Any]:
+    def _access(self, user: UserInfo, spec: dict[str, Any]) -> dict[str, Any]:
+        """What the authorizer says of a (validated) access review's attributes."""
         resource = spec.get("resourceAttributes")
-        non_resource = spec.get("nonResourceAttributes")
-        if bool(resource) == bool(non_resource):
-            raise StatusError.invalid(
-                "authorization.k8s.io",
-                kind,
-                "",
-                [
-                    FieldError.invalid(
-                        "spec.resourceAttributes",
-                        None,
-                        "exactly one of nonResourceAttributes or resourceAttributes must be "
-                        "specified",
-                    )
-                ],
-            )
-        if resource:
-            if not isinstance(resource, dict):
-                raise StatusError.bad_request("spec.resourceAttributes must be an object")
-            ns = str(resource.get("namespace") or "")
-            if namespace is not None and ns != namespace:
-                raise StatusError.bad_request(
-                    f"spec.resourceAttributes.namespace must match namespace: {namespace}"
-                )
+        if resource is not None:
             attrs = Attributes(
                 user,
                 str(resource.get("verb") or ""),
@@ -133,12 +115,11 @@ class Reviews:
                 str(resource.get("version") or ""),
                 str(resource.get("resource") or ""),
                 str(resource.get("subresource") or ""),
-                ns,
+                str(resource.get("namespace") or ""),
                 str(resource.get("name") or ""),
             )
         else:
-            if not isinstance(non_resource, dict):
-                raise StatusError.bad_request("spec.nonResourceAttributes must be an object")
+            non_resource = spec["nonResourceAttributes"]
             attrs = Attributes(
                 user,
                 str(non_resource.get("verb") or ""),
