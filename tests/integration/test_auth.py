@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jwt
 import orjson
 import pytest
 import yaml
@@ -239,6 +240,61 @@ async def test_an_expired_token_is_refused_and_an_early_one_too(
     assert answer == {"user": {}, "error": "service account token is not valid yet"}
     issuer.clock = lambda: now
     assert (await http.post(reviews, review)).json()["status"]["authenticated"] is True
+
+
+async def test_a_token_issued_in_the_future_is_refused(server: APIServer, http: HTTPClient) -> None:
+    # kube-apiserver's validator (pkg/serviceaccount/claims.go) refuses an `iat` later than
+    # its clock plus go-jose's minute of leeway, after checking nbf and exp.
+    account = await http.post("/api/v1/namespaces/default/serviceaccounts", ACCOUNT)
+    uid = account.json()["metadata"]["uid"]
+    issuer = server.auth.issuer
+    now = time.time()
+    issuer.clock = lambda: now
+
+    def signed(iat: float, exp: float) -> str:
+        claims = {
+            "aud": [issuer.issuer],
+            "exp": int(exp),
+            "iat": int(iat),
+            "iss": issuer.issuer,
+            "jti": f"future-{iat}",
+            "kubernetes.io": {
+                "namespace": "default",
+                "serviceaccount": {"name": "robot", "uid": uid},
+            },
+            "nbf": int(now) - 10,
+            "sub": ROBOT,
+        }
+        return jwt.encode(claims, issuer.key, algorithm="ES256", headers={"kid": issuer.key_id})
+
+    async def review(token: str) -> dict[str, Any]:
+        body = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenReview",
+            "spec": {"token": token},
+        }
+        reply = await http.post("/apis/authentication.k8s.io/v1/tokenreviews", body)
+        status: dict[str, Any] = reply.json()["status"]
+        return status
+
+    within = signed(now + LEEWAY - 1, now + 600)
+    assert (await review(within))["authenticated"] is True
+    future = signed(now + LEEWAY + 1, now + 600)
+    assert await review(future) == {
+        "user": {},
+        "error": "service account token is issued in the future",
+    }
+    refused = await http.get(
+        "/api/v1/namespaces/default/pods", headers={"Authorization": f"Bearer {future}"}, auth=False
+    )
+    assert refused.status == 401
+    assert refused.json()["reason"] == "Unauthorized"
+    # Expiry is judged first.
+    stale = signed(now + LEEWAY + 1, now - LEEWAY - 1)
+    assert (await review(stale))["error"] == "service account token has expired"
+    # The same token once the clock has caught up.
+    issuer.clock = lambda: now + 2
+    assert (await review(future))["authenticated"] is True
 
 
 async def test_whoami_and_can_i_answer_truthfully(

@@ -43,7 +43,7 @@ LEGACY_ISSUER = "kubernetes/serviceaccount"
 # --service-account-extend-token-expiration).
 WARN_ONLY_SECONDS = 3607
 EXTENDED_SECONDS = 365 * 24 * 60 * 60
-LEEWAY = 60  # seconds of clock skew tolerated, as upstream's validator does
+LEEWAY = 60  # seconds of clock skew tolerated (go-jose's jwt.DefaultLeeway, which kube uses)
 _ALGORITHM = "ES256"
 
 
@@ -188,7 +188,7 @@ class TokenIssuer:
 
     def verify(self, token: str) -> TokenClaims | None:
         """The claims of a token this server signed (None: not one of ours); TokenError when
-        it is ours but expired or not yet valid."""
+        it is ours but expired, not yet valid or issued in the future."""
         try:
             payload = jwt.decode(
                 token,
@@ -221,13 +221,18 @@ class TokenIssuer:
             )
         if issuer != self.issuer:
             return None
+        # As pkg/serviceaccount/claims.go judges them through go-jose's Claims.Validate, in
+        # its order: nbf, exp, then an iat later than now, each with a minute of leeway.
         now = self.clock()
-        exp = payload.get("exp")
-        if not isinstance(exp, int | float) or self.expired(float(exp), now):
-            raise TokenError("service account token has expired")
         nbf = payload.get("nbf")
         if isinstance(nbf, int | float) and now + LEEWAY < nbf:
             raise TokenError("service account token is not valid yet")
+        exp = payload.get("exp")
+        if not isinstance(exp, int | float) or self.expired(float(exp), now):
+            raise TokenError("service account token has expired")
+        iat = payload.get("iat")
+        if isinstance(iat, int | float) and now + LEEWAY < iat:
+            raise TokenError("service account token is issued in the future")
         private = payload.get("kubernetes.io") or {}
         account = private.get("serviceaccount") or {}
         aud = payload.get("aud")
