@@ -25,7 +25,7 @@ from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.rest import Rest, run_now
 from kubeforge.apiserver.store import StoredObject
 
-__all__ = ["DEFAULT_SERVICE_CIDR", "NODE_PORT_RANGE", "ServiceAllocators"]
+__all__ = ["DEFAULT_SERVICE_CIDR", "NODE_PORT_RANGE", "ServiceAllocators", "advertised_address"]
 
 log = logging.getLogger("kubeforge.apiserver.allocators")
 
@@ -305,7 +305,7 @@ class ServiceAllocators:
     def ensure_kubernetes_service(self, host: str, port: int) -> None:
         """Create or correct the `kubernetes` Service in `default` and, once the serving port
         is known (non-zero), the Endpoints and EndpointSlice pointing at this server."""
-        address = _advertised_address(host)
+        address = advertised_address(host)
         target = port or 443
         self._ensure(
             "services",
@@ -453,7 +453,7 @@ def _external(spec: dict[str, Any]) -> bool:
     return spec.get("type") in _NODE_PORT_TYPES or bool(spec.get("externalIPs"))
 
 
-def _advertised_address(host: str) -> str:
+def advertised_address(host: str) -> str:
     """The IP clients inside the cluster would use for this server."""
     try:
         address = ipaddress.ip_address(host)

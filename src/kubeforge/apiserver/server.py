@@ -23,9 +23,20 @@ import yaml
 
 from kubeforge.apiserver import nesting
 from kubeforge.apiserver.admission import Admission, ServiceResolver
-from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
+from kubeforge.apiserver.allocators import (
+    DEFAULT_SERVICE_CIDR,
+    ServiceAllocators,
+    advertised_address,
+)
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
+from kubeforge.apiserver.auth.openidmetadata import (
+    CACHE_CONTROL,
+    CONFIGURATION_PATH,
+    JWKS_CONTENT_TYPE,
+    JWKS_PATH,
+    OpenIDMetadata,
+)
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
@@ -107,6 +118,9 @@ class ServerConfig:
     credentials_dir: Path | None = None
     # The `iss` of ServiceAccount tokens, and the audience the server accepts.
     service_account_issuer: str = DEFAULT_ISSUER
+    # Where the issuer discovery document says the token keys are (--service-account-jwks-uri);
+    # None: this server's own /openid/v1/jwks at its advertised address.
+    service_account_jwks_uri: str | None = None
     # The ServiceAccount admission plugin for pods (an account that exists, its token
     # mounted); on in a development cluster, whose controllers create the accounts.
     service_account_admission: bool = False
@@ -164,6 +178,8 @@ class APIServer:
         if cfg.service_account_admission:
             self.rest.mutators.append(self.auth.pods)
         self.certificates: ServingCertificates | None = None
+        # The issuer discovery documents, rendered once the port is known (start()).
+        self.openid: OpenIDMetadata | None = None
         self.port = cfg.port
         self._http: HTTPServer | None = None
         pods = self.registry.get("", "v1", "pods")
@@ -209,6 +225,13 @@ class APIServer:
         self.port = self.config.port = await self._http.start(cfg.host, cfg.port, ssl_context)
         # The `kubernetes` Service's endpoints point at the port actually bound.
         self.allocators.ensure_kubernetes_service(cfg.host, self.port)
+        jwks_uri = cfg.service_account_jwks_uri
+        if jwks_uri is None:
+            # As kube-apiserver: https://<external address>/openid/v1/jwks.
+            address = advertised_address(cfg.host)
+            host = f"[{address}]" if ":" in address else address
+            jwks_uri = f"https://{host}:{self.port}{JWKS_PATH}"
+        self.openid = OpenIDMetadata(self.auth.issuer, jwks_uri)
         if self.gc is not None:
             self.gc.start()
         if self.namespaces is not None:
@@ -380,6 +403,8 @@ class APIServer:
             return self._root_discovery(request, legacy=path == "/api")
         if path.startswith("/openapi/"):
             return self._openapi(path, request)
+        if path in (CONFIGURATION_PATH, JWKS_PATH):
+            return self._openid(path, request)
         if info is None:
             return self._group_discovery(path)
         return self.metrics.serve(request, info, lambda r, i: self._resource(r, i, user, audit_id))
@@ -441,6 +466,18 @@ class APIServer:
             if data is not None:
                 return Response(200, data, headers=[("Cache-Control", "no-cache, private")])
         raise StatusError.route_not_found()
+
+    def _openid(self, path: str, request: Request) -> Response:
+        """The ServiceAccount issuer discovery documents (auth/openidmetadata.py)."""
+        metadata = self.openid
+        if metadata is None or not metadata.available:
+            raise StatusError.route_not_found()
+        if request.method not in ("GET", "HEAD"):
+            raise StatusError.method_not_allowed()
+        headers = [("Cache-Control", CACHE_CONTROL)]
+        if path == CONFIGURATION_PATH:
+            return Response(200, metadata.configuration, "application/json", headers)
+        return Response(200, metadata.keyset, JWKS_CONTENT_TYPE, headers)
 
     def _json(
         self,

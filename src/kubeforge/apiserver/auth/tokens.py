@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_ISSUER",
     "EXTENDED_SECONDS",
     "LEGACY_ISSUER",
+    "SIGNING_ALGORITHM",
     "WARN_ONLY_SECONDS",
     "BoundObject",
     "TokenClaims",
@@ -44,7 +45,7 @@ LEGACY_ISSUER = "kubernetes/serviceaccount"
 WARN_ONLY_SECONDS = 3607
 EXTENDED_SECONDS = 365 * 24 * 60 * 60
 LEEWAY = 60  # seconds of clock skew tolerated (go-jose's jwt.DefaultLeeway, which kube uses)
-_ALGORITHM = "ES256"
+SIGNING_ALGORITHM = "ES256"
 
 
 class TokenError(Exception):
@@ -167,7 +168,9 @@ class TokenIssuer:
             "nbf": issued,
             "sub": f"system:serviceaccount:{namespace}:{name}",
         }
-        token = jwt.encode(payload, self.key, algorithm=_ALGORITHM, headers={"kid": self.key_id})
+        token = jwt.encode(
+            payload, self.key, algorithm=SIGNING_ALGORITHM, headers={"kid": self.key_id}
+        )
         return token, float(expires)
 
     def issue_legacy(self, namespace: str, name: str, uid: str, secret: str) -> str:
@@ -180,7 +183,9 @@ class TokenIssuer:
             "kubernetes.io/serviceaccount/service-account.uid": uid,
             "sub": f"system:serviceaccount:{namespace}:{name}",
         }
-        return jwt.encode(payload, self.key, algorithm=_ALGORITHM, headers={"kid": self.key_id})
+        return jwt.encode(
+            payload, self.key, algorithm=SIGNING_ALGORITHM, headers={"kid": self.key_id}
+        )
 
     def expired(self, exp: float, now: float | None = None) -> bool:
         """Whether a token whose `exp` claim is `exp` has expired (after the leeway)."""
@@ -193,7 +198,7 @@ class TokenIssuer:
             payload = jwt.decode(
                 token,
                 self.public_key,
-                algorithms=[_ALGORITHM],
+                algorithms=[SIGNING_ALGORITHM],
                 options={
                     "verify_aud": False,
                     "verify_exp": False,
