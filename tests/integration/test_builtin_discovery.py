@@ -97,14 +97,15 @@ def _from_aggregated(version_doc: dict[str, Any], group: str) -> dict[str, Facts
             "shortNames": sorted(r.get("shortNames", [])),
             "categories": sorted(r.get("categories", [])),
             "subresources": {
-                s["subresource"]: (
-                    (s["responseKind"]["group"], s["responseKind"]["version"], s["responseKind"]["kind"]),
-                    sorted(s["verbs"]),
-                )
+                s["subresource"]: (_kind_of(s["responseKind"]), sorted(s["verbs"]))
                 for s in r.get("subresources", [])
             },
         }
     return resources
+
+
+def _kind_of(response_kind: dict[str, str]) -> tuple[str, str, str]:
+    return response_kind["group"], response_kind["version"], response_kind["kind"]
 
 
 def _diff(expected: dict[str, Facts], actual: dict[str, Facts]) -> list[str]:

@@ -232,6 +232,8 @@ def builtin_types() -> list[ResourceType]:
             "APIService",
             "apiservices",
             namespaced=False,
+            # The name is `<version>.<group>` (checked by the kind's validation).
+            name_rule="path",
             categories=("api-extensions",),
             subresources=(STATUS,),
         ),
@@ -471,6 +473,7 @@ def builtin_types() -> list[ResourceType]:
             namespaced=False,
             subresources=(STATUS,),
             generation=True,
+            name_rule="path",
         ),
         _t(
             "flowcontrol.apiserver.k8s.io",
@@ -480,6 +483,7 @@ def builtin_types() -> list[ResourceType]:
             namespaced=False,
             subresources=(STATUS,),
             generation=True,
+            name_rule="path",
         ),
         # apiextensions.k8s.io/v1
         _t(

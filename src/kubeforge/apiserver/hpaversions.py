@@ -242,9 +242,7 @@ def hpa_v2_to_v1(obj: Obj) -> Obj:
     metrics = [m for m in as_list(spec.get("metrics")) if isinstance(m, dict)]
     cpu = next((m for m in metrics if _is_cpu_utilization(m)), None)
     if cpu is not None:
-        v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"][
-            "averageUtilization"
-        ]
+        v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
     others = [_metric_to_v1(m) for m in metrics if not _is_cpu_utilization(m)]
     if others:
         annotations[METRICS] = _json(others)
@@ -299,7 +297,9 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
     for key in ("scaleTargetRef", "minReplicas", "maxReplicas"):
         _put(v2_spec, key, copy.deepcopy(spec.get(key)))
     metrics = [
-        _metric_from_v1(m) for m in as_list(_annotation(annotations, METRICS)) if isinstance(m, dict)
+        _metric_from_v1(m)
+        for m in as_list(_annotation(annotations, METRICS))
+        if isinstance(m, dict)
     ]
     cpu = spec.get("targetCPUUtilizationPercentage")
     if cpu is None and not metrics:

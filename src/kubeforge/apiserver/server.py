@@ -24,13 +24,17 @@ import yaml
 from kubeforge.apiserver import nesting
 from kubeforge.apiserver.admission import Admission, ServiceResolver
 from kubeforge.apiserver.allocators import DEFAULT_SERVICE_CIDR, ServiceAllocators
+from kubeforge.apiserver.apfconfig import APFConfiguration
+from kubeforge.apiserver.apiservices import LocalAPIServices
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.componentstatuses import ComponentStatuses
 from kubeforge.apiserver.conversion import TIMEOUT_SECONDS, Conversions
 from kubeforge.apiserver.crds import CRDController
+from kubeforge.apiserver.defaultservicecidr import ensure_default_service_cidr
 from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
@@ -142,7 +146,10 @@ class APIServer:
         self.rest = Rest(self.store, self.registry, self.types)
         self.watches = WatchStreams(self.store, cfg.bookmark_interval)
         self.crds = CRDController(self.rest)
+        self.apiservices = LocalAPIServices(self.rest)
+        self.apf = APFConfiguration(self.rest)
         self.subresources = Subresources(self.rest, logs or NoLogs())
+        self.components = ComponentStatuses()
         self.allocators = ServiceAllocators(self.rest, cfg.service_cidr)
         self.gc: GarbageCollector | None = None
         self.namespaces: NamespaceController | None = None
@@ -282,6 +289,9 @@ class APIServer:
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 run_now(self.rest.create(call, body))
         self.allocators.ensure_kubernetes_service(self.config.host, self.port)
+        ensure_default_service_cidr(self.rest, self.config.service_cidr)
+        self.apiservices.register_builtin()
+        self.apf.bootstrap()
         self._bootstrap_rbac()
 
     def _bootstrap_rbac(self) -> None:
@@ -507,6 +517,8 @@ class APIServer:
             raise StatusError.method_not_allowed()
         if rt.namespaced and info.namespace is None and verb in ("create", "deletecollection"):
             raise StatusError.method_not_allowed()
+        if rt.virtual and verb in ("get", "list"):
+            return self._computed(request, call)
         if verb == "get":
             return self._get(request, call)
         if verb == "list":
@@ -784,6 +796,22 @@ class APIServer:
             await review.validate("CREATE", body, None)
         return self.auth.review(call, body)
 
+    def _computed(self, request: Request, call: Call) -> Response:
+        """A get or list of objects worked out when asked (ComponentStatuses)."""
+        rt = call.rt
+        negotiated = self._negotiate(request, {"Table"})
+        if call.info.name is not None:
+            objects = [self.components.get(call.info.name)]
+        else:
+            objects = self.components.list(Selection.parse(rt, call.query))
+        if negotiated.as_kind == "Table":
+            table = to_table(rt, objects, include_object=self._include_object(call))
+            return self._json(200, table, call.warnings)
+        if call.info.name is not None:
+            return self._json(200, objects[0], call.warnings, negotiated.format)
+        doc = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {}, "items": objects}
+        return self._json(200, doc, call.warnings, negotiated.format)
+
     def _subresource(
         self, request: Request, call: Call
     ) -> Response | Awaitable[Response | ResponseStream]:
@@ -795,7 +823,7 @@ class APIServer:
         verb = {"watch": "get", "list": "get"}.get(info.verb, info.verb)
         if verb not in sub.verbs:
             raise StatusError.method_not_allowed()
-        if name == "status":
+        if name == "status" or name == "approval":
             if verb == "get":
                 if rt.webhook_conversion is not None:
                     return self._answered(self.rest.answer(rt, self.rest.get(call)))
