@@ -34,6 +34,7 @@ from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.componentstatuses import ComponentStatuses
 from kubeforge.apiserver.conversion import TIMEOUT_SECONDS, Conversions
 from kubeforge.apiserver.crds import CRDController
+from kubeforge.apiserver.csradmission import CertificateAdmission
 from kubeforge.apiserver.defaultservicecidr import ensure_default_service_cidr
 from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
@@ -162,6 +163,7 @@ class APIServer:
         issuer = TokenIssuer(load_or_generate_key(cfg.credentials_dir), cfg.service_account_issuer)
         anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
         self.auth = Auth(self.rest, self.token, issuer, anonymous)
+        self.rest.admitters.append(CertificateAdmission(self.auth.decide))
         self.admission = Admission(
             self.rest, resolve_service=cfg.resolve_service, authorize=self.auth.check
         )
