@@ -20,7 +20,8 @@ apiVersion: storage.k8s.io/v1
 kind: CSINode
 metadata: {name: node-1}
 spec:
-  drivers: [{name: hostpath.csi.k8s.io, nodeID: node-1, topologyKeys: [topology.kubernetes.io/zone]}]
+  drivers:
+  - {name: hostpath.csi.k8s.io, nodeID: node-1, topologyKeys: [topology.kubernetes.io/zone]}
 ---
 apiVersion: storage.k8s.io/v1
 kind: CSIStorageCapacity

@@ -145,9 +145,11 @@ class APFConfiguration:
     def _observe(
         self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
     ) -> None:
-        if rt.group_resource == _FLOW_SCHEMAS and event != "DELETED":
+        if rt.group != GROUP:  # every commit passes here; most leave at once
+            return
+        if rt.plural == _FLOW_SCHEMAS.resource and event != "DELETED":
             self._mark(new)
-        elif rt.group_resource == _LEVELS and event in ("ADDED", "DELETED"):
+        elif rt.plural == _LEVELS.resource and event in ("ADDED", "DELETED"):
             name = new.obj["metadata"]["name"]
             schemas, _ = self.rest.store.current(_FLOW_SCHEMAS)
             for stored in schemas:

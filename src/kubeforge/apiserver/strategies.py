@@ -613,7 +613,10 @@ _SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
 }
 
 _NOOP = Strategy()
+# By (group, kind, version) as asked; the versions of a kind share one strategy (_SHARED)
+# unless _VERSIONED gives one of them its own.
 _CACHE: dict[tuple[str, str, str], Strategy] = {}
+_SHARED: dict[tuple[str, str], Strategy] = {}
 
 
 # Groups validated with the generic object-meta rules, which lack the core kinds' finalizer
@@ -630,7 +633,6 @@ _VERSIONED: dict[tuple[str, str, str], Callable[[], Strategy]] = {
         STATUS_ON_CREATE[("autoscaling", "HorizontalPodAutoscaler")],
     ),
 }
-_VERSIONED_KINDS = frozenset((group, kind) for group, kind, _ in _VERSIONED)
 
 
 def _build(group: str, kind: str, version: str) -> Strategy:
@@ -640,20 +642,23 @@ def _build(group: str, kind: str, version: str) -> Strategy:
     if versioned is not None:
         return versioned()
     key = (group, kind)
-    cls = _SPECIAL.get(key, BuiltinStrategy)
-    return cls(
-        defaults.DEFAULTERS.get(key),
-        VALIDATORS.get(key),
-        STATUS_ON_CREATE.get(key),
-        strict_finalizers=group not in _GENERIC_META_GROUPS,
-    )
+    shared = _SHARED.get(key)
+    if shared is None:
+        cls = _SPECIAL.get(key, BuiltinStrategy)
+        shared = _SHARED[key] = cls(
+            defaults.DEFAULTERS.get(key),
+            VALIDATORS.get(key),
+            STATUS_ON_CREATE.get(key),
+            strict_finalizers=group not in _GENERIC_META_GROUPS,
+        )
+    return shared
 
 
 def strategy_for(group: str, kind: str, version: str = "") -> Strategy:
     """The strategy of a kind (one shared instance each; a few kinds have one per version);
     a no-op one for kinds that are not built in."""
-    key = (group, kind, version if (group, kind) in _VERSIONED_KINDS else "")
+    key = (group, kind, version)
     strategy = _CACHE.get(key)
     if strategy is None:
-        strategy = _CACHE[key] = _build(*key)
+        strategy = _CACHE[key] = _build(group, kind, version)
     return strategy
