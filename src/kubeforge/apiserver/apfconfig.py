@@ -14,10 +14,10 @@ from typing import Any
 from kubeforge.api.access import as_dict
 from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.rest import Rest, run_now
+from kubeforge.apiserver.statuswrites import set_condition
 from kubeforge.apiserver.store import StoredObject
 
 __all__ = ["APFConfiguration", "mandatory_objects"]
@@ -171,7 +171,6 @@ class APFConfiguration:
             message,
         ):
             return
-        obj = stored.thaw()
         condition = {
             "type": "Dangling",
             "status": status,
@@ -179,12 +178,4 @@ class APFConfiguration:
             "reason": reason,
             "message": message,
         }
-        others = [c for c in conditions if c.get("type") != "Dangling"]
-        obj["status"] = {"conditions": [*others, condition]}
-        name = obj["metadata"]["name"]
-        info = RequestInfo(GROUP, "v1", None, "flowschemas", name, "status", "update")
-        try:
-            run_now(self.rest.update(Call(info, self._type("flowschemas"), _MANAGER), obj))
-        except StatusError as exc:
-            if exc.code not in (404, 409):
-                raise
+        set_condition(self.rest, self._type("flowschemas"), stored, condition)

@@ -23,6 +23,7 @@ from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 from kubeforge.apiserver.rest import Rest, run_now
+from kubeforge.apiserver.statuswrites import set_condition
 from kubeforge.apiserver.store import StoredObject
 
 __all__ = ["PRIORITIES", "LocalAPIServices"]
@@ -177,7 +178,6 @@ class LocalAPIServices:
             reason,
         ):
             return
-        obj = stored.thaw()
         condition = {
             "type": "Available",
             "status": status,
@@ -185,11 +185,4 @@ class LocalAPIServices:
             "reason": reason,
             "message": message,
         }
-        others = [c for c in conditions if c.get("type") != "Available"]
-        obj["status"] = {"conditions": [*others, condition]}
-        call = self._call("update", obj["metadata"]["name"], "status")
-        try:
-            run_now(self.rest.update(call, obj))
-        except StatusError as exc:
-            if exc.code not in (404, 409):
-                raise
+        set_condition(self.rest, self._type(), stored, condition)

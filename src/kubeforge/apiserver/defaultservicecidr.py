@@ -13,6 +13,7 @@ from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.rest import Rest, run_now
+from kubeforge.apiserver.statuswrites import set_condition
 
 __all__ = ["DEFAULT_NAME", "ensure_default_service_cidr"]
 
@@ -37,19 +38,11 @@ def ensure_default_service_cidr(rest: Rest, service_cidr: str) -> None:
     run_now(rest.create(Call(create, rt, _MANAGER), body))
     stored = rest.store.get(rt.group_resource, "", DEFAULT_NAME)
     assert stored is not None
-    obj = stored.thaw()
-    obj["status"] = {
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "lastTransitionTime": now_rfc3339(),
-                "reason": "",
-                "message": "Kubernetes default Service CIDR is ready",
-            }
-        ]
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": now_rfc3339(),
+        "reason": "",
+        "message": "Kubernetes default Service CIDR is ready",
     }
-    status = RequestInfo(
-        "networking.k8s.io", "v1", None, "servicecidrs", DEFAULT_NAME, "status", "update"
-    )
-    run_now(rest.update(Call(status, rt, _MANAGER), obj))
+    set_condition(rest, rt, stored, ready)
