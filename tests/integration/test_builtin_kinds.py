@@ -496,3 +496,16 @@ async def test_autoscaling_v1_and_v2_share_objects(http: HTTPClient) -> None:
     assert "annotations" not in again["metadata"]
     row = (await http.get(f"{v1}/web", headers=TABLE)).json()["rows"][0]["cells"]
     assert row[:2] == ["web", "Deployment/web"]
+
+
+async def test_a_dev_cluster_reports_its_controllers_healthy() -> None:
+    from kubeforge.cluster.devcluster import DevCluster
+
+    async with DevCluster() as cluster:
+        client = cluster.client
+        assert client is not None
+        listed = await client.list("v1/ComponentStatus")
+        health = {
+            item["metadata"]["name"]: item["conditions"][0]["status"] for item in listed.items
+        }
+        assert health == {"controller-manager": "True", "etcd-0": "True", "scheduler": "True"}

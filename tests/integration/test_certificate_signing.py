@@ -112,9 +112,13 @@ async def test_nobody_asks_the_client_signer_for_system_masters(http: HTTPClient
         'certificatesigningrequests.certificates.k8s.io "root" is forbidden: use of '
         "kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"
     )
-    # Another signer may be asked.
+    # Another signer may be asked; requests can be selected by signer.
     other = await http.post(CSRS, csr_object("root", request, "example.com/internal"))
     assert other.status == 201
+    selected = await http.get(f"{CSRS}?fieldSelector=spec.signerName%3Dexample.com%2Finternal")
+    assert [i["metadata"]["name"] for i in selected.json()["items"]] == ["root"]
+    none = await http.get(f"{CSRS}?fieldSelector=spec.signerName%3D{CLIENT_SIGNER}")
+    assert none.json()["items"] == []
 
 
 def _approval(csr: dict[str, Any], kind: str = "Approved") -> dict[str, Any]:
