@@ -148,18 +148,7 @@ class Served:
     status: bool = False
 
 
-EXTRA_RESOURCES = {
-    f"{API}.core.v1.ComponentStatus": Served("componentstatuses", False, ("cs",)),
-    f"{API}.autoscaling.v1.HorizontalPodAutoscaler": Served(
-        "horizontalpodautoscalers", True, ("hpa",), ("all",), status=True
-    ),
-    f"{API}.networking.v1.IPAddress": Served("ipaddresses", False, ("ip",)),
-    f"{API}.networking.v1.ServiceCIDR": Served("servicecidrs", False, status=True),
-    f"{API}.storage.v1.CSIDriver": Served("csidrivers", False),
-    f"{API}.storage.v1.CSINode": Served("csinodes", False),
-    f"{API}.storage.v1.CSIStorageCapacity": Served("csistoragecapacities", True),
-    f"{API}.storage.v1.VolumeAttachment": Served("volumeattachments", False, status=True),
-}
+EXTRA_RESOURCES: dict[str, Served] = {}
 
 # Kinds that are objects with a GroupVersionKind but no resource of their own.
 NOT_RESOURCES = {

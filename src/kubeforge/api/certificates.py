@@ -28,6 +28,7 @@ __all__ = [
     "client_certificate",
     "generate_certificates",
     "load_chain_from_memory",
+    "sign_certificate_request",
 ]
 
 
@@ -205,3 +206,87 @@ def client_certificate(
         .sign(ca_key, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+# CertificateSigningRequest usages as X.509 key usages and extended key usages
+# (k8s.io/client-go/util/cert and the controller manager's signer use the same table).
+_KEY_USAGES = {
+    "signing": "digital_signature",
+    "digital signature": "digital_signature",
+    "content commitment": "content_commitment",
+    "key encipherment": "key_encipherment",
+    "key agreement": "key_agreement",
+    "data encipherment": "data_encipherment",
+    "cert sign": "key_cert_sign",
+    "crl sign": "crl_sign",
+    "encipher only": "encipher_only",
+    "decipher only": "decipher_only",
+}
+_EXTENDED_USAGES = {
+    "any": ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE,
+    "server auth": ExtendedKeyUsageOID.SERVER_AUTH,
+    "client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
+    "code signing": ExtendedKeyUsageOID.CODE_SIGNING,
+    "email protection": ExtendedKeyUsageOID.EMAIL_PROTECTION,
+    "s/mime": ExtendedKeyUsageOID.EMAIL_PROTECTION,
+    "ipsec end system": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.5"),
+    "ipsec tunnel": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.6"),
+    "ipsec user": x509.ObjectIdentifier("1.3.6.1.5.5.7.3.7"),
+    "timestamping": ExtendedKeyUsageOID.TIME_STAMPING,
+    "ocsp signing": ExtendedKeyUsageOID.OCSP_SIGNING,
+    "microsoft sgc": x509.ObjectIdentifier("1.3.6.1.4.1.311.10.3.3"),
+    "netscape sgc": x509.ObjectIdentifier("2.16.840.1.113730.4.1"),
+}
+# Issued certificates start this long ago, so clocks a little behind accept them at once.
+_BACKDATE = dt.timedelta(minutes=5)
+
+
+def sign_certificate_request(
+    certs: ServingCertificates,
+    request: x509.CertificateSigningRequest,
+    usages: list[str],
+    lifetime: dt.timedelta,
+) -> bytes:
+    """A certificate for `request`, signed by the CA, PEM-encoded: the request's subject,
+    names and key, the given usages, valid for `lifetime` (never past the CA's own end).
+
+    As the controller manager's signer does (pkg/controller/certificates/authority): the
+    request's own extensions are not copied, and the start is backdated five minutes."""
+    if not certs.ca_key_pem:
+        raise ValueError("the CA's private key is not available to sign certificates")
+    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("unexpected CA key type")
+    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
+    now = dt.datetime.now(dt.UTC)
+    not_before = now - _BACKDATE
+    not_after = min(now + lifetime, ca_cert.not_valid_after_utc)
+    flags = dict.fromkeys(set(_KEY_USAGES.values()), False)
+    for usage in usages:
+        if usage in _KEY_USAGES:
+            flags[_KEY_USAGES[usage]] = True
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(request.subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(request.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+    )
+    if any(flags.values()):
+        builder = builder.add_extension(x509.KeyUsage(**flags), critical=True)
+    extended = [_EXTENDED_USAGES[u] for u in dict.fromkeys(usages) if u in _EXTENDED_USAGES]
+    if extended:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
+    try:
+        names = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        names = None
+    if names is not None:
+        builder = builder.add_extension(names.value, critical=False)
+    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubeforge.apiserver.hpaversions import hpa_v1_to_v2, hpa_v2_to_v1
 from kubeforge.apiserver.resource import (
     ALL_VERBS,
     GroupResource,
@@ -29,6 +30,10 @@ def _status(kind: str) -> Subresource:
 
 
 def _definition(group: str, version: str, kind: str) -> str:
+    if group == "apiregistration.k8s.io":
+        return f"io.k8s.kube-aggregator.pkg.apis.apiregistration.{version}.{kind}"
+    if group == "apiextensions.k8s.io":
+        return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.{kind}"
     package = {
         "": "core",
         "apps": "apps",
@@ -40,14 +45,15 @@ def _definition(group: str, version: str, kind: str) -> str:
         "authorization.k8s.io": "authorization",
         "authentication.k8s.io": "authentication",
         "autoscaling": "autoscaling",
+        "certificates.k8s.io": "certificates",
+        "flowcontrol.apiserver.k8s.io": "flowcontrol",
         "networking.k8s.io": "networking",
+        "node.k8s.io": "node",
         "policy": "policy",
         "discovery.k8s.io": "discovery",
         "scheduling.k8s.io": "scheduling",
         "storage.k8s.io": "storage",
     }[group]
-    if group == "apiextensions.k8s.io":
-        return f"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{version}.{kind}"
     return f"io.k8s.api.{package}.{version}.{kind}"
 
 
@@ -66,11 +72,7 @@ def _t(
     **extra: Any,
 ) -> ResourceType:
     subs = tuple(_status(kind) if s is STATUS else s for s in subresources)
-    definition = (
-        _definition(group, version, kind)
-        if group != "apiextensions.k8s.io"
-        else "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
-    )
+    definition = _definition(group, version, kind)
     return ResourceType(
         group=group,
         version=version,
@@ -105,6 +107,17 @@ def builtin_types() -> list[ResourceType]:
     return [
         # core/v1
         _t("", "v1", "Binding", "bindings", verbs=CREATE_ONLY, virtual=True),
+        # Computed on each read from the health of the server's parts (componentstatuses.py).
+        _t(
+            "",
+            "v1",
+            "ComponentStatus",
+            "componentstatuses",
+            namespaced=False,
+            short=("cs",),
+            verbs=("get", "list"),
+            virtual=True,
+        ),
         _t("", "v1", "ConfigMap", "configmaps", short=("cm",)),
         _t("", "v1", "Endpoints", "endpoints", short=("ep",)),
         _t("", "v1", "Event", "events", short=("ev",), field_selectors=EVENT_FIELDS),
@@ -212,6 +225,18 @@ def builtin_types() -> list[ResourceType]:
             name_rule="dns1035",
             returns_deleted_object=True,
         ),
+        # apiregistration.k8s.io/v1
+        _t(
+            "apiregistration.k8s.io",
+            "v1",
+            "APIService",
+            "apiservices",
+            namespaced=False,
+            # The name is `<version>.<group>` (checked by the kind's validation).
+            name_rule="path",
+            categories=("api-extensions",),
+            subresources=(STATUS,),
+        ),
         # apps/v1
         _t("apps", "v1", "ControllerRevision", "controllerrevisions"),
         _t(
@@ -269,6 +294,19 @@ def builtin_types() -> list[ResourceType]:
             categories=("all",),
             subresources=(STATUS,),
         ),
+        # autoscaling/v1 reads and writes the same objects, stored as autoscaling/v2.
+        _t(
+            "autoscaling",
+            "v1",
+            "HorizontalPodAutoscaler",
+            "horizontalpodautoscalers",
+            short=("hpa",),
+            categories=("all",),
+            subresources=(STATUS,),
+            storage=GroupResource("autoscaling", "horizontalpodautoscalers"),
+            to_storage=hpa_v1_to_v2,
+            from_storage=hpa_v2_to_v1,
+        ),
         # batch/v1
         _t(
             "batch",
@@ -289,6 +327,18 @@ def builtin_types() -> list[ResourceType]:
             subresources=(STATUS,),
             generation=True,
             field_selectors=("status.successful",),
+        ),
+        # certificates.k8s.io/v1
+        _t(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            namespaced=False,
+            short=("csr",),
+            name_rule="path",
+            subresources=(Subresource("approval", "", ("get", "patch", "update")), STATUS),
+            field_selectors=("spec.signerName",),
         ),
         # coordination.k8s.io/v1
         _t("coordination.k8s.io", "v1", "Lease", "leases"),
@@ -325,11 +375,31 @@ def builtin_types() -> list[ResourceType]:
         _t(
             "networking.k8s.io",
             "v1",
+            "IPAddress",
+            "ipaddresses",
+            namespaced=False,
+            short=("ip",),
+            # The name, an IP address, is checked by the kind's own validation.
+            name_rule="path",
+        ),
+        _t(
+            "networking.k8s.io",
+            "v1",
             "NetworkPolicy",
             "networkpolicies",
             short=("netpol",),
             generation=True,
         ),
+        _t(
+            "networking.k8s.io",
+            "v1",
+            "ServiceCIDR",
+            "servicecidrs",
+            namespaced=False,
+            subresources=(STATUS,),
+        ),
+        # node.k8s.io/v1
+        _t("node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", namespaced=False),
         # policy/v1
         _t(
             "policy",
@@ -375,6 +445,9 @@ def builtin_types() -> list[ResourceType]:
             short=("pc",),
         ),
         # storage.k8s.io/v1
+        _t("storage.k8s.io", "v1", "CSIDriver", "csidrivers", namespaced=False),
+        _t("storage.k8s.io", "v1", "CSINode", "csinodes", namespaced=False),
+        _t("storage.k8s.io", "v1", "CSIStorageCapacity", "csistoragecapacities"),
         _t(
             "storage.k8s.io",
             "v1",
@@ -382,6 +455,35 @@ def builtin_types() -> list[ResourceType]:
             "storageclasses",
             namespaced=False,
             short=("sc",),
+        ),
+        _t(
+            "storage.k8s.io",
+            "v1",
+            "VolumeAttachment",
+            "volumeattachments",
+            namespaced=False,
+            subresources=(STATUS,),
+        ),
+        # flowcontrol.apiserver.k8s.io/v1
+        _t(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "FlowSchema",
+            "flowschemas",
+            namespaced=False,
+            subresources=(STATUS,),
+            generation=True,
+            name_rule="path",
+        ),
+        _t(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "PriorityLevelConfiguration",
+            "prioritylevelconfigurations",
+            namespaced=False,
+            subresources=(STATUS,),
+            generation=True,
+            name_rule="path",
         ),
         # apiextensions.k8s.io/v1
         _t(

@@ -646,6 +646,69 @@ def default_hpa(obj: Obj) -> None:
         )
 
 
+def default_hpa_v1(obj: Obj) -> None:
+    """autoscaling/v1: minReplicas 1 (the CPU target is the conversion's to default)."""
+    spec = _child(obj, "spec")
+    if spec.get("minReplicas") is None:
+        spec["minReplicas"] = 1
+
+
+def _default_unset(obj: Obj, values: dict[str, Any]) -> None:
+    """Pointer fields: set only when absent or null (false and 0 are values)."""
+    for key, value in values.items():
+        if obj.get(key) is None:
+            obj[key] = value
+
+
+def default_csi_driver(obj: Obj) -> None:
+    """storage/v1 CSIDriver (SetDefaults_CSIDriver, with 1.33's default feature gates)."""
+    spec = _child(obj, "spec")
+    _default_unset(
+        spec,
+        {
+            "attachRequired": True,
+            "podInfoOnMount": False,
+            "storageCapacity": False,
+            "fsGroupPolicy": "ReadWriteOnceWithFSType",
+            "requiresRepublish": False,
+            "seLinuxMount": False,
+        },
+    )
+    if not spec.get("volumeLifecycleModes"):
+        spec["volumeLifecycleModes"] = ["Persistent"]
+
+
+def default_api_service(obj: Obj) -> None:
+    """apiregistration/v1 APIService: a Service is reached on port 443."""
+    service = _opt(_opt(obj, "spec"), "service")
+    if service is not None and service.get("port") is None:
+        service["port"] = 443
+
+
+def default_flow_schema(obj: Obj) -> None:
+    """flowcontrol/v1 FlowSchema: matchingPrecedence 1000."""
+    spec = _child(obj, "spec")
+    if not spec.get("matchingPrecedence"):
+        spec["matchingPrecedence"] = 1000
+
+
+def default_priority_level(obj: Obj) -> None:
+    """flowcontrol/v1 PriorityLevelConfiguration: 30 shares for a limited level (0 for the
+    exempt one), nothing lent, and 64 queues of 50 dealt hands of 8."""
+    spec = _opt(obj, "spec")
+    exempt = _opt(spec, "exempt")
+    if exempt is not None:
+        _default_unset(exempt, {"nominalConcurrencyShares": 0, "lendablePercent": 0})
+    limited = _opt(spec, "limited")
+    if limited is not None:
+        _default_unset(limited, {"nominalConcurrencyShares": 30, "lendablePercent": 0})
+        queuing = _opt(_opt(limited, "limitResponse"), "queuing")
+        if queuing is not None:
+            for key, value in (("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)):
+                if not queuing.get(key):
+                    queuing[key] = value
+
+
 def default_priority_class(obj: Obj) -> None:
     """PriorityClass preempts lower priorities by default."""
     _set(obj, "preemptionPolicy", "PreemptLowerPriority")
@@ -775,6 +838,10 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("networking.k8s.io", "NetworkPolicy"): default_network_policy,
     ("scheduling.k8s.io", "PriorityClass"): default_priority_class,
     ("storage.k8s.io", "StorageClass"): default_storage_class,
+    ("storage.k8s.io", "CSIDriver"): default_csi_driver,
+    ("apiregistration.k8s.io", "APIService"): default_api_service,
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): default_flow_schema,
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): default_priority_level,
     (RBAC_GROUP, "RoleBinding"): default_role_binding,
     (RBAC_GROUP, "ClusterRoleBinding"): default_role_binding,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): default_crd,

@@ -17,6 +17,7 @@ from kubeforge.api.access import as_dict, as_int, as_list, meta_of, name_of
 from kubeforge.api.durations import age, human_duration
 from kubeforge.api.selectors import SelectorError, selector_from_dict
 from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.apiserver.hpaversions import hpa_v1_to_v2
 
 __all__ = [
     "Column",
@@ -862,6 +863,8 @@ def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
 
 
 def _hpa_cells(obj: Obj, now: datetime) -> Cells:
+    if obj.get("apiVersion") == "autoscaling/v1":
+        obj = hpa_v1_to_v2(dict(obj))  # printed from the full (stored) form, as upstream does
     spec, status = as_dict(obj.get("spec")), as_dict(obj.get("status"))
     ref = as_dict(spec.get("scaleTargetRef"))
     minimum = spec.get("minReplicas")
@@ -1043,6 +1046,172 @@ def _admission_policy_binding_cells(obj: Obj, now: datetime) -> Cells:
             except (SelectorError, KeyError, TypeError):
                 param = "<invalid>"
     return [name_of(obj), spec.get("policyName", ""), param, _age(obj, now)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Component health, aggregation, certificates, flow control, CSI, node runtimes, IP allocation
+
+
+def _component_status_cells(obj: Obj, now: datetime) -> Cells:
+    status, message, error = "Unknown", "", ""
+    for condition in as_list(obj.get("conditions")):
+        condition = as_dict(condition)
+        if condition.get("type") == "Healthy":
+            status = "Healthy" if condition.get("status") == "True" else "Unhealthy"
+            message = str(condition.get("message") or "")
+            error = str(condition.get("error") or "")
+            break
+    return [name_of(obj), status, message, error]
+
+
+def _api_service_cells(obj: Obj, now: datetime) -> Cells:
+    # As kube-aggregator's pkg/registry/apiservice/etcd/etcd.go prints them.
+    service = as_dict(obj.get("spec")).get("service")
+    where = (
+        f"{as_dict(service).get('namespace') or ''}/{as_dict(service).get('name') or ''}"
+        if isinstance(service, dict)
+        else "Local"
+    )
+    available = "Unknown"
+    for condition in as_list(as_dict(obj.get("status")).get("conditions")):
+        condition = as_dict(condition)
+        if condition.get("type") == "Available":
+            available = str(condition.get("status") or "")
+            if available != "True" and condition.get("reason"):
+                available += f" ({condition['reason']})"
+            break
+    return [name_of(obj), where, available, _age(obj, now)]
+
+
+def _csr_condition(obj: Obj) -> str:
+    """Pending, Approved or Denied, with `,Failed` and `,Issued` as they apply."""
+    kinds = {as_dict(c).get("type") for c in as_list(as_dict(obj.get("status")).get("conditions"))}
+    text = "Denied" if "Denied" in kinds else "Approved" if "Approved" in kinds else "Pending"
+    if "Failed" in kinds:
+        text += ",Failed"
+    if as_dict(obj.get("status")).get("certificate"):
+        text += ",Issued"
+    return text
+
+
+def _csr_cells(obj: Obj, now: datetime) -> Cells:
+    spec = as_dict(obj.get("spec"))
+    seconds = as_int(spec.get("expirationSeconds"))
+    return [
+        name_of(obj),
+        _age(obj, now),
+        str(spec.get("signerName") or "<none>"),
+        str(spec.get("username") or ""),
+        "<none>" if seconds is None else human_duration(seconds),
+        _csr_condition(obj),
+    ]
+
+
+def _flow_schema_cells(obj: Obj, now: datetime) -> Cells:
+    spec = as_dict(obj.get("spec"))
+    method = spec.get("distinguisherMethod")
+    dangling = "?"
+    for condition in as_list(as_dict(obj.get("status")).get("conditions")):
+        if as_dict(condition).get("type") == "Dangling":
+            dangling = str(as_dict(condition).get("status") or "")
+            break
+    return [
+        name_of(obj),
+        str(as_dict(spec.get("priorityLevelConfiguration")).get("name") or ""),
+        as_int(spec.get("matchingPrecedence"), 0),
+        str(as_dict(method).get("type") or "") if isinstance(method, dict) else "<none>",
+        _age(obj, now),
+        dangling,
+    ]
+
+
+def _priority_level_cells(obj: Obj, now: datetime) -> Cells:
+    spec = as_dict(obj.get("spec"))
+    shares: Any = "<none>"
+    queues: Any = "<none>"
+    hand: Any = "<none>"
+    length: Any = "<none>"
+    limited = spec.get("limited")
+    if isinstance(limited, dict):
+        shares = as_int(limited.get("nominalConcurrencyShares"), 0)
+        queuing = as_dict(limited.get("limitResponse")).get("queuing")
+        if isinstance(queuing, dict):
+            queues = as_int(queuing.get("queues"), 0)
+            hand = as_int(queuing.get("handSize"), 0)
+            length = as_int(queuing.get("queueLengthLimit"), 0)
+    return [name_of(obj), str(spec.get("type") or ""), shares, queues, hand, length, _age(obj, now)]
+
+
+def _flag(value: Any, default: bool) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _csi_driver_cells(obj: Obj, now: datetime) -> Cells:
+    spec = as_dict(obj.get("spec"))
+    requests = spec.get("tokenRequests")
+    audiences = (
+        ",".join(str(as_dict(r).get("audience") or "") for r in requests)
+        if isinstance(requests, list)
+        else "<unset>"
+    )
+    modes = ",".join(str(m) for m in as_list(spec.get("volumeLifecycleModes")))
+    return [
+        name_of(obj),
+        _flag(spec.get("attachRequired"), True),
+        _flag(spec.get("podInfoOnMount"), False),
+        _flag(spec.get("storageCapacity"), False),
+        audiences,
+        _flag(spec.get("requiresRepublish"), False),
+        modes or "<none>",
+        _age(obj, now),
+    ]
+
+
+def _csi_node_cells(obj: Obj, now: datetime) -> Cells:
+    drivers = as_list(as_dict(obj.get("spec")).get("drivers"))
+    return [name_of(obj), len(drivers), _age(obj, now)]
+
+
+def _csi_storage_capacity_cells(obj: Obj, now: datetime) -> Cells:
+    capacity = obj.get("capacity")
+    return [
+        name_of(obj),
+        str(obj.get("storageClassName") or ""),
+        "<unset>" if capacity is None else str(capacity),
+    ]
+
+
+def _volume_attachment_cells(obj: Obj, now: datetime) -> Cells:
+    spec = as_dict(obj.get("spec"))
+    return [
+        name_of(obj),
+        str(spec.get("attacher") or ""),
+        str(as_dict(spec.get("source")).get("persistentVolumeName") or ""),
+        str(spec.get("nodeName") or ""),
+        bool(as_dict(obj.get("status")).get("attached")),
+        _age(obj, now),
+    ]
+
+
+def _runtime_class_cells(obj: Obj, now: datetime) -> Cells:
+    return [name_of(obj), str(obj.get("handler") or ""), _age(obj, now)]
+
+
+def _ip_address_cells(obj: Obj, now: datetime) -> Cells:
+    ref = as_dict(obj.get("spec")).get("parentRef")
+    parent = "<none>"
+    if isinstance(ref, dict):
+        group, resource = str(ref.get("group") or ""), str(ref.get("resource") or "")
+        parent = (f"{resource}.{group}" if group else resource).lower()
+        if ref.get("namespace"):
+            parent += f"/{ref['namespace']}"
+        parent += f"/{ref.get('name') or ''}"
+    return [name_of(obj), parent, _age(obj, now)]
+
+
+def _service_cidr_cells(obj: Obj, now: datetime) -> Cells:
+    cidrs = as_list(as_dict(obj.get("spec")).get("cidrs"))
+    return [name_of(obj), ",".join(str(c) for c in cidrs), _age(obj, now)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1392,6 +1561,110 @@ _PRINTERS: dict[tuple[str, str], Printer] = {
             AGE,
         ),
         _admission_policy_binding_cells,
+    ),
+    ("", "ComponentStatus"): Printer(
+        (
+            NAME,
+            Column("Status", "string", "Whether the component reports itself healthy."),
+            Column("Message", "string", "What the component's health check said."),
+            Column("Error", "string", "The error the health check met, if any."),
+        ),
+        _component_status_cells,
+    ),
+    ("apiregistration.k8s.io", "APIService"): Printer(
+        (
+            NAME,
+            Column("Service", "string", "The Service serving the API, or Local."),
+            Column("Available", "string", "Whether the API is available (and why not)."),
+            AGE,
+        ),
+        _api_service_cells,
+    ),
+    ("certificates.k8s.io", "CertificateSigningRequest"): Printer(
+        (
+            NAME,
+            AGE,
+            Column("SignerName", "string", "The signer asked to sign the request."),
+            Column("Requestor", "string", "The user who created the request."),
+            Column("RequestedDuration", "string", "How long the certificate is asked to last."),
+            Column("Condition", "string", "Approval, failure and issuance of the request."),
+        ),
+        _csr_cells,
+    ),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): Printer(
+        (
+            NAME,
+            Column("PriorityLevel", "string", "The priority level matching requests get."),
+            Column("MatchingPrecedence", "string", "Lower values are matched first."),
+            Column("DistinguisherMethod", "string", "How matching requests form flows."),
+            AGE,
+            Column("MissingPL", "string", "Whether the priority level is missing."),
+        ),
+        _flow_schema_cells,
+    ),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): Printer(
+        (
+            NAME,
+            Column("Type", "string", "Exempt, or Limited by concurrency."),
+            Column("NominalConcurrencyShares", "string", "The level's share of concurrency."),
+            Column("Queues", "string", "Number of queues of the level."),
+            Column("HandSize", "string", "Queues each flow is dealt."),
+            Column("QueueLengthLimit", "string", "Requests a queue may hold."),
+            AGE,
+        ),
+        _priority_level_cells,
+    ),
+    ("storage.k8s.io", "CSIDriver"): Printer(
+        (
+            NAME,
+            Column("AttachRequired", "boolean", "Whether volumes are attached before mounting."),
+            Column("PodInfoOnMount", "boolean", "Whether mounts receive the pod's details."),
+            Column("StorageCapacity", "boolean", "Whether scheduling checks capacity."),
+            Column("TokenRequests", "string", "Audiences of the tokens mounts receive."),
+            Column("RequiresRepublish", "boolean", "Whether volumes are mounted again."),
+            Column("Modes", "string", "The volume lifecycle modes the driver supports."),
+            AGE,
+        ),
+        _csi_driver_cells,
+    ),
+    ("storage.k8s.io", "CSINode"): Printer(
+        (
+            NAME,
+            Column("Drivers", "integer", "Number of CSI drivers registered on the node."),
+            AGE,
+        ),
+        _csi_node_cells,
+    ),
+    ("storage.k8s.io", "CSIStorageCapacity"): Printer(
+        (
+            NAME,
+            Column("StorageClassName", "string", "The storage class the capacity is for."),
+            Column("Capacity", "string", "Capacity available for new volumes."),
+        ),
+        _csi_storage_capacity_cells,
+    ),
+    ("storage.k8s.io", "VolumeAttachment"): Printer(
+        (
+            NAME,
+            Column("Attacher", "string", "The driver attaching the volume.", format="name"),
+            Column("PV", "string", "The persistent volume to attach."),
+            Column("Node", "string", "The node the volume is attached to."),
+            Column("Attached", "boolean", "Whether the volume is attached."),
+            AGE,
+        ),
+        _volume_attachment_cells,
+    ),
+    ("node.k8s.io", "RuntimeClass"): Printer(
+        (NAME, Column("Handler", "string", "The container runtime handler."), AGE),
+        _runtime_class_cells,
+    ),
+    ("networking.k8s.io", "IPAddress"): Printer(
+        (NAME, Column("ParentRef", "string", "The object the address is allocated to."), AGE),
+        _ip_address_cells,
+    ),
+    ("networking.k8s.io", "ServiceCIDR"): Printer(
+        (NAME, Column("CIDRs", "string", "The ranges Service addresses come from."), AGE),
+        _service_cidr_cells,
     ),
 }
 

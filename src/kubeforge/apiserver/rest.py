@@ -321,7 +321,7 @@ class Rest:
             errors = validate_object_meta(meta, rt.namespaced, rt.name_rule, False)
             errors += validate_object_meta_update(meta, old["metadata"])
         # CEL and schema checks only make sense once the metadata is sound.
-        errors += self.types.validate(rt, obj, old)
+        errors += self.types.validate(rt, obj, old, call.info.subresource)
         for check in self.validators:
             errors += check(rt, obj, old)
         if errors:
@@ -433,7 +433,9 @@ class Rest:
         meta.pop("resourceVersion", None)
         if rt.has_status:
             obj.pop("status", None)
-        self.types.strategy(rt).prepare_create(obj)
+        strategy = self.types.strategy(rt)
+        strategy.prepare_create(obj)
+        strategy.prepare_create_for(obj, call.user)
         if "managedFields" not in meta or not isinstance(meta.get("managedFields"), list):
             meta.pop("managedFields", None)
         managedfields.update_managed_fields(
@@ -497,9 +499,10 @@ class Rest:
         old_meta = old_obj["metadata"]
         preconditions.check_update(rt, call.name, meta, _stored_version(old))
         carry_system_fields(meta, old_meta)
-        strategy = self.types.strategy(rt)
         sub = call.info.subresource
-        if sub == "status":
+        strategy = self.types.strategy(rt, sub)
+        # A CSR's /approval, like /status, writes only (part of) the status.
+        if sub == "status" or sub == "approval":
             obj = _status_only(obj, old_obj, rt.status_keeps_annotations)
             meta = obj["metadata"]
             strategy.prepare_status_update(obj, old_obj)

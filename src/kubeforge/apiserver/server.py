@@ -28,6 +28,8 @@ from kubeforge.apiserver.allocators import (
     ServiceAllocators,
     advertised_address,
 )
+from kubeforge.apiserver.apfconfig import APFConfiguration
+from kubeforge.apiserver.apiservices import LocalAPIServices
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
 from kubeforge.apiserver.auth.openidmetadata import (
@@ -40,8 +42,11 @@ from kubeforge.apiserver.auth.openidmetadata import (
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call
+from kubeforge.apiserver.componentstatuses import ComponentStatuses
 from kubeforge.apiserver.conversion import TIMEOUT_SECONDS, Conversions
 from kubeforge.apiserver.crds import CRDController
+from kubeforge.apiserver.csradmission import CertificateAdmission
+from kubeforge.apiserver.defaultservicecidr import ensure_default_service_cidr
 from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
 from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
 from kubeforge.apiserver.errors import StatusError
@@ -156,7 +161,10 @@ class APIServer:
         self.rest = Rest(self.store, self.registry, self.types)
         self.watches = WatchStreams(self.store, cfg.bookmark_interval)
         self.crds = CRDController(self.rest)
+        self.apiservices = LocalAPIServices(self.rest)
+        self.apf = APFConfiguration(self.rest)
         self.subresources = Subresources(self.rest, logs or NoLogs())
+        self.components = ComponentStatuses()
         self.allocators = ServiceAllocators(self.rest, cfg.service_cidr)
         self.gc: GarbageCollector | None = None
         self.namespaces: NamespaceController | None = None
@@ -169,6 +177,7 @@ class APIServer:
         issuer = TokenIssuer(load_or_generate_key(cfg.credentials_dir), cfg.service_account_issuer)
         anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
         self.auth = Auth(self.rest, self.token, issuer, anonymous)
+        self.rest.admitters.append(CertificateAdmission(self.auth.decide))
         self.admission = Admission(
             self.rest, resolve_service=cfg.resolve_service, authorize=self.auth.check
         )
@@ -305,6 +314,9 @@ class APIServer:
                 body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
                 run_now(self.rest.create(call, body))
         self.allocators.ensure_kubernetes_service(self.config.host, self.port)
+        ensure_default_service_cidr(self.rest, self.config.service_cidr)
+        self.apiservices.register_builtin()
+        self.apf.bootstrap()
         self._bootstrap_rbac()
 
     def _bootstrap_rbac(self) -> None:
@@ -544,6 +556,8 @@ class APIServer:
             raise StatusError.method_not_allowed()
         if rt.namespaced and info.namespace is None and verb in ("create", "deletecollection"):
             raise StatusError.method_not_allowed()
+        if rt.virtual and verb in ("get", "list"):
+            return self._computed(request, call)
         if verb == "get":
             return self._get(request, call)
         if verb == "list":
@@ -821,6 +835,22 @@ class APIServer:
             await review.validate("CREATE", body, None)
         return self.auth.review(call, body)
 
+    def _computed(self, request: Request, call: Call) -> Response:
+        """A get or list of objects worked out when asked (ComponentStatuses)."""
+        rt = call.rt
+        negotiated = self._negotiate(request, {"Table"})
+        if call.info.name is not None:
+            objects = [self.components.get(call.info.name)]
+        else:
+            objects = self.components.list(Selection.parse(rt, call.query))
+        if negotiated.as_kind == "Table":
+            table = to_table(rt, objects, include_object=self._include_object(call))
+            return self._json(200, table, call.warnings)
+        if call.info.name is not None:
+            return self._json(200, objects[0], call.warnings, negotiated.format)
+        doc = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {}, "items": objects}
+        return self._json(200, doc, call.warnings, negotiated.format)
+
     def _subresource(
         self, request: Request, call: Call
     ) -> Response | Awaitable[Response | ResponseStream]:
@@ -832,7 +862,7 @@ class APIServer:
         verb = {"watch": "get", "list": "get"}.get(info.verb, info.verb)
         if verb not in sub.verbs:
             raise StatusError.method_not_allowed()
-        if name == "status":
+        if name == "status" or name == "approval":
             if verb == "get":
                 if rt.webhook_conversion is not None:
                     return self._answered(self.rest.answer(rt, self.rest.get(call)))

@@ -17,7 +17,14 @@ from typing import Any
 from kubeforge.api.access import as_dict
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_builtin_finalizers
+from kubeforge.api.timestamps import now_rfc3339
 from kubeforge.apiserver import defaults
+from kubeforge.apiserver.user import UserInfo
+from kubeforge.apiserver.validation.certificates import (
+    validate_csr,
+    validate_csr_approval_update,
+    validate_csr_status_update,
+)
 from kubeforge.apiserver.validation.common import CreateValidator, UpdateValidator
 from kubeforge.apiserver.validation.core_pods import pod_qos_class
 from kubeforge.apiserver.validation.registry import VALIDATORS
@@ -71,7 +78,9 @@ STATUS_ON_CREATE: dict[tuple[str, str], Obj] = {
     ("apps", "ReplicaSet"): {"replicas": 0},
     ("apps", "StatefulSet"): {"replicas": 0, "availableReplicas": 0},
     ("autoscaling", "HorizontalPodAutoscaler"): {"desiredReplicas": 0},
+    ("apiregistration.k8s.io", "APIService"): {},
     ("batch", "CronJob"): {},
+    ("certificates.k8s.io", "CertificateSigningRequest"): {},
     ("batch", "Job"): {},
     ("networking.k8s.io", "Ingress"): {"loadBalancer": {}},
     ("policy", "PodDisruptionBudget"): {
@@ -100,6 +109,14 @@ class Strategy:
 
     def prepare_create(self, obj: Obj) -> None:
         """Adjust a new object after system metadata is set and before validation."""
+
+    def prepare_create_for(self, obj: Obj, user: UserInfo) -> None:
+        """Record, on a new object, who creates it (a CSR's requester); after prepare_create."""
+
+    def for_subresource(self, name: str) -> Strategy:
+        """The strategy of writes through a subresource (a CSR's /status and /approval each
+        have their own); this one for the others."""
+        return self
 
     def prepare_update(self, obj: Obj, old: Obj) -> None:
         """Adjust the new state of a main-resource update (old status already restored)."""
@@ -471,6 +488,118 @@ class CRDStrategy(BuiltinStrategy):
             obj["status"] = {**status, "storedVersions": [*stored, storage]}
 
 
+# -- CertificateSigningRequests --------------------------------------------------------------
+# As pkg/registry/certificates/certificates/strategy.go: the requester is recorded from the
+# request, never from the body; the object's own update changes neither spec nor status;
+# /status may not touch approval, /approval nothing but the conditions.
+
+_APPROVAL_CONDITIONS = ("Approved", "Denied")
+
+
+def _csr_conditions(obj: Obj) -> list[Obj]:
+    conditions = as_dict(obj.get("status")).get("conditions")
+    return [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
+
+
+def _stamp_conditions(obj: Obj, old: Obj) -> None:
+    """populateConditionTimestamps: a condition without times is updated now, and keeps the
+    transition time of an old condition of the same type and status."""
+    now = now_rfc3339()
+    old_conditions = _csr_conditions(old)
+    for condition in _csr_conditions(obj):
+        if not condition.get("lastUpdateTime"):
+            condition["lastUpdateTime"] = now
+        if not condition.get("lastTransitionTime"):
+            condition["lastTransitionTime"] = next(
+                (
+                    c["lastTransitionTime"]
+                    for c in old_conditions
+                    if c.get("type") == condition.get("type")
+                    and c.get("status") == condition.get("status")
+                    and c.get("lastTransitionTime")
+                ),
+                now,
+            )
+
+
+class CSRStrategy(BuiltinStrategy):
+    """The CertificateSigningRequest object itself."""
+
+    __slots__ = ("_approval", "_status_writes")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._status_writes = CSRStatusStrategy(
+            validators=(validate_csr, validate_csr_status_update)
+        )
+        self._approval = CSRApprovalStrategy(
+            validators=(validate_csr, validate_csr_approval_update)
+        )
+
+    def for_subresource(self, name: str) -> Strategy:
+        if name == "status":
+            return self._status_writes
+        if name == "approval":
+            return self._approval
+        return self
+
+    def prepare_create_for(self, obj: Obj, user: UserInfo) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        for key in ("username", "uid", "groups", "extra"):
+            spec.pop(key, None)
+        if user.name:
+            spec["username"] = user.name
+        if user.uid:
+            spec["uid"] = user.uid
+        if user.groups:
+            spec["groups"] = list(user.groups)
+        if user.extra:
+            spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        if "spec" in old:
+            obj["spec"] = old["spec"]
+        else:
+            obj.pop("spec", None)
+
+
+class CSRStatusStrategy(BuiltinStrategy):
+    """CSR /status: the certificate and conditions other than approval."""
+
+    __slots__ = ()
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        # The approval conditions stay as they were (a change in their number is left for
+        # validation to refuse).
+        new_conditions, old_conditions = _csr_conditions(obj), _csr_conditions(old)
+        for kind in _APPROVAL_CONDITIONS:
+            new_at = [i for i, c in enumerate(new_conditions) if c.get("type") == kind]
+            old_at = [c for c in old_conditions if c.get("type") == kind]
+            if len(new_at) == len(old_at):
+                for index, before in zip(new_at, old_at, strict=True):
+                    new_conditions[index].clear()
+                    new_conditions[index].update(copy.deepcopy(before))
+        _stamp_conditions(obj, old)
+
+
+class CSRApprovalStrategy(BuiltinStrategy):
+    """CSR /approval: the conditions, nothing else of the status."""
+
+    __slots__ = ()
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        _stamp_conditions(obj, old)
+        status = {**as_dict(old.get("status"))}
+        conditions = as_dict(obj.get("status")).get("conditions")
+        if conditions is None:
+            status.pop("conditions", None)
+        else:
+            status["conditions"] = conditions
+        obj["status"] = status
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 _SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
@@ -480,35 +609,56 @@ _SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
     ("apps", "Deployment"): DeploymentStrategy,
     ("batch", "Job"): JobStrategy,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): CRDStrategy,
+    ("certificates.k8s.io", "CertificateSigningRequest"): CSRStrategy,
 }
 
 _NOOP = Strategy()
-_CACHE: dict[tuple[str, str], Strategy] = {}
+# By (group, kind, version) as asked; the versions of a kind share one strategy (_SHARED)
+# unless _VERSIONED gives one of them its own.
+_CACHE: dict[tuple[str, str, str], Strategy] = {}
+_SHARED: dict[tuple[str, str], Strategy] = {}
 
 
 # Groups validated with the generic object-meta rules, which lack the core kinds' finalizer
 # rule (a CRD's own `customresourcecleanup.apiextensions.k8s.io` would fail it).
-_GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "admissionregistration.k8s.io"})
+_GENERIC_META_GROUPS = frozenset(
+    {"apiextensions.k8s.io", "admissionregistration.k8s.io", "apiregistration.k8s.io"}
+)
+
+# Kinds whose versions are defaulted and validated differently, by (group, kind, version).
+_VERSIONED: dict[tuple[str, str, str], Callable[[], Strategy]] = {
+    ("autoscaling", "HorizontalPodAutoscaler", "v1"): lambda: BuiltinStrategy(
+        defaults.default_hpa_v1,
+        None,
+        STATUS_ON_CREATE[("autoscaling", "HorizontalPodAutoscaler")],
+    ),
+}
 
 
-def _build(group: str, kind: str) -> Strategy:
+def _build(group: str, kind: str, version: str) -> Strategy:
     if group not in BUILTIN_GROUPS:
         return _NOOP
+    versioned = _VERSIONED.get((group, kind, version))
+    if versioned is not None:
+        return versioned()
     key = (group, kind)
-    cls = _SPECIAL.get(key, BuiltinStrategy)
-    return cls(
-        defaults.DEFAULTERS.get(key),
-        VALIDATORS.get(key),
-        STATUS_ON_CREATE.get(key),
-        strict_finalizers=group not in _GENERIC_META_GROUPS,
-    )
+    shared = _SHARED.get(key)
+    if shared is None:
+        cls = _SPECIAL.get(key, BuiltinStrategy)
+        shared = _SHARED[key] = cls(
+            defaults.DEFAULTERS.get(key),
+            VALIDATORS.get(key),
+            STATUS_ON_CREATE.get(key),
+            strict_finalizers=group not in _GENERIC_META_GROUPS,
+        )
+    return shared
 
 
-def strategy_for(group: str, kind: str) -> Strategy:
-    """The strategy of a kind (one shared instance each); a no-op one for kinds that are not
-    built in."""
-    key = (group, kind)
+def strategy_for(group: str, kind: str, version: str = "") -> Strategy:
+    """The strategy of a kind (one shared instance each; a few kinds have one per version);
+    a no-op one for kinds that are not built in."""
+    key = (group, kind, version)
     strategy = _CACHE.get(key)
     if strategy is None:
-        strategy = _CACHE[key] = _build(group, kind)
+        strategy = _CACHE[key] = _build(group, kind, version)
     return strategy

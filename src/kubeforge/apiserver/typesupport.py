@@ -29,8 +29,10 @@ class TypeSupport:
         self.schemas = schemas
         self._views: dict[int, SchemaView] = {}
 
-    def strategy(self, rt: ResourceType) -> Strategy:
-        return strategy_for(rt.group, rt.kind)
+    def strategy(self, rt: ResourceType, subresource: str | None = None) -> Strategy:
+        """The kind's strategy, or that of writes through `subresource`."""
+        strategy = strategy_for(rt.group, rt.kind, rt.version)
+        return strategy.for_subresource(subresource) if subresource else strategy
 
     def view(self, rt: ResourceType) -> SchemaView:
         """The type's schema, for patching and field ownership."""
@@ -101,13 +103,18 @@ class TypeSupport:
         return unknown
 
     def validate(
-        self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        subresource: str | None = None,
     ) -> list[FieldError]:
-        """Schema and type-specific validation (metadata is checked separately)."""
+        """Schema and type-specific validation (metadata is checked separately) of a write,
+        through `subresource` if it names one."""
         if rt.schema is not None:
             return crv.validate(obj, rt.schema, old=old)
         errors: list[FieldError] = []
-        strategy = self.strategy(rt)
+        strategy = self.strategy(rt, subresource)
         if rt.definition is not None:
             try:
                 schema_errors = self.schemas.validate(rt.definition, obj)

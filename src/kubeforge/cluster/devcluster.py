@@ -29,6 +29,7 @@ from kubeforge.cluster import certmanager
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
+    csrsigning,
     deployment,
     endpoints,
     job,
@@ -156,12 +157,17 @@ class DevCluster:
             setup(manager, self.options)
         # The controllers that need the cluster's keys, as kube-controller-manager has them.
         rootca.setup(manager, self.server.ca_pem)
+        assert self.server.certificates is not None
+        csrsigning.setup(manager, self.server.certificates)
         tokens.setup(manager, self.server.auth.issuer, self.server.ca_pem)
         clusterroles.setup(manager)
         if self.options.cert_manager:
             certmanager.setup(manager, self.server.ca_pem)
         self.manager = manager
         self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
+        # `kubectl get componentstatuses` reports the controllers and the scheduler with them.
+        for component in ("controller-manager", "scheduler"):
+            self.server.components.register(component, self._controllers_health)
         self.local = LocalRuntime(
             self.server.config.host,
             self.server.port,
@@ -182,6 +188,12 @@ class DevCluster:
             self.nodes.append(node)
             self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
         await self._wait_ready()
+
+    def _controllers_health(self) -> tuple[bool, str, str]:
+        manager = self.manager
+        if manager is not None and manager.running.is_set():
+            return True, "ok", ""
+        return False, "", "the built-in controllers are not running"
 
     async def _wait_ready(self) -> None:
         """Wait for the controllers to run, failing fast if any part dies on the way."""

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from kubeforge.apiserver.admission import configuration as admission_configuration
 from kubeforge.apiserver.validation.apiextensions import validate_crd, validate_crd_update
+from kubeforge.apiserver.validation.apiregistration import (
+    validate_api_service,
+    validate_api_service_update,
+)
 from kubeforge.apiserver.validation.apps import (
     validate_daemonset,
     validate_daemonset_update,
@@ -25,6 +29,7 @@ from kubeforge.apiserver.validation.batch import (
     validate_job,
     validate_job_update,
 )
+from kubeforge.apiserver.validation.certificates import validate_csr, validate_csr_update
 from kubeforge.apiserver.validation.common import CreateValidator, Errors, Obj, UpdateValidator
 from kubeforge.apiserver.validation.coordination import validate_lease, validate_lease_update
 from kubeforge.apiserver.validation.core import (
@@ -45,6 +50,22 @@ from kubeforge.apiserver.validation.core_pods import (
     validate_pod_template_object_update,
     validate_pod_update,
 )
+from kubeforge.apiserver.validation.flowcontrol import (
+    validate_flow_schema,
+    validate_flow_schema_update,
+    validate_priority_level,
+    validate_priority_level_update,
+)
+from kubeforge.apiserver.validation.networking import (
+    validate_ip_address,
+    validate_ip_address_update,
+    validate_service_cidr,
+    validate_service_cidr_update,
+)
+from kubeforge.apiserver.validation.node import (
+    validate_runtime_class,
+    validate_runtime_class_update,
+)
 from kubeforge.apiserver.validation.rbac import (
     RBAC_GROUP,
     validate_cluster_role,
@@ -55,6 +76,16 @@ from kubeforge.apiserver.validation.rbac import (
     validate_role_binding,
     validate_role_binding_update,
     validate_role_update,
+)
+from kubeforge.apiserver.validation.storage import (
+    validate_csi_driver,
+    validate_csi_driver_update,
+    validate_csi_node,
+    validate_csi_node_update,
+    validate_csi_storage_capacity,
+    validate_csi_storage_capacity_update,
+    validate_volume_attachment,
+    validate_volume_attachment_update,
 )
 
 __all__ = ["VALIDATORS"]
@@ -110,5 +141,28 @@ VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
     ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): (
         admission_configuration.validate_admission_policy_binding,
         _on_update(admission_configuration.validate_admission_policy_binding),
+    ),
+    ("apiregistration.k8s.io", "APIService"): (validate_api_service, validate_api_service_update),
+    ("certificates.k8s.io", "CertificateSigningRequest"): (validate_csr, validate_csr_update),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"): (
+        validate_flow_schema,
+        validate_flow_schema_update,
+    ),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"): (
+        validate_priority_level,
+        validate_priority_level_update,
+    ),
+    ("networking.k8s.io", "IPAddress"): (validate_ip_address, validate_ip_address_update),
+    ("networking.k8s.io", "ServiceCIDR"): (validate_service_cidr, validate_service_cidr_update),
+    ("node.k8s.io", "RuntimeClass"): (validate_runtime_class, validate_runtime_class_update),
+    ("storage.k8s.io", "CSIDriver"): (validate_csi_driver, validate_csi_driver_update),
+    ("storage.k8s.io", "CSINode"): (validate_csi_node, validate_csi_node_update),
+    ("storage.k8s.io", "CSIStorageCapacity"): (
+        validate_csi_storage_capacity,
+        validate_csi_storage_capacity_update,
+    ),
+    ("storage.k8s.io", "VolumeAttachment"): (
+        validate_volume_attachment,
+        validate_volume_attachment_update,
     ),
 }
