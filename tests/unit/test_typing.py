@@ -140,7 +140,7 @@ class CronTabSpec(kubeforge.Model):
 
 spec = CronTabSpec(schedule="* * * * *", startng_deadline_seconds=10)  # error: call-arg
 wrong = CronTabSpec(schedule=5)  # error: arg-type
-cron = CronJobSpec(schedule="@daily", job_template=JobTemplateSpec(), suspnd=True)  # error: call-arg
+cron = CronJobSpec(schedule="@daily", job_template=JobTemplateSpec(), suspnd=1)  # error: call-arg
 container = Container(name="c", imagePullPolicy="Always")  # error: call-arg
 good = Container(name="c", image_pull_policy="Always")
 """
@@ -155,9 +155,9 @@ def test_a_misspelt_field_is_a_type_error_in_a_scaffolded_project(tmp_path: Path
     (tmp_path / "pyproject.toml").write_text(render("init/pyproject.toml", values))
     source = textwrap.dedent(USER_SNIPPET)
     (tmp_path / "snippet.py").write_text(source)
+    cache = ROOT / ".mypy_cache" / "scaffolded"
     run = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(ROOT / ".mypy_cache" / "scaffolded")]
-        + ["snippet.py"],
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "snippet.py"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
