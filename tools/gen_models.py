@@ -9,7 +9,8 @@ module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subcl
 - a property's type follows its schema: ``str``, ``int``, ``bool``, ``int | float`` for
   numbers (an integral number stays an integer), nested models by class, ``list[...]`` and
   ``dict[str, ...]``; IntOrString is ``int | str``, Quantity ``str | int | float``; Time and
-  MicroTime stay RFC 3339 strings, so a round trip reproduces them exactly;
+  MicroTime are aware datetimes (``kubeforge.api.timestamps.Time`` / ``MicroTime``), written
+  back as Kubernetes writes them, so a round trip reproduces them exactly;
 - properties are optional (``X | None = None``) unless the definition lists them as required
   (a few that servers are known to leave out are relaxed, see ``RELAXED``);
 - ``metadata`` of a top-level kind defaults to an empty ``ObjectMeta`` and ``apiVersion`` and
@@ -112,14 +113,17 @@ REUSED = {
     )
 }
 
+# The field types of kubeforge.api.timestamps, imported by the modules using them.
+TIME_TYPES = ("MicroTime", "Time")
+
 # Definitions that are not objects: the Python type written for them. `{props}` is the
 # JSONSchemaProps class as seen from the module using it.
 SPECIAL = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "str | int | float",
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int | str",
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "dict[str, Any]",
-    f"{META}.Time": "str",
-    f"{META}.MicroTime": "str",
+    f"{META}.Time": "Time",
+    f"{META}.MicroTime": "MicroTime",
     f"{META}.FieldsV1": "dict[str, Any]",
     f"{META}.Patch": "dict[str, Any]",
     f"{APIEXT}.JSON": "Any",
@@ -389,6 +393,7 @@ class Context:
     class_names: dict[str, str]  # definition -> class name
     modules: set[str] = field(default_factory=set)  # sibling modules referenced
     reused: set[str] = field(default_factory=set)  # kubeforge.api.meta names referenced
+    times: set[str] = field(default_factory=set)  # kubeforge.api.timestamps names referenced
     typing: set[str] = field(default_factory=set)  # typing names referenced
     uses_field: bool = False
     defined: set[str] = field(default_factory=set)  # classes of this module defined so far
@@ -398,6 +403,8 @@ class Context:
     def ref(self, name: str) -> str:
         if name in SPECIAL:
             text = SPECIAL[name]
+            if text in TIME_TYPES:
+                self.times.add(text)
             if "Any" in text:
                 self.typing.add("Any")
             if "{props}" in text:
@@ -704,10 +711,11 @@ def module_source(
         ctx.defined.add(class_names[name])
     exported = sorted([class_names[n] for n in names], key=all_key)
     if gv.module == "meta_v1":
-        # The reused hand-written types are part of meta/v1 too.
+        # The reused hand-written types and the time types are part of meta/v1 too.
         for reused in REUSED.values():
             ctx.reused.add(reused)
-        exported = sorted([*exported, *REUSED.values()], key=all_key)
+        ctx.times.update(TIME_TYPES)
+        exported = sorted([*exported, *REUSED.values(), *TIME_TYPES], key=all_key)
     meta_imports |= ctx.reused
     typing_names = sorted({"ClassVar", *ctx.typing})
     doc_kinds = ", ".join(kinds) if kinds else "types shared by every group"
@@ -721,6 +729,8 @@ def module_source(
         lines += ["from pydantic import Field", ""]
     if meta_imports:
         lines += import_block(sorted(meta_imports, key=import_key), "kubeforge.api.meta")
+    if ctx.times:
+        lines += import_block(sorted(ctx.times, key=import_key), "kubeforge.api.timestamps")
     if ctx.modules:
         lines += import_block(sorted(ctx.modules), "kubeforge.models")
     lines += import_block(sorted(ctx.bases), "kubeforge.models._base")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any, Literal, Protocol, TypeAlias
 
 from pydantic import Field
 
 from kubeforge.api.markers import Format, MaxLength, Minimum, MinLength, Pattern, Required
 from kubeforge.api.model import Model
+from kubeforge.api.timestamps import Time
 
 __all__ = [
     "Condition",
@@ -188,8 +188,8 @@ class ObjectMeta(Model):
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
     deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
@@ -233,7 +233,7 @@ class Condition(Model):
     observed_generation: Annotated[int, Minimum(0), Format("int64")] | None = None
     """The object's metadata.generation the condition was worked out from."""
 
-    last_transition_time: Annotated[datetime | None, Required()] = None
+    last_transition_time: Annotated[Time | None, Required()] = None
     """When the status last changed (set_status_condition fills it in)."""
 
     reason: Annotated[str, MinLength(1), MaxLength(1024), Pattern(CONDITION_REASON_PATTERN)]

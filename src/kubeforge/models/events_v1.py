@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -28,7 +29,7 @@ class EventSeries(BuiltinModel):
     count: int
     """count is the number of occurrences in this series up to the last heartbeat time."""
 
-    last_observed_time: str
+    last_observed_time: MicroTime
     """lastObservedTime is the time when last Event from the series was seen before last
     heartbeat."""
 
@@ -65,11 +66,11 @@ class Event(BuiltinObject):
     """deprecatedCount is the deprecated field assuring backward compatibility with core.v1 Event
     type."""
 
-    deprecated_first_timestamp: str | None = None
+    deprecated_first_timestamp: Time | None = None
     """deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1
     Event type."""
 
-    deprecated_last_timestamp: str | None = None
+    deprecated_last_timestamp: Time | None = None
     """deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1
     Event type."""
 
@@ -77,7 +78,7 @@ class Event(BuiltinObject):
     """deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event
     type."""
 
-    event_time: str | None = None
+    event_time: MicroTime | None = None
     """eventTime is the time when this Event was first observed. It is required."""
 
     kind: str = "Event"
