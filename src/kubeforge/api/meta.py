@@ -152,6 +152,7 @@ class ResourceInfo:
     conversion: WebhookConversion | None = None
     crd_labels: tuple[tuple[str, str], ...] = ()
     crd_annotations: tuple[tuple[str, str], ...] = ()
+    embedded_object_meta: bool = False
 
 
 class HasMetadata(Protocol):
