@@ -101,16 +101,21 @@ GROUP_VERSIONS = (
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 APIEXT = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 
-# Hand-written models of kubeforge.api.meta used in place of generated ones.
+# Hand-written models of kubeforge.api.meta used in place of generated ones; the module of
+# their group-version exports them.
 REUSED = {
-    f"{META}.{name}": name
-    for name in (
-        "Condition",
-        "LabelSelector",
-        "LabelSelectorRequirement",
-        "ObjectMeta",
-        "OwnerReference",
-    )
+    **{
+        f"{META}.{name}": name
+        for name in (
+            "Condition",
+            "LabelSelector",
+            "LabelSelectorRequirement",
+            "ObjectMeta",
+            "OwnerReference",
+        )
+    },
+    # What kubeforge.get_reference returns (the runtime does not import kubeforge.models).
+    f"{API}.core.v1.ObjectReference": "ObjectReference",
 }
 
 # The field types of kubeforge.api.timestamps, imported by the modules using them.
@@ -709,13 +714,17 @@ def module_source(
                 meta_imports.add("Scale")
         body += ["", "", *class_lines(name, defs[name], ctx, info)]
         ctx.defined.add(class_names[name])
-    exported = sorted([class_names[n] for n in names], key=all_key)
-    if gv.module == "meta_v1":
-        # The reused hand-written types and the time types are part of meta/v1 too.
-        for reused in REUSED.values():
+    exported = [class_names[n] for n in names]
+    # The reused hand-written types are part of their group-version too.
+    for definition, reused in REUSED.items():
+        if definition.rpartition(".")[0] == gv.prefix:
             ctx.reused.add(reused)
+            exported.append(reused)
+    if gv.module == "meta_v1":
+        # So are the time types of meta/v1.
         ctx.times.update(TIME_TYPES)
-        exported = sorted([*exported, *REUSED.values(), *TIME_TYPES], key=all_key)
+        exported += TIME_TYPES
+    exported.sort(key=all_key)
     meta_imports |= ctx.reused
     typing_names = sorted({"ClassVar", *ctx.typing})
     doc_kinds = ", ".join(kinds) if kinds else "types shared by every group"
@@ -844,7 +853,8 @@ def generate() -> dict[str, str]:
                 raise ValueError(f"{name} is exported from {exports[name]} and {module}")
             exports[name] = module
     defined = {(home[name], class_names[name]) for name in home}
-    defined |= {("meta_v1", name) for name in REUSED.values()}
+    prefixes = {gv.prefix: gv.module for gv in GROUP_VERSIONS}
+    defined |= {(prefixes[d.rpartition(".")[0]], name) for d, name in REUSED.items()}
     for name, module in exports.items():
         if (module, name) not in defined:
             raise ValueError(f"{module} does not define {name}")

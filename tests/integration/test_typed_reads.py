@@ -1,6 +1,7 @@
-"""A typed class reading objects that carry more than it declares: a CRD with fields the class
-does not know (a newer version of the operator installed it) loads, keeps them, and writes
-them back."""
+"""Typed objects read from the server: a class reading objects that carry more than it
+declares (a CRD with fields the class does not know, installed by a newer version of the
+operator) loads them, keeps them, and writes them back; references and times of built-in
+objects round-trip as typed values."""
 
 from __future__ import annotations
 
@@ -11,6 +12,17 @@ from pydantic import ValidationError
 
 import kubeforge
 from kubeforge.client import Client
+from kubeforge.models import (
+    Container,
+    CronJob,
+    CronJobSpec,
+    Job,
+    JobSpec,
+    JobTemplateSpec,
+    PodSpec,
+    PodTemplateSpec,
+)
+from kubeforge.models.batch_v1 import CronJobStatus
 
 
 class GadgetSpec(kubeforge.Model):
@@ -77,3 +89,38 @@ async def test_fields_the_class_does_not_declare_are_kept_through_read_and_updat
     # A constructor, though, takes only what the class declares.
     with pytest.raises(ValidationError, match="colorScheme"):
         GadgetSpec(size=1, colorScheme="dark")  # type: ignore[call-arg]
+
+
+async def test_a_reference_to_a_job_goes_into_a_cron_job_status(api: Client) -> None:
+    """What the CronJob tutorial does with reference.GetReference: status.active lists the
+    running Jobs."""
+    template = PodTemplateSpec(
+        spec=PodSpec(containers=[Container(name="c", image="busybox")], restart_policy="Never")
+    )
+    job = await api.create(
+        Job(metadata=kubeforge.ObjectMeta(name="run-1"), spec=JobSpec(template=template)),
+        namespace="default",
+    )
+    ref = kubeforge.get_reference(job)
+    assert ref.to_dict() == {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "namespace": "default",
+        "name": "run-1",
+        "uid": job.metadata.uid,
+        "resourceVersion": job.metadata.resource_version,
+    }
+    cron = await api.create(
+        CronJob(
+            metadata=kubeforge.ObjectMeta(name="nightly"),
+            spec=CronJobSpec(
+                schedule="@daily", job_template=JobTemplateSpec(spec=JobSpec(template=template))
+            ),
+        ),
+        namespace="default",
+    )
+    cron.status = CronJobStatus(active=[ref], last_schedule_time=job.metadata.creation_timestamp)
+    await api.update_status(cron)
+    stored = await api.get(CronJob, "nightly", namespace="default")
+    assert stored.status is not None and stored.status.active == [ref]
+    assert stored.status.last_schedule_time == job.metadata.creation_timestamp

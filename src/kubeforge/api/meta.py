@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Protocol, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeAlias
 
 from pydantic import Field
 
@@ -22,6 +22,7 @@ __all__ = [
     "LabelSelectorRequirement",
     "NamespacedName",
     "ObjectMeta",
+    "ObjectReference",
     "OwnerReference",
     "PartialObjectMetadata",
     "PrinterColumn",
@@ -178,6 +179,35 @@ class OwnerReference(Model):
     uid: str
     controller: bool | None = None
     block_owner_deletion: bool | None = None
+
+
+class ObjectReference(Model):
+    """A reference to an object, or to a part of one (core/v1 ObjectReference): what
+    `kubeforge.get_reference` makes, and the type of such fields in the built-in models."""
+
+    # Its CRD schema is the upstream definition's, descriptions included.
+    __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.ObjectReference"
+
+    api_version: str | None = None
+    """API version of the referent."""
+
+    field_path: str | None = None
+    """The part of the object referred to, e.g. `spec.containers{name}`."""
+
+    kind: str | None = None
+    """Kind of the referent."""
+
+    name: str | None = None
+    """Name of the referent."""
+
+    namespace: str | None = None
+    """Namespace of the referent."""
+
+    resource_version: str | None = None
+    """The resourceVersion the reference is made to, if any."""
+
+    uid: str | None = None
+    """UID of the referent."""
 
 
 class ObjectMeta(Model):

@@ -6,7 +6,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge.api.meta import (
+    GroupVersionKind,
+    LabelSelector,
+    ObjectMeta,
+    ObjectReference,
+    ResourceInfo,
+)
 from kubeforge.api.timestamps import Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
@@ -371,7 +377,7 @@ class CronJobStatus(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.batch.v1.CronJobStatus"
 
-    active: list[core_v1.ObjectReference] | None = None
+    active: list[ObjectReference] | None = None
     """A list of pointers to currently running jobs."""
 
     last_schedule_time: Time | None = None

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ObjectReference, ResourceInfo
 from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
@@ -99,12 +99,12 @@ class Event(BuiltinObject):
     """reason is why the action was taken. It is human-readable. This field cannot be empty for new
     Events and it can have at most 128 characters."""
 
-    regarding: core_v1.ObjectReference | None = None
+    regarding: ObjectReference | None = None
     """regarding contains the object this Event is about. In most cases it's an Object reporting
     controller implements, e.g. ReplicaSetController implements ReplicaSets and this event is
     emitted because it acts on some changes in a ReplicaSet object."""
 
-    related: core_v1.ObjectReference | None = None
+    related: ObjectReference | None = None
     """related is the optional secondary object for more complex actions. E.g. when regarding object
     triggers a creation or deletion of related object."""
 
