@@ -9,7 +9,8 @@ module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subcl
 - a property's type follows its schema: ``str``, ``int``, ``bool``, ``int | float`` for
   numbers (an integral number stays an integer), nested models by class, ``list[...]`` and
   ``dict[str, ...]``; IntOrString is ``int | str``, Quantity ``str | int | float``; Time and
-  MicroTime stay RFC 3339 strings, so a round trip reproduces them exactly;
+  MicroTime are aware datetimes (``kubeforge.api.timestamps.Time`` / ``MicroTime``), written
+  back as Kubernetes writes them, so a round trip reproduces them exactly;
 - properties are optional (``X | None = None``) unless the definition lists them as required
   (a few that servers are known to leave out are relaxed, see ``RELAXED``);
 - ``metadata`` of a top-level kind defaults to an empty ``ObjectMeta`` and ``apiVersion`` and
@@ -100,17 +101,25 @@ GROUP_VERSIONS = (
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 APIEXT = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 
-# Hand-written models of kubeforge.api.meta used in place of generated ones.
+# Hand-written models of kubeforge.api.meta used in place of generated ones; the module of
+# their group-version exports them.
 REUSED = {
-    f"{META}.{name}": name
-    for name in (
-        "Condition",
-        "LabelSelector",
-        "LabelSelectorRequirement",
-        "ObjectMeta",
-        "OwnerReference",
-    )
+    **{
+        f"{META}.{name}": name
+        for name in (
+            "Condition",
+            "LabelSelector",
+            "LabelSelectorRequirement",
+            "ObjectMeta",
+            "OwnerReference",
+        )
+    },
+    # What kubeforge.get_reference returns (the runtime does not import kubeforge.models).
+    f"{API}.core.v1.ObjectReference": "ObjectReference",
 }
+
+# The field types of kubeforge.api.timestamps, imported by the modules using them.
+TIME_TYPES = ("MicroTime", "Time")
 
 # Definitions that are not objects: the Python type written for them. `{props}` is the
 # JSONSchemaProps class as seen from the module using it.
@@ -118,8 +127,8 @@ SPECIAL = {
     "io.k8s.apimachinery.pkg.api.resource.Quantity": "str | int | float",
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": "int | str",
     "io.k8s.apimachinery.pkg.runtime.RawExtension": "dict[str, Any]",
-    f"{META}.Time": "str",
-    f"{META}.MicroTime": "str",
+    f"{META}.Time": "Time",
+    f"{META}.MicroTime": "MicroTime",
     f"{META}.FieldsV1": "dict[str, Any]",
     f"{META}.Patch": "dict[str, Any]",
     f"{APIEXT}.JSON": "Any",
@@ -378,6 +387,7 @@ class Context:
     class_names: dict[str, str]  # definition -> class name
     modules: set[str] = field(default_factory=set)  # sibling modules referenced
     reused: set[str] = field(default_factory=set)  # kubeforge.api.meta names referenced
+    times: set[str] = field(default_factory=set)  # kubeforge.api.timestamps names referenced
     typing: set[str] = field(default_factory=set)  # typing names referenced
     uses_field: bool = False
     defined: set[str] = field(default_factory=set)  # classes of this module defined so far
@@ -387,6 +397,8 @@ class Context:
     def ref(self, name: str) -> str:
         if name in SPECIAL:
             text = SPECIAL[name]
+            if text in TIME_TYPES:
+                self.times.add(text)
             if "Any" in text:
                 self.typing.add("Any")
             if "{props}" in text:
@@ -691,12 +703,17 @@ def module_source(
                 meta_imports.add("Scale")
         body += ["", "", *class_lines(name, defs[name], ctx, info)]
         ctx.defined.add(class_names[name])
-    exported = sorted([class_names[n] for n in names], key=all_key)
-    if gv.module == "meta_v1":
-        # The reused hand-written types are part of meta/v1 too.
-        for reused in REUSED.values():
+    exported = [class_names[n] for n in names]
+    # The reused hand-written types are part of their group-version too.
+    for definition, reused in REUSED.items():
+        if definition.rpartition(".")[0] == gv.prefix:
             ctx.reused.add(reused)
-        exported = sorted([*exported, *REUSED.values()], key=all_key)
+            exported.append(reused)
+    if gv.module == "meta_v1":
+        # So are the time types of meta/v1.
+        ctx.times.update(TIME_TYPES)
+        exported += TIME_TYPES
+    exported.sort(key=all_key)
     meta_imports |= ctx.reused
     typing_names = sorted({"ClassVar", *ctx.typing})
     doc_kinds = ", ".join(kinds) if kinds else "types shared by every group"
@@ -710,6 +727,8 @@ def module_source(
         lines += ["from pydantic import Field", ""]
     if meta_imports:
         lines += import_block(sorted(meta_imports, key=import_key), "kubeforge.api.meta")
+    if ctx.times:
+        lines += import_block(sorted(ctx.times, key=import_key), "kubeforge.api.timestamps")
     if ctx.modules:
         lines += import_block(sorted(ctx.modules), "kubeforge.models")
     lines += import_block(sorted(ctx.bases), "kubeforge.models._base")
@@ -823,7 +842,8 @@ def generate() -> dict[str, str]:
                 raise ValueError(f"{name} is exported from {exports[name]} and {module}")
             exports[name] = module
     defined = {(home[name], class_names[name]) for name in home}
-    defined |= {("meta_v1", name) for name in REUSED.values()}
+    prefixes = {gv.prefix: gv.module for gv in GROUP_VERSIONS}
+    defined |= {(prefixes[d.rpartition(".")[0]], name) for d, name in REUSED.items()}
     for name, module in exports.items():
         if (module, name) not in defined:
             raise ValueError(f"{module} does not define {name}")

@@ -109,7 +109,7 @@ _BY_MODULE: dict[str, str] = {
     # object helpers
     "kubeforge.runtime.ownership": (
         "set_controller_reference set_owner_reference remove_owner_reference "
-        "has_controller_reference AlreadyOwnedError"
+        "has_controller_reference get_controller_of get_reference AlreadyOwnedError"
     ),
     "kubeforge.runtime.finalizers": (
         "add_finalizer remove_finalizer has_finalizer with_finalizer ensure_finalizer "
@@ -323,6 +323,8 @@ if TYPE_CHECKING:
     from kubeforge.runtime.metrics import Metrics as Metrics
     from kubeforge.runtime.ownership import (
         AlreadyOwnedError as AlreadyOwnedError,
+        get_controller_of as get_controller_of,
+        get_reference as get_reference,
         has_controller_reference as has_controller_reference,
         remove_owner_reference as remove_owner_reference,
         set_controller_reference as set_controller_reference,

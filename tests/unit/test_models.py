@@ -8,6 +8,7 @@ import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeforge import models
+from kubeforge.api import timestamps
 from kubeforge.api.meta import LabelSelector, ObjectMeta, ResourceInfo
 from kubeforge.apiserver.builtin_types import builtin_types
 from kubeforge.client import Client
@@ -29,6 +31,7 @@ from kubeforge.models import (
     EnvVar,
     Job,
     JobSpec,
+    JobStatus,
     Pod,
     PodSpec,
     PodTemplateSpec,
@@ -211,7 +214,33 @@ def test_int_or_string_and_quantities_keep_their_json_type() -> None:
     assert orjson.dumps(decoded.to_dict()) == orjson.dumps(resources)
 
 
-def test_times_stay_exact_strings() -> None:
+TIME_REFS = {
+    f"#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.{name}": name for name in ("Time", "MicroTime")
+}
+
+
+def test_every_time_is_an_aware_datetime() -> None:
+    """Each property that is a metav1.Time or MicroTime upstream is typed Time / MicroTime."""
+    checked = 0
+    for module in sorted(models.MODULES):
+        mod = importlib.import_module(f"kubeforge.models.{module}")
+        for attr in mod.__all__:
+            cls = getattr(mod, attr)
+            if not (isinstance(cls, type) and issubclass(cls, BuiltinModel)):
+                continue
+            properties = DEFS[cls.__kubeforge_definition__].get("properties") or {}
+            for field_name, field in cls.model_fields.items():
+                ref = properties[field.alias or field_name].get("$ref")
+                if ref in TIME_REFS:
+                    expected = getattr(timestamps, TIME_REFS[ref])
+                    annotation = field.rebuild_annotation()
+                    assert annotation in (expected, expected | None), (cls.__name__, field_name)
+                    checked += 1
+    assert checked > 40
+    assert ObjectMeta.model_fields["creation_timestamp"].annotation == timestamps.Time | None
+
+
+def test_times_are_written_back_as_kubernetes_writes_them() -> None:
     lease = {
         "spec": {
             "holderIdentity": "a",
@@ -220,8 +249,30 @@ def test_times_stay_exact_strings() -> None:
         }
     }
     decoded = coordination_v1.Lease.from_dict(lease)
-    assert decoded.spec is not None and decoded.spec.renew_time == "2025-01-01T00:00:05.120000Z"
+    assert decoded.spec is not None
+    assert decoded.spec.renew_time == datetime(2025, 1, 1, 0, 0, 5, 120000, tzinfo=UTC)
     assert decoded.to_dict()["spec"] == lease["spec"]
+    status = {
+        "startTime": "2025-01-01T01:02:03Z",
+        "completionTime": "2025-01-01T04:02:03+02:00",  # another zone: written in UTC
+        "conditions": [
+            {"type": "Complete", "status": "True", "lastTransitionTime": "2025-01-01T02:02:03Z"}
+        ],
+    }
+    job = JobStatus.from_dict(status)
+    assert job.start_time is not None and job.completion_time is not None
+    assert job.completion_time - job.start_time == timedelta(hours=1)
+    assert job.to_dict() == {**status, "completionTime": "2025-01-01T02:02:03Z"}
+    # Built in Python: an aware datetime, in whole seconds for a Time, micro for a MicroTime.
+    moment = datetime(2025, 1, 1, 1, 2, 3, 456789, tzinfo=timezone(timedelta(hours=-5)))
+    assert JobStatus(start_time=moment).to_dict() == {"startTime": "2025-01-01T06:02:03Z"}
+    spec = coordination_v1.LeaseSpec(renew_time=moment)
+    assert spec.to_dict() == {"renewTime": "2025-01-01T06:02:03.456789Z"}
+    assert spec.model_dump()["renew_time"] is moment
+    with pytest.raises(ValidationError, match="time zone"):
+        JobStatus(start_time=datetime(2025, 1, 1))
+    with pytest.raises(ValidationError, match="RFC 3339"):
+        JobStatus.from_dict({"startTime": "yesterday"})
 
 
 def test_numbers_keep_integers() -> None:

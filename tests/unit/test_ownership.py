@@ -6,13 +6,22 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, OwnerReference, ResourceInfo
+import kubeforge
+import kubeforge.models
+from kubeforge.api.meta import (
+    GroupVersionKind,
+    ObjectMeta,
+    ObjectReference,
+    OwnerReference,
+    ResourceInfo,
+)
 from kubeforge.api.model import Model
 from kubeforge.api.resource import Resource
 from kubeforge.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
 from kubeforge.runtime.ownership import (
     AlreadyOwnedError,
     get_controller_of,
+    get_reference,
     has_controller_reference,
     has_owner_reference,
     remove_controller_reference,
@@ -191,3 +200,43 @@ def test_finalizers_in_memory() -> None:
     bare: dict[str, Any] = {"apiVersion": "v1", "kind": "Secret"}
     assert add_finalizer(bare, "x/y")
     assert bare["metadata"] == {"finalizers": ["x/y"]}
+
+
+def test_get_reference_names_the_object_as_client_go_does() -> None:
+    typed = App(
+        metadata=ObjectMeta(name="web", namespace="prod", uid="u1", resource_version="7"),
+        spec=AppSpec(),
+    )
+    ref = kubeforge.get_reference(typed)
+    assert isinstance(ref, ObjectReference)
+    assert ref.to_dict() == {
+        "apiVersion": "example.com/v1",
+        "kind": "App",
+        "name": "web",
+        "namespace": "prod",
+        "uid": "u1",
+        "resourceVersion": "7",
+    }
+    as_dict = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert get_reference(as_dict).to_dict() == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "c",
+    }
+    part = get_reference(as_dict, field_path="data.key")
+    assert part.field_path == "data.key"
+    # A reference to a reference is the reference itself (reference.GetReference).
+    assert get_reference(ref) is ref
+    assert get_reference(ref, field_path="spec").field_path == "spec" and ref.field_path is None
+    with pytest.raises(ValueError, match="no apiVersion and kind"):
+        get_reference({"metadata": {"name": "c"}})
+    # The type the built-in models hold references as.
+    assert kubeforge.models.ObjectReference is ObjectReference
+    assert kubeforge.models.batch_v1.CronJobStatus(active=[ref]).to_dict()["active"][0]["uid"]
+
+
+def test_the_reference_helpers_are_exported() -> None:
+    assert kubeforge.get_controller_of is get_controller_of
+    assert kubeforge.get_reference is get_reference
+    owned = {"metadata": {"ownerReferences": [{"kind": "App", "name": "a", "controller": True}]}}
+    assert kubeforge.get_controller_of(owned) == {"kind": "App", "name": "a", "controller": True}

@@ -666,6 +666,33 @@ def test_generated_builtin_models_are_inlined_too() -> None:
     assert props["meta"] == {"type": "object"}
 
 
+def test_embedded_object_meta_lists_what_controller_gen_keeps() -> None:
+    from kubeforge.models import JobTemplateSpec
+
+    class Crew(Model):
+        job_template: JobTemplateSpec
+        meta: ObjectMeta | None = None
+
+    @resource(group="schema.example.com", version="v1", embedded_object_meta=True)
+    class Gang(Resource[Crew, None]):
+        """Embeds metadata."""
+
+    schema = schema_for_model(Gang)
+    assert schema["properties"]["metadata"] == {"type": "object"}  # the root's: the server's
+    spec = schema["properties"]["spec"]["properties"]
+    kept = dict(spec["jobTemplate"]["properties"]["metadata"])
+    assert kept.pop("description").startswith("Standard object's metadata")
+    assert kept == spec["meta"] == definitions.EMBEDDED_OBJECT_META
+    assert list(kept["properties"]) == ["annotations", "finalizers", "labels", "name", "namespace"]
+    template = spec["jobTemplate"]["properties"]["spec"]["properties"]["template"]
+    assert template["properties"]["metadata"]["properties"] == kept["properties"]
+    assert structural_errors(schema) == []
+    # Asked for explicitly, the other way round; a plain model has it off.
+    bare = schema_for_model(Gang, embedded_object_meta=False)["properties"]["spec"]
+    assert bare["properties"]["meta"] == {"type": "object"}
+    assert schema_for_model(Crew)["properties"]["meta"] == {"type": "object"}
+
+
 # Definitions --------------------------------------------------------------------------------------
 
 

@@ -126,3 +126,51 @@ def test_reconcilers_and_clients_are_typed(tmp_path: Path) -> None:
                 unexpected.append(line)
     assert unexpected == [], run.stdout
     assert seen == expected, run.stdout
+
+
+USER_SNIPPET = """
+import kubeforge
+from kubeforge.models import Container, CronJobSpec, JobTemplateSpec
+
+
+class CronTabSpec(kubeforge.Model):
+    schedule: str
+    starting_deadline_seconds: int | None = None
+
+
+spec = CronTabSpec(schedule="* * * * *", startng_deadline_seconds=10)  # error: call-arg
+wrong = CronTabSpec(schedule=5)  # error: arg-type
+cron = CronJobSpec(schedule="@daily", job_template=JobTemplateSpec(), suspnd=1)  # error: call-arg
+container = Container(name="c", imagePullPolicy="Always")  # error: call-arg
+good = Container(name="c", image_pull_policy="Always")
+"""
+
+
+def test_a_misspelt_field_is_a_type_error_in_a_scaffolded_project(tmp_path: Path) -> None:
+    """A project's mypy settings, as `kubeforge init` writes them, report a constructor's
+    unknown or mistyped keyword (the Python field names are the constructor's)."""
+    from kubeforge.scaffold.render import render
+
+    values = {"project_name": "crontab", "kubeforge_version": "0.1.0", "license_field": ""}
+    (tmp_path / "pyproject.toml").write_text(render("init/pyproject.toml", values))
+    source = textwrap.dedent(USER_SNIPPET)
+    (tmp_path / "snippet.py").write_text(source)
+    cache = ROOT / ".mypy_cache" / "scaffolded"
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "snippet.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    expected = {
+        number: found.group(1)
+        for number, line in enumerate(source.splitlines(), start=1)
+        if (found := re.search(r"# error: (.+)$", line))
+    }
+    seen = {
+        int(found.group(1)): found.group(2)
+        for line in run.stdout.splitlines()
+        if (found := re.match(r"snippet\.py:(\d+): error: .*\[([a-z-]+)\]$", line))
+    }
+    assert seen == expected, run.stdout

@@ -3,6 +3,8 @@ webhooks through a cluster and kubectl: tests/test_webhooks.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import kubeforge
 import pytest
 from kubeforge.models import Container, VolumeMount
@@ -11,7 +13,7 @@ from api.v1alpha1 import Watcher, WatcherSpec
 from webhooks.v1alpha1.watcher import WatcherValidator
 
 
-def sample(**spec: object) -> Watcher:
+def sample(**spec: Any) -> Watcher:
     return Watcher(
         metadata=kubeforge.ObjectMeta(name="watcher-sample", namespace="default"),
         spec=WatcherSpec(container=Container(name="watcher", image="busybox"), **spec),

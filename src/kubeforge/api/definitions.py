@@ -21,6 +21,7 @@ import orjson
 
 __all__ = [
     "DEFAULT_VERSION",
+    "EMBEDDED_OBJECT_META",
     "INT_OR_STRING",
     "OBJECT_META",
     "QUANTITY",
@@ -44,6 +45,22 @@ QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
     r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+
+_STRINGS_MAP: dict[str, Any] = {"type": "object", "additionalProperties": {"type": "string"}}
+
+# ObjectMeta embedded below the root (a pod template's metadata) when the generator is asked
+# to describe it: the allow-listed fields of controller-tools' pkg/crd/known_types.go
+# (ObjectMetaPackages, used with crd:generateEmbeddedObjectMeta=true), without descriptions.
+EMBEDDED_OBJECT_META: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "annotations": _STRINGS_MAP,
+        "finalizers": {"type": "array", "items": {"type": "string"}},
+        "labels": _STRINGS_MAP,
+        "name": {"type": "string"},
+        "namespace": {"type": "string"},
+    },
+}
 
 _REF_PREFIX = "#/$defs/"
 _DIR_RE = re.compile(r"^v1\.(\d+)\.0-local$")
@@ -102,7 +119,7 @@ _ZERO: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": Fal
 
 _lock = threading.RLock()
 _files: dict[Path, dict[str, Any]] = {}
-_converters: dict[Path, _Converter] = {}
+_converters: dict[tuple[Path, bool], _Converter] = {}
 
 
 def schema_root() -> Path:
@@ -170,25 +187,29 @@ def load(version: str = DEFAULT_VERSION) -> dict[str, Any]:
     return load_file(resolve(version)[1] / "_definitions.json")
 
 
-def structural(definition: str, version: str = DEFAULT_VERSION) -> dict[str, Any]:
+def structural(
+    definition: str, version: str = DEFAULT_VERSION, *, embedded_object_meta: bool = False
+) -> dict[str, Any]:
     """A definition (`io.k8s.api.core.v1.Container`) as a structural CRD schema (a fresh dict).
 
     References are inlined (a field's own description wins over its type's), nullable type
     lists become one type, well-known types take their CRD form (int-or-string, quantities
     with controller-gen's pattern, times as date-time strings, raw objects preserving unknown
-    fields, ObjectMeta as a bare object), strategic-merge hints are dropped, and a type that
-    contains itself (JSONSchemaProps) keeps unknown fields where it recurs. List-map keys
-    that are neither required nor defaulted get their upstream default (or Go's zero value),
-    as the server requires of CRD schemas.
+    fields, ObjectMeta as a bare object or, with `embedded_object_meta`, as
+    EMBEDDED_OBJECT_META), strategic-merge hints are dropped, and a type that contains itself
+    (JSONSchemaProps) keeps unknown fields where it recurs. List-map keys that are neither
+    required nor defaulted get their upstream default (or Go's zero value), as the server
+    requires of CRD schemas.
     """
     path = resolve(version)[1] / "_definitions.json"
-    converter = _converters.get(path)
+    key = (path, embedded_object_meta)
+    converter = _converters.get(key)
     if converter is None:
         with _lock:
-            converter = _converters.get(path)
+            converter = _converters.get(key)
             if converter is None:
-                converter = _Converter(load_file(path))
-                _converters[path] = converter
+                converter = _Converter(load_file(path), embedded_object_meta)
+                _converters[key] = converter
     if definition not in converter.defs and definition not in _WELL_KNOWN:
         raise KeyError(f"no built-in definition named {definition!r}")
     with _lock:
@@ -202,13 +223,16 @@ class _Converter:
     """Converts definitions of one file, memoizing those whose form does not depend on where
     they are reached from (everything outside a reference cycle)."""
 
-    def __init__(self, defs: Mapping[str, Any]) -> None:
+    def __init__(self, defs: Mapping[str, Any], embedded_object_meta: bool = False) -> None:
         self.defs = defs
         self.memo: dict[str, dict[str, Any]] = {}
+        self.known = _WELL_KNOWN
+        if embedded_object_meta:
+            self.known = {**_WELL_KNOWN, OBJECT_META: EMBEDDED_OBJECT_META}
 
     def definition(self, name: str, stack: list[str]) -> tuple[dict[str, Any], set[str]]:
         """(schema, the definitions on `stack` where a cycle was cut below this one)."""
-        known = _WELL_KNOWN.get(name)
+        known = self.known.get(name)
         if known is not None:
             return known, set()
         done = self.memo.get(name)

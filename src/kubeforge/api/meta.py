@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeAlias
 
 from pydantic import Field
 
 from kubeforge.api.markers import Format, MaxLength, Minimum, MinLength, Pattern, Required
 from kubeforge.api.model import Model
+from kubeforge.api.timestamps import Time
 
 __all__ = [
     "Condition",
@@ -22,6 +22,7 @@ __all__ = [
     "LabelSelectorRequirement",
     "NamespacedName",
     "ObjectMeta",
+    "ObjectReference",
     "OwnerReference",
     "PartialObjectMetadata",
     "PrinterColumn",
@@ -152,6 +153,7 @@ class ResourceInfo:
     conversion: WebhookConversion | None = None
     crd_labels: tuple[tuple[str, str], ...] = ()
     crd_annotations: tuple[tuple[str, str], ...] = ()
+    embedded_object_meta: bool = False
 
 
 class HasMetadata(Protocol):
@@ -179,6 +181,35 @@ class OwnerReference(Model):
     block_owner_deletion: bool | None = None
 
 
+class ObjectReference(Model):
+    """A reference to an object, or to a part of one (core/v1 ObjectReference): what
+    `kubeforge.get_reference` makes, and the type of such fields in the built-in models."""
+
+    # Its CRD schema is the upstream definition's, descriptions included.
+    __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.ObjectReference"
+
+    api_version: str | None = None
+    """API version of the referent."""
+
+    field_path: str | None = None
+    """The part of the object referred to, e.g. `spec.containers{name}`."""
+
+    kind: str | None = None
+    """Kind of the referent."""
+
+    name: str | None = None
+    """Name of the referent."""
+
+    namespace: str | None = None
+    """Namespace of the referent."""
+
+    resource_version: str | None = None
+    """The resourceVersion the reference is made to, if any."""
+
+    uid: str | None = None
+    """UID of the referent."""
+
+
 class ObjectMeta(Model):
     """Standard object metadata."""
 
@@ -188,8 +219,8 @@ class ObjectMeta(Model):
     uid: str | None = None
     resource_version: str | None = None
     generation: int | None = None
-    creation_timestamp: datetime | None = None
-    deletion_timestamp: datetime | None = None
+    creation_timestamp: Time | None = None
+    deletion_timestamp: Time | None = None
     deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
@@ -233,7 +264,7 @@ class Condition(Model):
     observed_generation: Annotated[int, Minimum(0), Format("int64")] | None = None
     """The object's metadata.generation the condition was worked out from."""
 
-    last_transition_time: Annotated[datetime | None, Required()] = None
+    last_transition_time: Annotated[Time | None, Required()] = None
     """When the status last changed (set_status_condition fills it in)."""
 
     reason: Annotated[str, MinLength(1), MaxLength(1024), Pattern(CONDITION_REASON_PATTERN)]

@@ -134,12 +134,17 @@ def resource(
     conversion: WebhookConversion | None = None,
     crd_labels: Mapping[str, str] | None = None,
     crd_annotations: Mapping[str, str] | None = None,
+    embedded_object_meta: bool = False,
 ) -> Callable[[R], R]:
     """Make a Resource subclass a custom resource kind of `group`/`version`.
 
     `kind` defaults to the class name and `plural` to its English plural. `status` enables
     the status subresource; `scale` the scale subresource. When a kind has several versions
     (one class per version), exactly one of them is the `storage` version.
+    `embedded_object_meta` keeps the name, namespace, labels, annotations and finalizers of
+    ObjectMeta embedded in the schema (a pod template's metadata), as controller-gen's
+    `crd:generateEmbeddedObjectMeta=true` does; otherwise it is a bare object, and the API
+    server prunes what it holds.
     """
     if scope not in ("Namespaced", "Cluster"):
         raise ValueError(f"scope must be Namespaced or Cluster, not {scope!r}")
@@ -164,6 +169,7 @@ def resource(
             conversion=conversion,
             crd_labels=tuple(sorted((crd_labels or {}).items())),
             crd_annotations=tuple(sorted((crd_annotations or {}).items())),
+            embedded_object_meta=embedded_object_meta,
         )
         cls.__kubeforge__ = info  # type: ignore[attr-defined]
         _REGISTRY.append(cls)

@@ -23,6 +23,7 @@ in order, and `@markers(...)` of a model class apply to its object schema.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import enum
 import inspect
@@ -38,7 +39,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
 from kubeforge.api import definitions, markers as mk
-from kubeforge.api.meta import ObjectMeta
+from kubeforge.api.meta import ObjectMeta, ResourceInfo
 
 __all__ = [
     "API_VERSION_DESCRIPTION",
@@ -98,18 +99,37 @@ def schema_of(tp: Any) -> dict[str, Any]:
     return _Builder().schema(tp)
 
 
-def schema_for_model(cls: type[BaseModel]) -> dict[str, Any]:
-    """The object schema of a model class; for a Resource class, its CRD's openAPIV3Schema."""
+def schema_for_model(
+    cls: type[BaseModel], *, embedded_object_meta: bool | None = None
+) -> dict[str, Any]:
+    """The object schema of a model class; for a Resource class, its CRD's openAPIV3Schema.
+
+    ObjectMeta below the root is a bare object, or with `embedded_object_meta` (by default
+    what the class's `@resource(embedded_object_meta=)` says) lists the fields controller-gen's
+    `crd:generateEmbeddedObjectMeta=true` keeps. The root's metadata is always bare: the API
+    server owns its schema.
+    """
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
         raise TypeError(f"{cls!r} is not a model class")
-    return _Builder().schema(cls)
+    if embedded_object_meta is None:
+        info = getattr(cls, "__kubeforge__", None)
+        embedded_object_meta = isinstance(info, ResourceInfo) and info.embedded_object_meta
+    return _Builder(embedded_object_meta).schema(cls)
 
 
 class _Builder:
     """One schema derivation; `stack` holds the models being expanded, to refuse recursion."""
 
-    def __init__(self) -> None:
+    def __init__(self, embedded_object_meta: bool = False) -> None:
         self.stack: list[type[BaseModel]] = []
+        self.embedded_object_meta = embedded_object_meta
+
+    def object_meta(self) -> dict[str, Any]:
+        """The schema of ObjectMeta below the root (the root's is _STANDARD_META's)."""
+        if self.embedded_object_meta:
+            return copy.deepcopy(definitions.EMBEDDED_OBJECT_META)
+        # The API server owns the schema of object metadata, as with controller-gen.
+        return {"type": "object"}
 
     def schema(self, tp: Any) -> dict[str, Any]:
         origin = get_origin(tp)
@@ -198,10 +218,11 @@ class _Builder:
     def model(self, cls: type[BaseModel]) -> dict[str, Any]:
         definition = getattr(cls, "__kubeforge_definition__", None)
         if isinstance(definition, str):
-            return definitions.structural(definition)
+            return definitions.structural(
+                definition, embedded_object_meta=self.embedded_object_meta
+            )
         if issubclass(cls, ObjectMeta):
-            # The API server owns the schema of object metadata, as with controller-gen.
-            return {"type": "object"}
+            return self.object_meta()
         if cls in self.stack:
             chain = " -> ".join(c.__qualname__ for c in [*self.stack, cls])
             raise SchemaError(
@@ -229,7 +250,11 @@ class _Builder:
                 continue
             key = info.serialization_alias or info.alias or name
             if is_resource and name in _STANDARD_META:
-                props[key] = dict(_STANDARD_META[name])
+                nested = len(self.stack) > 1  # an object embedded in another one
+                if nested and name == "metadata":
+                    props[key] = self.object_meta()
+                else:
+                    props[key] = dict(_STANDARD_META[name])
                 continue
             try:
                 props[key], needed = self.field(cls, info)

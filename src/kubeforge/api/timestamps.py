@@ -3,6 +3,10 @@
 metav1.Time is RFC 3339 in UTC with whole seconds (`2024-05-01T12:00:00Z`); metav1.MicroTime
 keeps six fractional digits (`2024-05-01T12:00:00.123456Z`); container log lines carry nine.
 Reading accepts any RFC 3339 timestamp: `Z` or a `±hh:mm` offset, any fraction.
+
+`Time` and `MicroTime` are the field types of typed models (`start_time: Time | None`): an
+aware datetime in Python, read from any RFC 3339 string and written back as Kubernetes writes
+it, in UTC with whole seconds (Time) or six fractional digits (MicroTime).
 """
 
 from __future__ import annotations
@@ -11,9 +15,14 @@ import re
 import time
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any, TypeAlias
+
+import annotated_types
+from pydantic import BeforeValidator, PlainSerializer
 
 __all__ = [
+    "MicroTime",
+    "Time",
     "format_micro_time",
     "format_nano_time",
     "format_time",
@@ -36,16 +45,16 @@ def now() -> datetime:
 
 def format_time(moment: datetime) -> str:
     """A metav1.Time string: RFC 3339 in UTC with whole seconds and `Z` (naive means UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    # Not strftime: its %Y does not pad years before 1000 to four digits everywhere.
+    m = moment
+    return f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}Z"
 
 
 def format_micro_time(moment: datetime) -> str:
     """A metav1.MicroTime string: exactly six fractional digits and `Z` (naive means UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"{format_time(moment)[:-1]}.{moment.microsecond:06d}Z"
 
 
 def format_nano_time(epoch_nanos: int) -> str:
@@ -107,3 +116,36 @@ def parse_time_or_none(value: Any) -> datetime | None:
         return parse_time(value)
     except ValueError:
         return None
+
+
+def _aware_time(value: Any) -> Any:
+    """A time field's input: RFC 3339 text parsed, a naive datetime refused (its zone would be
+    a guess), anything else left to pydantic's datetime validation."""
+    if isinstance(value, str):
+        return parse_time(value)
+    if isinstance(value, datetime) and value.tzinfo is None:
+        raise ValueError("a Kubernetes time needs a time zone, e.g. datetime.now(UTC)")
+    return value
+
+
+# Objects repeat their times (a pod's conditions, a list's objects): writing one is then a
+# lookup, several times faster than formatting it again.
+_time_text = lru_cache(maxsize=4096)(format_time)
+_micro_time_text = lru_cache(maxsize=4096)(format_micro_time)
+
+# Timezone(...) says "aware" to tools reading annotated-types constraints (Hypothesis).
+Time: TypeAlias = Annotated[
+    datetime,
+    annotated_types.Timezone(...),
+    BeforeValidator(_aware_time),
+    PlainSerializer(_time_text, return_type=str, when_used="json"),
+]
+"""metav1.Time: an aware datetime, written as `2024-05-01T12:00:00Z`."""
+
+MicroTime: TypeAlias = Annotated[
+    datetime,
+    annotated_types.Timezone(...),
+    BeforeValidator(_aware_time),
+    PlainSerializer(_micro_time_text, return_type=str, when_used="json"),
+]
+"""metav1.MicroTime: an aware datetime, written as `2024-05-01T12:00:00.123456Z`."""

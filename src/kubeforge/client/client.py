@@ -840,11 +840,17 @@ class Client:
         namespace: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete an object; returns the server's answer (the object while finalizers hold
-        it, or a Status). NotFound when it does not exist."""
+        it, or a Status). NotFound when it does not exist.
+
+        `propagation_policy`: what happens to the objects it owns ("Background": the garbage
+        collector deletes them afterwards; "Foreground": before the object goes; "Orphan":
+        they stay). `grace_period_seconds`: for Pods, how long they may take to stop (0:
+        at once). `preconditions`: `{"uid": ..., "resourceVersion": ...}` the object must
+        still have (Conflict otherwise). `dry_run`: validated and admitted, not done."""
         target = await self._target(kind, namespace)
         return await self._delete(
             target, name, propagation_policy, grace_period_seconds, preconditions, dry_run
@@ -856,7 +862,7 @@ class Client:
         *,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete the object `obj` names (by kind, namespace and name); `obj` is unchanged."""
@@ -872,7 +878,7 @@ class Client:
         self,
         propagation_policy: str | None,
         grace_period_seconds: int | None,
-        preconditions: Mapping[str, str] | None,
+        preconditions: Mapping[str, str | None] | None,
         dry_run: bool,
     ) -> bytes:
         options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
@@ -880,8 +886,10 @@ class Client:
             options["propagationPolicy"] = propagation_policy
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
-        if preconditions:
-            options["preconditions"] = dict(preconditions)
+        # A None value asks for no precondition on that field (controller-runtime's nil).
+        kept = {k: v for k, v in (preconditions or {}).items() if v is not None}
+        if kept:
+            options["preconditions"] = kept
         if dry_run:
             options["dryRun"] = ["All"]
         return orjson.dumps(options)
@@ -892,7 +900,7 @@ class Client:
         name: str,
         propagation_policy: str | None,
         grace_period_seconds: int | None,
-        preconditions: Mapping[str, str] | None,
+        preconditions: Mapping[str, str | None] | None,
         dry_run: bool,
     ) -> dict[str, Any]:
         reply = await self._send(

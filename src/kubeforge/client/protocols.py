@@ -152,7 +152,7 @@ class Writer(Protocol):
         namespace: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]: ...
 
@@ -162,7 +162,7 @@ class Writer(Protocol):
         *,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]: ...
 
@@ -350,7 +350,7 @@ class SyncWriter(Protocol):
         namespace: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]: ...
 
@@ -360,7 +360,7 @@ class SyncWriter(Protocol):
         *,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]: ...
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -720,7 +721,7 @@ class CustomResourceDefinitionCondition(BuiltinModel):
         "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition"
     )
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """lastTransitionTime last time the condition transitioned from one status to another."""
 
     message: str | None = None

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo, Scale
+from kubeforge.api.timestamps import Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -193,7 +194,7 @@ class DaemonSetCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.apps.v1.DaemonSetCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transitioned from one status to another."""
 
     message: str | None = None
@@ -401,10 +402,10 @@ class DeploymentCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.apps.v1.DeploymentCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transitioned from one status to another."""
 
-    last_update_time: str | None = None
+    last_update_time: Time | None = None
     """The last time this condition was updated."""
 
     message: str | None = None
@@ -559,7 +560,7 @@ class ReplicaSetCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.apps.v1.ReplicaSetCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """The last time the condition transitioned from one status to another."""
 
     message: str | None = None
@@ -828,7 +829,7 @@ class StatefulSetCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.apps.v1.StatefulSetCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transitioned from one status to another."""
 
     message: str | None = None

@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -91,7 +92,7 @@ class HorizontalPodAutoscalerStatus(BuiltinModel):
     desired_replicas: int
     """desiredReplicas is the  desired number of replicas of pods managed by this autoscaler."""
 
-    last_scale_time: str | None = None
+    last_scale_time: Time | None = None
     """lastScaleTime is the last time the HorizontalPodAutoscaler scaled the number of pods; used by
     the autoscaler to control how often the number of pods is changed."""
 

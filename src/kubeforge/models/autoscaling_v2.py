@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -394,7 +395,7 @@ class HorizontalPodAutoscalerCondition(BuiltinModel):
         "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition"
     )
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """lastTransitionTime is the last time the condition transitioned from one status to another"""
 
     message: str | None = None
@@ -513,7 +514,7 @@ class HorizontalPodAutoscalerStatus(BuiltinModel):
     """desiredReplicas is the desired number of replicas of pods managed by this autoscaler, as last
     calculated by the autoscaler."""
 
-    last_scale_time: str | None = None
+    last_scale_time: Time | None = None
     """lastScaleTime is the last time the HorizontalPodAutoscaler scaled the number of pods, used by
     the autoscaler to control how often the number of pods is changed."""
 

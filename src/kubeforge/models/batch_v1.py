@@ -6,7 +6,14 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge.api.meta import (
+    GroupVersionKind,
+    LabelSelector,
+    ObjectMeta,
+    ObjectReference,
+    ResourceInfo,
+)
+from kubeforge.api.timestamps import Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -370,13 +377,13 @@ class CronJobStatus(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.batch.v1.CronJobStatus"
 
-    active: list[core_v1.ObjectReference] | None = None
+    active: list[ObjectReference] | None = None
     """A list of pointers to currently running jobs."""
 
-    last_schedule_time: str | None = None
+    last_schedule_time: Time | None = None
     """Information when was the last time the job was successfully scheduled."""
 
-    last_successful_time: str | None = None
+    last_successful_time: Time | None = None
     """Information when was the last time the job successfully completed."""
 
 
@@ -449,10 +456,10 @@ class JobCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.batch.v1.JobCondition"
 
-    last_probe_time: str | None = None
+    last_probe_time: Time | None = None
     """Last time the condition was checked."""
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transit from one status to another."""
 
     message: str | None = None
@@ -497,7 +504,7 @@ class JobStatus(BuiltinModel):
     by the first and last element of the series, separated by a hyphen. For example, if the
     completed indexes are 1, 3, 4, 5 and 7, they are represented as "1,3-5,7"."""
 
-    completion_time: str | None = None
+    completion_time: Time | None = None
     """Represents time when the job was completed. It is not guaranteed to be set in happens-before
     order across separate operations. It is represented in RFC3339 form and is in UTC. The
     completion time is set when the job finishes successfully, and only then. The value cannot be
@@ -534,7 +541,7 @@ class JobStatus(BuiltinModel):
     """The number of active pods which have a Ready condition and are not terminating (without a
     deletionTimestamp)."""
 
-    start_time: str | None = None
+    start_time: Time | None = None
     """Represents time when the job controller started processing a job. When a Job is created in
     the suspended state, this field is not set until the first time it is resumed. This field is
     reset every time a Job is resumed from suspension. It is represented in RFC3339 form and is

@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import MicroTime
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -22,7 +23,7 @@ class LeaseSpec(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.coordination.v1.LeaseSpec"
 
-    acquire_time: str | None = None
+    acquire_time: MicroTime | None = None
     """acquireTime is a time when the current lease was acquired."""
 
     holder_identity: str | None = None
@@ -41,7 +42,7 @@ class LeaseSpec(BuiltinModel):
     """PreferredHolder signals to a lease holder that the lease has a more optimal holder and should
     be given up. This field can only be set if Strategy is also set."""
 
-    renew_time: str | None = None
+    renew_time: MicroTime | None = None
     """renewTime is a time when the current holder of a lease has last updated the lease."""
 
     strategy: str | None = None

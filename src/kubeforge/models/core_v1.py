@@ -13,9 +13,11 @@ from kubeforge.api.meta import (
     GroupVersionKind,
     LabelSelector,
     ObjectMeta,
+    ObjectReference,
     ResourceInfo,
     Scale,
 )
+from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -564,45 +566,6 @@ class AzureFileVolumeSource(BuiltinModel):
 
     share_name: str
     """shareName is the azure share Name"""
-
-
-class ObjectReference(BuiltinModel):
-    """ObjectReference contains enough information to let you inspect or modify the referred
-    object."""
-
-    __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.ObjectReference"
-
-    api_version: str | None = None
-    """API version of the referent."""
-
-    field_path: str | None = None
-    """If referring to a piece of an object instead of an entire object, this string should contain
-    a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For
-    example, if the object reference is to a container within a pod, this would take on a value
-    like: "spec.containers{name}" (where "name" refers to the name of the container that
-    triggered the event) or if no container name is specified "spec.containers[2]" (container
-    with index 2 in this pod). This syntax is chosen only to have some well-defined way of
-    referencing a part of an object."""
-
-    kind: str | None = None
-    """Kind of the referent. More info:
-    https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"""
-
-    name: str | None = None
-    """Name of the referent. More info:
-    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#names"""
-
-    namespace: str | None = None
-    """Namespace of the referent. More info:
-    https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/"""
-
-    resource_version: str | None = None
-    """Specific resourceVersion to which this reference is made, if any. More info:
-    https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency"""
-
-    uid: str | None = None
-    """UID of the referent. More info:
-    https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#uids"""
 
 
 class Binding(BuiltinObject):
@@ -1954,7 +1917,7 @@ class ContainerStateRunning(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.ContainerStateRunning"
 
-    started_at: str | None = None
+    started_at: Time | None = None
     """Time at which the container was last (re-)started"""
 
 
@@ -1969,7 +1932,7 @@ class ContainerStateTerminated(BuiltinModel):
     exit_code: int
     """Exit status from the last termination of the container"""
 
-    finished_at: str | None = None
+    finished_at: Time | None = None
     """Time at which the container last terminated"""
 
     message: str | None = None
@@ -1981,7 +1944,7 @@ class ContainerStateTerminated(BuiltinModel):
     signal: int | None = None
     """Signal from the last termination of the container"""
 
-    started_at: str | None = None
+    started_at: Time | None = None
     """Time at which previous execution of the container started"""
 
 
@@ -2747,7 +2710,7 @@ class EventSeries(BuiltinModel):
     count: int | None = None
     """Number of occurrences in this series up to the last heartbeat time"""
 
-    last_observed_time: str | None = None
+    last_observed_time: MicroTime | None = None
     """Time of the last occurrence observed"""
 
 
@@ -2792,10 +2755,10 @@ class Event(BuiltinObject):
     count: int | None = None
     """The number of times this event has occurred."""
 
-    event_time: str | None = None
+    event_time: MicroTime | None = None
     """Time when this Event was first observed."""
 
-    first_timestamp: str | None = None
+    first_timestamp: Time | None = None
     """The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)"""
 
     involved_object: ObjectReference
@@ -2807,7 +2770,7 @@ class Event(BuiltinObject):
     More info:
     https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"""
 
-    last_timestamp: str | None = None
+    last_timestamp: Time | None = None
     """The time at which the most recent occurrence of this event was recorded."""
 
     message: str | None = None
@@ -3441,7 +3404,7 @@ class NamespaceCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.NamespaceCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transitioned from one status to another."""
 
     message: str | None = None
@@ -3557,7 +3520,7 @@ class Taint(BuiltinModel):
     key: str
     """Required. The taint key to be applied to a node."""
 
-    time_added: str | None = None
+    time_added: Time | None = None
     """TimeAdded represents the time at which the taint was added. It is only written for NoExecute
     taints."""
 
@@ -3615,10 +3578,10 @@ class NodeCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.NodeCondition"
 
-    last_heartbeat_time: str | None = None
+    last_heartbeat_time: Time | None = None
     """Last time we got an update on a given condition."""
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transit from one status to another."""
 
     message: str | None = None
@@ -4265,7 +4228,7 @@ class PersistentVolumeStatus(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.PersistentVolumeStatus"
 
-    last_phase_transition_time: str | None = None
+    last_phase_transition_time: Time | None = None
     """lastPhaseTransitionTime is the time the phase transitioned from one to another and
     automatically resets to current time everytime a volume phase transitions."""
 
@@ -4328,10 +4291,10 @@ class PersistentVolumeClaimCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.PersistentVolumeClaimCondition"
 
-    last_probe_time: str | None = None
+    last_probe_time: Time | None = None
     """lastProbeTime is the time we probed the condition."""
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """lastTransitionTime is the time the condition transitioned from one status to another."""
 
     message: str | None = None
@@ -5585,10 +5548,10 @@ class PodCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.PodCondition"
 
-    last_probe_time: str | None = None
+    last_probe_time: Time | None = None
     """Last time we probed the condition."""
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """Last time the condition transitioned from one status to another."""
 
     message: str | None = None
@@ -5744,7 +5707,7 @@ class PodStatus(BuiltinModel):
     resource_claim_statuses: list[PodResourceClaimStatus] | None = None
     """Status of resource claims."""
 
-    start_time: str | None = None
+    start_time: Time | None = None
     """RFC 3339 date and time at which the object was acknowledged by the Kubelet. This is before
     the Kubelet pulled the container image(s) for the pod."""
 
@@ -5923,7 +5886,7 @@ class ReplicationControllerCondition(BuiltinModel):
 
     __kubeforge_definition__: ClassVar[str] = "io.k8s.api.core.v1.ReplicationControllerCondition"
 
-    last_transition_time: str | None = None
+    last_transition_time: Time | None = None
     """The last time the condition transitioned from one status to another."""
 
     message: str | None = None

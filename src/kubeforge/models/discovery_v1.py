@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
-from kubeforge.models import core_v1, meta_v1
+from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ObjectReference, ResourceInfo
+from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
 __all__ = [
@@ -113,7 +113,7 @@ class Endpoint(BuiltinModel):
     """nodeName represents the name of the Node hosting this endpoint. This can be used to determine
     endpoints local to a Node."""
 
-    target_ref: core_v1.ObjectReference | None = None
+    target_ref: ObjectReference | None = None
     """targetRef is a reference to a Kubernetes object that represents this endpoint."""
 
     zone: str | None = None

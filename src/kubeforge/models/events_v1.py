@@ -6,7 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ObjectReference, ResourceInfo
+from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -28,7 +29,7 @@ class EventSeries(BuiltinModel):
     count: int
     """count is the number of occurrences in this series up to the last heartbeat time."""
 
-    last_observed_time: str
+    last_observed_time: MicroTime
     """lastObservedTime is the time when last Event from the series was seen before last
     heartbeat."""
 
@@ -65,11 +66,11 @@ class Event(BuiltinObject):
     """deprecatedCount is the deprecated field assuring backward compatibility with core.v1 Event
     type."""
 
-    deprecated_first_timestamp: str | None = None
+    deprecated_first_timestamp: Time | None = None
     """deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1
     Event type."""
 
-    deprecated_last_timestamp: str | None = None
+    deprecated_last_timestamp: Time | None = None
     """deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1
     Event type."""
 
@@ -77,7 +78,7 @@ class Event(BuiltinObject):
     """deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event
     type."""
 
-    event_time: str | None = None
+    event_time: MicroTime | None = None
     """eventTime is the time when this Event was first observed. It is required."""
 
     kind: str = "Event"
@@ -98,12 +99,12 @@ class Event(BuiltinObject):
     """reason is why the action was taken. It is human-readable. This field cannot be empty for new
     Events and it can have at most 128 characters."""
 
-    regarding: core_v1.ObjectReference | None = None
+    regarding: ObjectReference | None = None
     """regarding contains the object this Event is about. In most cases it's an Object reporting
     controller implements, e.g. ReplicaSetController implements ReplicaSets and this event is
     emitted because it acts on some changes in a ReplicaSet object."""
 
-    related: core_v1.ObjectReference | None = None
+    related: ObjectReference | None = None
     """related is the optional secondary object for more complex actions. E.g. when regarding object
     triggers a creation or deletion of related object."""
 

@@ -13,6 +13,7 @@ from kubeforge.api.meta import (
     ObjectMeta,
     OwnerReference,
 )
+from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models._base import BuiltinModel
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "LabelSelectorRequirement",
     "ListMeta",
     "ManagedFieldsEntry",
+    "MicroTime",
     "ObjectMeta",
     "OwnerReference",
     "Preconditions",
@@ -36,6 +38,7 @@ __all__ = [
     "Status",
     "StatusCause",
     "StatusDetails",
+    "Time",
     "WatchEvent",
 ]
 
@@ -397,7 +400,7 @@ class ManagedFieldsEntry(BuiltinModel):
     not related to the Subresource field and it always corresponds to the version of the main
     resource."""
 
-    time: str | None = None
+    time: Time | None = None
     """Time is the timestamp of when the ManagedFields entry was added. The timestamp will also be
     updated if a field is added, the manager changes any of the owned fields value or removes a
     field. The timestamp does not update when a field is removed from the entry because another

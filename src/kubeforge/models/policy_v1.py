@@ -7,6 +7,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import Condition, GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -112,7 +113,7 @@ class PodDisruptionBudgetStatus(BuiltinModel):
     desired_healthy: int
     """minimum desired number of healthy pods"""
 
-    disrupted_pods: dict[str, str] | None = None
+    disrupted_pods: dict[str, Time] | None = None
     """DisruptedPods contains information about pods whose eviction was processed by the API server
     eviction subresource handler but has not yet been observed by the PodDisruptionBudget
     controller. A pod will be in this map from the time when the API server processed the

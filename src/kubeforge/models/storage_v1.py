@@ -8,6 +8,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge.api.timestamps import Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 
@@ -612,7 +613,7 @@ class VolumeError(BuiltinModel):
     """message represents the error encountered during Attach or Detach operation. This string may
     be logged, so it should not contain sensitive information."""
 
-    time: str | None = None
+    time: Time | None = None
     """time represents the time the error was encountered."""
 
 

@@ -355,7 +355,7 @@ class CachedClient:
         namespace: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete an object; returns the server's answer."""
@@ -375,7 +375,7 @@ class CachedClient:
         *,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         """Delete the object `obj` names; returns the server's answer."""
@@ -756,7 +756,7 @@ class SyncClient:
         namespace: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         return self.run(
@@ -777,7 +777,7 @@ class SyncClient:
         *,
         propagation_policy: PropagationPolicy | None = None,
         grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str] | None = None,
+        preconditions: Mapping[str, str | None] | None = None,
         dry_run: bool = False,
     ) -> dict[str, Any]:
         return self.run(

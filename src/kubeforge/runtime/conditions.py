@@ -92,10 +92,7 @@ def _same_form(conditions: list[Any], condition: ConditionLike) -> ConditionLike
             if "lastTransitionTime" in copy:
                 copy["lastTransitionTime"] = _format_time(copy["lastTransitionTime"])
             return copy
-        data = condition.to_dict()
-        if condition.last_transition_time is not None:
-            data["lastTransitionTime"] = _format_time(condition.last_transition_time)
-        return data
+        return condition.to_dict()  # lastTransitionTime as metav1.Time text
     if isinstance(condition, Mapping):
         # Absent strings read as empty, as Go's zero values do.
         return Condition.from_dict({"reason": "", "message": "", **condition})

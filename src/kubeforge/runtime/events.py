@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from kubeforge.api.access import api_version_kind, get_meta
 from kubeforge.api.meta import KubeObject
 from kubeforge.api.timestamps import now_micro_time
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import Writer
+from kubeforge.runtime.ownership import get_reference
 
 __all__ = [
     "EVENT_KIND",
@@ -55,15 +55,10 @@ NAME_LIMIT: Final = 253
 
 
 def object_reference(obj: KubeObject) -> dict[str, str]:
-    """An ObjectReference to `obj` (apiVersion, kind, namespace, name, uid, resourceVersion)."""
-    api_version, kind = api_version_kind(obj)
-    ref = {"apiVersion": api_version, "kind": kind}
-    for key in ("namespace", "name", "uid", "resourceVersion"):
-        value = get_meta(obj, key)
-        if value:
-            ref[key] = str(value)
+    """An ObjectReference to `obj` in its JSON form; an event needs the object's name."""
+    ref: dict[str, str] = get_reference(obj).to_dict()
     if "name" not in ref:
-        raise ValueError(f"cannot record an event about a {kind} without a name")
+        raise ValueError(f"cannot record an event about a {ref['kind']} without a name")
     return ref
 
 

@@ -1,9 +1,11 @@
-"""Owner references: marking which object owns (and which controller manages) another.
+"""Owner and object references: which object owns (and which controller manages) another,
+and references to objects.
 
-These mirror controller-runtime's controllerutil helpers. They change the object in memory
-only; write it afterwards. Objects may be dicts or typed kubeforge resources. Two references
-point at the same owner when the owner's API group, kind and name match (the version and uid
-are not compared), as upstream decides.
+These mirror controller-runtime's controllerutil helpers, metav1.GetControllerOf and
+client-go's reference.GetReference. The setters change the object in memory only; write it
+afterwards. Objects may be dicts or typed kubeforge resources. Two references point at the
+same owner when the owner's API group, kind and name match (the version and uid are not
+compared), as upstream decides.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from kubeforge.api.access import (
     get_owner_references,
     set_owner_references,
 )
-from kubeforge.api.meta import KubeObject, split_api_version
+from kubeforge.api.meta import KubeObject, ObjectReference, split_api_version
 
 __all__ = [
     "AlreadyOwnedError",
     "get_controller_of",
+    "get_reference",
     "has_controller_reference",
     "has_owner_reference",
     "remove_controller_reference",
@@ -157,11 +160,33 @@ def has_owner_reference(owner: KubeObject, obj: KubeObject) -> bool:
 
 
 def get_controller_of(obj: KubeObject) -> dict[str, Any] | None:
-    """The owner reference marked `controller: true`, in its JSON form, or None."""
+    """The owner reference marked `controller: true`, in its JSON form (a copy), or None:
+    metav1.GetControllerOf."""
     for ref in get_owner_references(obj):
         if ref.get("controller") is True:
             return dict(ref)
     return None
+
+
+def get_reference(obj: KubeObject, *, field_path: str | None = None) -> ObjectReference:
+    """An ObjectReference to `obj`: its apiVersion, kind, namespace, name, uid and
+    resourceVersion (`field_path` names a part of it), as client-go's
+    reference.GetReference / GetPartialReference make one. ValueError when the object says
+    neither its apiVersion nor its kind (a typed object's class says them)."""
+    if isinstance(obj, ObjectReference):
+        # As GetReference does: a reference to a reference is the reference itself.
+        return obj if field_path is None else obj.model_copy(update={"field_path": field_path})
+    api_version, kind = api_version_kind(obj)
+    values = {key: get_meta(obj, key) for key in ("namespace", "name", "uid", "resourceVersion")}
+    return ObjectReference(
+        api_version=api_version,
+        kind=kind,
+        namespace=values["namespace"] or None,
+        name=values["name"] or None,
+        uid=values["uid"] or None,
+        resource_version=values["resourceVersion"] or None,
+        field_path=field_path,
+    )
 
 
 def _describe(owner: Any) -> str:

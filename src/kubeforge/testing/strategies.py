@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import string
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Any, TypeVar, Union, get_args, get_origin
 
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from kubeforge.api.meta import ObjectMeta
 
@@ -63,8 +65,18 @@ def object_metas(
     )
 
 
-def _field_type(cls: type, name: str) -> Any:
-    return cls.model_fields[name].annotation  # type: ignore[attr-defined]
+def _model_strategy(cls: type, name: str) -> st.SearchStrategy[Any]:
+    """`st.builds` of the model a field holds (None too when the field is optional); the
+    field's own type for anything else."""
+    annotation = cls.model_fields[name].annotation  # type: ignore[attr-defined]
+    members = (
+        get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    )
+    models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
+    if len(models) != 1:
+        return st.from_type(annotation)
+    built = st.builds(models[0])
+    return st.none() | built if type(None) in members else built
 
 
 def objects(
@@ -81,7 +93,7 @@ def objects(
     if metadata is None:
         metadata = object_metas(namespace="default" if info.namespaced else None)
     if spec is None:
-        spec = st.from_type(_field_type(cls, "spec"))
+        spec = _model_strategy(cls, "spec")
     if status is None:
-        status = st.from_type(_field_type(cls, "status"))
+        status = _model_strategy(cls, "status")
     return st.builds(cls, metadata=metadata, spec=spec, status=status)
