@@ -26,7 +26,8 @@ from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_cli_project import kubeforge
-from tests.integration.test_cli_scaffold import KUBEFORGE, scaffold
+from tests.integration.test_cli_scaffold import KUBEFORGE, cli, scaffold
+from tests.integration.test_cli_webhook_versions import tree
 from tests.integration.test_deploy_on_dev_cluster import NAMESPACE, deploy, frigate, manager_pods
 from tests.support import free_port
 
@@ -196,18 +197,40 @@ def test_the_projects_missing_dependencies_are_named(tmp_path: Path) -> None:
     assert environment.missing() == ["absent-thing", f"{DEPENDENCY}-two>=2"]
 
 
-def test_a_venv_of_another_python_is_refused(tmp_path: Path) -> None:
-    venv = tmp_path / ".venv"
+def old_venv(root: Path) -> Path:
+    """`root/.venv`, made by a Python kubeforge cannot load packages of."""
+    venv = root / ".venv"
     (venv / "lib" / "python3.4" / "site-packages").mkdir(parents=True)
     (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.4.0\n")
+    return venv
+
+
+def test_a_venv_of_another_python_is_refused(tmp_path: Path) -> None:
+    old_venv(tmp_path)
     with pytest.raises(ProjectEnvironmentError, match=r"is a Python 3\.4 environment"):
         ProjectEnvironment.of(tmp_path)
 
 
+def test_init_and_create_refuse_it_before_writing_anything(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    old_venv(fresh)
+    done = cli("init", "--domain", "example.com", cwd=fresh)
+    assert done.returncode == 1 and "is a Python 3.4 environment" in done.stderr, done.stderr
+    assert sorted(p.name for p in fresh.iterdir()) == [".venv"]
+
+    root = tmp_path / "project"
+    root.mkdir()
+    assert cli("init", "--domain", "example.com", cwd=root).returncode == 0
+    old_venv(root)
+    before = tree(root)
+    done = cli("create", "api", "--group", "ship", "--version", "v1", "--kind", "Frigate", cwd=root)
+    assert done.returncode == 1 and "is a Python 3.4 environment" in done.stderr, done.stderr
+    assert tree(root) == before
+
+
 async def test_dev_refuses_an_image_whose_venv_is_of_another_python(tmp_path: Path) -> None:
-    venv = tmp_path / ".venv"
-    (venv / "lib" / "python3.4" / "site-packages").mkdir(parents=True)
-    (venv / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.4.0\n")
+    venv = old_venv(tmp_path)
     kubeconfig = tmp_path / "kubeconfig"
     done = await kubeforge(
         "dev", "--port", str(free_port()), "--kubeconfig", str(kubeconfig),

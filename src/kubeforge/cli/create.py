@@ -23,7 +23,7 @@ import typer
 from kubeforge.cli.files import Files
 from kubeforge.cli.init import boilerplate_header
 from kubeforge.cli.manifests import certmanager_comment, generate
-from kubeforge.cli.project import ProjectError, fail, load_project
+from kubeforge.cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge.scaffold.names import InvalidName, ResourceNames
 from kubeforge.scaffold.projectfile import ProjectFile, ProjectFileError
 from kubeforge.scaffold.render import (
@@ -111,6 +111,7 @@ def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) ->
         raise fail(str(exc)) from None
     if not (root / "main.py").is_file():
         raise fail(f"{root}: no main.py here; is it the project root?")
+    check_environment(root)  # the manifests, generated at the end, import the project
     try:
         names = ResourceNames.of(
             group=group, domain=project.domain, version=version, kind=kind, **extra

@@ -34,7 +34,15 @@ from kubeforge.api.rbac import RbacRule, rules_of
 from kubeforge.api.resource import pluralize
 from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
 
-__all__ = ["Project", "ProjectError", "WatchedKind", "fail", "load_project", "open_project"]
+__all__ = [
+    "Project",
+    "ProjectError",
+    "WatchedKind",
+    "check_environment",
+    "fail",
+    "load_project",
+    "open_project",
+]
 
 # The project's top-level module names; several projects may be loaded one after another.
 _PACKAGES = ("api", "controllers", "webhooks")
@@ -365,6 +373,15 @@ def fail(message: str) -> typer.Exit:
     """Print `error: message` to stderr; raise the returned Exit (status 1)."""
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     return typer.Exit(1)
+
+
+def check_environment(root: Path) -> None:
+    """End the command when the project's environment cannot be used (a .venv of another
+    Python version), before it writes anything."""
+    try:
+        ProjectEnvironment.of(root)
+    except ProjectEnvironmentError as exc:
+        raise fail(str(exc)) from None
 
 
 def open_project(directory: str | os.PathLike[str]) -> Project:
