@@ -263,7 +263,9 @@ def _check_files_free(ctx: _Context) -> None:
     controllers/<kind>.py, tests/test_<kind>.py, config/rbac/<kind>_*_role.yaml), so the
     same kind in another group, or a kind spelled alike (Cronjob, CronJob), would write
     nothing of its own. kubebuilder keeps kinds of several groups apart only in its
-    multigroup layout (api/<group>/<version>/), which this project does not have."""
+    multigroup layout (api/<group>/<version>/), which this project does not have; without
+    it, pkg/plugins/golang/v4/api.go refuses any second group. Here kinds of other names
+    may be in another group (their files do not meet), so only a clash is refused."""
     names = ctx.names
     for entry in ctx.project.resources:
         other, group = str(entry.get("kind", "")), str(entry.get("group", ""))
