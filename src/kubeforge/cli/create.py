@@ -634,7 +634,7 @@ def _check_conversion(ctx: _Context, spokes: list[str]) -> None:
     ]
     if hubs:
         # One hub per kind: its versions convert through it (controller-runtime's
-        # conversion webhook finds exactly one Hub among a kind's types).
+        # pkg/webhook/conversion/conversion.go refuses a kind with two Hub types).
         raise fail(
             f"{names.kind} converts through its hub {hubs[0]} already (PROJECT); "
             f"a kind has one hub, and {names.version} can only be one of its spokes"
