@@ -48,6 +48,17 @@ async def log_of(client: Client, pod: str) -> str:
     return await client.logs(pod, namespace=NAMESPACE)
 
 
+async def deploy(project: Path, kubeconfig: str) -> None:
+    """`kubeforge deploy` of the project's image, controller:latest, waiting until the
+    manager is available (a deploy that fails fails the test)."""
+    deployed = await kubeforge(
+        "deploy", "--dir", str(project), "--img", "controller:latest",
+        "--kubeconfig", kubeconfig, "--timeout", "40", timeout=50,
+    )  # fmt: skip
+    assert deployed.code == 0, deployed.out + deployed.err
+    assert f"available    Deployment {NAMESPACE}/{DEPLOYMENT}: 1 of 1" in deployed.out
+
+
 async def port_open(port: int) -> bool:
     try:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -67,12 +78,7 @@ async def test_the_scaffolded_manager_runs_on_the_dev_cluster(tmp_path: Path) ->
         assert env.cluster is not None
         client = env.client
         kubeconfig = str(env.write_kubeconfig(tmp_path / "kubeconfig"))
-        deployed = await kubeforge(
-            "deploy", "--dir", str(project), "--img", "controller:latest",
-            "--kubeconfig", kubeconfig, "--timeout", "40", timeout=50,
-        )  # fmt: skip
-        assert deployed.code == 0, deployed.out + deployed.err
-        assert f"available    Deployment {NAMESPACE}/{DEPLOYMENT}: 1 of 1" in deployed.out
+        await deploy(project, kubeconfig)
 
         # Running and Ready: its readiness probe (GET /readyz on the health port) passed.
         (pod,) = await manager_pods(client)

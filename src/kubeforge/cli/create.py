@@ -23,7 +23,7 @@ import typer
 from kubeforge.cli.files import Files
 from kubeforge.cli.init import boilerplate_header
 from kubeforge.cli.manifests import certmanager_comment, generate
-from kubeforge.cli.project import ProjectError, fail, load_project
+from kubeforge.cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge.scaffold.names import InvalidName, ResourceNames
 from kubeforge.scaffold.projectfile import ProjectFile, ProjectFileError
 from kubeforge.scaffold.render import (
@@ -32,6 +32,7 @@ from kubeforge.scaffold.render import (
     render,
     uncomment,
 )
+from kubeforge.scaffold.webhookfile import add_classes, add_registrations, add_tests, registration
 
 __all__ = ["app"]
 
@@ -110,6 +111,7 @@ def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) ->
         raise fail(str(exc)) from None
     if not (root / "main.py").is_file():
         raise fail(f"{root}: no main.py here; is it the project root?")
+    check_environment(root)  # the manifests, generated at the end, import the project
     try:
         names = ResourceNames.of(
             group=group, domain=project.domain, version=version, kind=kind, **extra
@@ -190,6 +192,7 @@ def create_api(
         raise fail("nothing to scaffold: --no-resource and --no-controller")
     ctx = _open(directory, group, version, kind, plural=plural, namespaced=namespaced)
     names = ctx.names
+    _check_files_free(ctx)
     entry = ctx.project.find(names.group, version, kind)
     if resource and entry is not None and entry.get("api"):
         raise fail(
@@ -252,6 +255,31 @@ def create_api(
         entry["plural"] = names.plural
     _finish(ctx)
     typer.echo(f"Next: edit api/{version}/{names.module}.py, then `make manifests` and `make test`")
+
+
+def _check_files_free(ctx: _Context) -> None:
+    """Refuse a kind whose files would be another kind's: a kind's modules, test and roles
+    are named by its lowercase kind alone (api/<version>/<kind>.py,
+    controllers/<kind>.py, tests/test_<kind>.py, config/rbac/<kind>_*_role.yaml), so the
+    same kind in another group, or a kind spelled alike (Cronjob, CronJob), would write
+    nothing of its own. kubebuilder keeps kinds of several groups apart only in its
+    multigroup layout (api/<group>/<version>/), which this project does not have; without
+    it, pkg/plugins/golang/v4/api.go refuses any second group. Here kinds of other names
+    may be in another group (their files do not meet), so only a clash is refused."""
+    names = ctx.names
+    for entry in ctx.project.resources:
+        other, group = str(entry.get("kind", "")), str(entry.get("group", ""))
+        if other.lower() != names.module or (other, group) == (names.kind, names.group):
+            continue
+        files = f"api/<version>/{names.module}.py, controllers/{names.module}.py"
+        if group != names.group:
+            qualified = ".".join(part for part in (group, ctx.project.domain) if part)
+            raise fail(
+                f"{other} exists in group {qualified or '(core)'} already (PROJECT): a kind's "
+                f"files ({files}) are named by the kind alone, so a project without the "
+                "multigroup layout has each kind in one group"
+            )
+        raise fail(f"{names.kind} would share the files of {other} ({files}); choose another kind")
 
 
 def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
@@ -433,62 +461,95 @@ def create_webhook(
 
 
 def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) -> None:
+    """The version's webhook module and its test, written, or (when the version has a
+    webhook module already, e.g. a defaulter or the conversion) given the new classes."""
     names, values = ctx.names, ctx.values
     kind, version, module = names.kind, names.version, names.module
     webhook_module = f"webhooks.{version}.{module}"
     classes = [f"{kind}Defaulter"] * defaulting + [f"{kind}Validator"] * validation
-    registrations = "".join(
-        f".{method}({cls}())"
-        for method, cls in zip(
-            ["defaulter"] * defaulting + ["validator"] * validation, classes, strict=True
-        )
-    )
-    one_line = f"    manager.webhook_for({kind}){registrations}.complete()"
-    chained = "".join(
-        f"\n        {call}" for call in re.findall(r"\.\w+\(\w*\(\)\)", registrations)
-    )
-    multi_line = f"    (\n        manager.webhook_for({kind}){chained}\n        .complete()\n    )"
+    calls = [f".defaulter({kind}Defaulter())"] * defaulting + [
+        f".validator({kind}Validator())"
+    ] * validation
     hook_values = {
         **values,
         "webhook_module": webhook_module,
         "classes": ", ".join(classes),
-        # One line when it fits, else the chain one call a line, as ruff would format it.
-        "registration": one_line if len(one_line) <= 100 else multi_line,
+        "registration": registration(kind, calls),
     }
     if not ctx.path("webhooks/__init__.py").exists():
         ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))
     if not ctx.path(f"webhooks/{version}/__init__.py").exists():
         ctx.scaffold(f"webhooks/{version}/__init__.py", render("webhook/version_init.py", values))
 
-    source = render("webhook/head.py", hook_values)
-    test = render("webhook/test_head.py", hook_values)
+    added = ""
+    tests = ""
     if defaulting:
-        source += render("webhook/defaulter.py", hook_values)
-        test += render("webhook/test_defaulter.py", hook_values)
+        added += render("webhook/defaulter.py", hook_values)
+        tests += render("webhook/test_defaulter.py", hook_values)
     if validation:
-        source += render("webhook/validator.py", hook_values)
-        test += render("webhook/test_validator.py", hook_values)
-    source += render("webhook/setup.py", hook_values)
+        added += render("webhook/validator.py", hook_values)
+        tests += render("webhook/test_validator.py", hook_values)
     path = f"webhooks/{version}/{module}.py"
-    if not ctx.scaffold(path, source):
-        added = " and ".join(classes)
-        typer.secho(
-            f"note: {path} exists: add the {added} yourself (`kubeforge create webhook` "
-            f"in an empty copy of the project shows the skeleton) and register it in "
-            f"setup_{module}_webhook",
-            err=True,
-            fg=typer.colors.YELLOW,
-        )
-    ctx.scaffold(f"tests/test_{module}_webhook.py", test)
+    if ctx.path(path).exists():
 
-    imports = f"from {webhook_module} import setup_{module}_webhook"
-    call = f"    setup_{module}_webhook(manager)\n"
+        def join(text: str) -> str | None:
+            changed = add_classes(text, kind, added)
+            return changed and add_registrations(changed, kind, calls)
+
+        ctx.edit(
+            path,
+            join,
+            f"add {' and '.join(classes)} and chain {''.join(calls)} into "
+            f"manager.webhook_for({kind})",
+        )
+    else:
+        source = render("webhook/head.py", hook_values) + added
+        ctx.scaffold(path, source + render("webhook/setup.py", hook_values))
+
+    test_path = _webhook_test(ctx)
+    if ctx.path(test_path).exists():
+        ctx.edit(
+            test_path,
+            lambda text: add_tests(text, webhook_module, classes, tests),
+            f"import {', '.join(classes)} from {webhook_module} and test them",
+        )
+    else:
+        ctx.scaffold(test_path, render("webhook/test_head.py", hook_values) + tests)
+    _register_webhooks(ctx)
+
+
+def _webhook_test(ctx: _Context) -> str:
+    """The test module of the version's webhooks: `tests/test_<kind>_<version>_webhook.py`,
+    or the `tests/test_<kind>_webhook.py` of a project scaffolded before webhooks of
+    several versions had a test each, when it tests this version's."""
+    module, version = ctx.names.module, ctx.names.version
+    earlier = f"tests/test_{module}_webhook.py"
+    if ctx.path(earlier).is_file():
+        text = ctx.path(earlier).read_text(encoding="utf-8")
+        if re.search(rf"^from webhooks\.{version}\.{module} import ", text, re.MULTILINE):
+            return earlier
+    return f"tests/test_{module}_{version}_webhook.py"
+
+
+def _register_webhooks(ctx: _Context) -> None:
+    """Call the version's `setup_<kind>_webhook` from main.setup. Each version's module
+    has one, so main.py imports it under a name with the version, as kubebuilder's
+    cmd/main.go imports each version's webhook package under its own alias
+    (`webhookbatchv1`, `webhookbatchv2`)."""
+    module, version = ctx.names.module, ctx.names.version
+    source = f"webhooks.{version}.{module}"
+    function = f"setup_{module}_webhook"
+    alias = f"setup_{module}_{version}_webhook"
+    statement = f"from {source} import {function} as {alias}"
 
     def register(text: str) -> str | None:
-        changed = import_at_marker(text, IMPORTS, imports)
+        if re.search(rf"^from {re.escape(source)} import {function}\b", text, re.MULTILINE):
+            return text  # registered already (by an earlier scaffold, maybe without alias)
+        changed = import_at_marker(text, IMPORTS, statement)
+        call = f"    {alias}(manager)\n"
         return None if changed is None else insert_at_marker(changed, BUILDER, call)
 
-    ctx.edit("main.py", register, f"call setup_{module}_webhook(manager) in setup()")
+    ctx.edit("main.py", register, f"call {source}.{function}(manager) in setup()")
 
 
 def _enable_webhook_config(ctx: _Context, *, defaulting: bool, validation: bool) -> None:
@@ -564,11 +625,20 @@ def _check_conversion(ctx: _Context, spokes: list[str]) -> None:
     names = ctx.names
     if not spokes:
         raise fail("--conversion needs the versions that convert to this one: --spoke <version>")
-    known = {
+    entries = ctx.project.versions_of(names.group, names.kind)
+    known = {str(e.get("version")) for e in entries if e.get("api")}
+    hubs = [
         str(e.get("version"))
-        for e in ctx.project.versions_of(names.group, names.kind)
-        if e.get("api")
-    }
+        for e in entries
+        if (e.get("webhooks") or {}).get("conversion") and e.get("version") != names.version
+    ]
+    if hubs:
+        # One hub per kind: its versions convert through it (controller-runtime's
+        # pkg/webhook/conversion/conversion.go refuses a kind with two Hub types).
+        raise fail(
+            f"{names.kind} converts through its hub {hubs[0]} already (PROJECT); "
+            f"a kind has one hub, and {names.version} can only be one of its spokes"
+        )
     for version in spokes:
         if version == names.version:
             raise fail(f"{version} is the hub; a spoke is another version of {names.kind}")
@@ -641,14 +711,7 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
         if not ctx.path(f"webhooks/{hub}/__init__.py").exists():
             ctx.scaffold(f"webhooks/{hub}/__init__.py", render("webhook/version_init.py", values))
         ctx.scaffold(f"webhooks/{hub}/{module}.py", render("webhook/conversion.py", hook_values))
-        statement = f"from webhooks.{hub}.{module} import setup_{module}_webhook"
-        call = f"    setup_{module}_webhook(manager)\n"
-
-        def register(text: str) -> str | None:
-            changed = import_at_marker(text, IMPORTS, statement)
-            return None if changed is None else insert_at_marker(changed, BUILDER, call)
-
-        ctx.edit("main.py", register, f"call setup_{module}_webhook(manager) in setup()")
+        _register_webhooks(ctx)
     _enable_conversion_config(ctx)
 
 

@@ -66,7 +66,7 @@ def dev(
             metavar="IMAGE=DIR",
             help="Run containers of IMAGE as local processes on THIS machine from the project "
             "in DIR (its Dockerfile's entrypoint, its console scripts, this Python "
-            "environment), e.g. --image controller:latest=./ ; repeatable.",
+            "environment and then DIR/.venv), e.g. --image controller:latest=./ ; repeatable.",
         ),
     ] = None,
     cert_manager: Annotated[
@@ -88,6 +88,7 @@ def dev(
     if ctx.invoked_subcommand is not None:
         return
     from kubeforge.apiserver.persistence import DataDirInUse
+    from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
     from kubeforge.cluster.projects import parse_image_mapping
 
     images: dict[str, Path] = {}
@@ -96,6 +97,18 @@ def dev(
             name, directory = parse_image_mapping(mapping)
         except ValueError as exc:
             raise fail(f"--image {exc}") from None
+        try:
+            unmet = ProjectEnvironment.of(directory).missing()
+        except ProjectEnvironmentError as exc:
+            raise fail(f"--image {mapping!r}: {exc}") from None
+        if unmet:
+            typer.secho(
+                f"warning: --image {name}: {', '.join(unmet)}: required by "
+                f"{directory / 'pyproject.toml'} but installed in neither kubeforge's "
+                f"environment nor the project's {VENV}",
+                err=True,
+                fg=typer.colors.YELLOW,
+            )
         images[name] = directory
     options = ClusterOptions(
         nodes=nodes, exec_pods=exec_pods, images=images, cert_manager=cert_manager

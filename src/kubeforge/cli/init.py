@@ -18,7 +18,7 @@ import typer
 from kubeforge._version import __version__
 from kubeforge.cli.files import Files
 from kubeforge.cli.manifests import generate
-from kubeforge.cli.project import ProjectError, fail, load_project
+from kubeforge.cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge.scaffold.names import (
     InvalidName,
     check_domain,
@@ -120,6 +120,7 @@ def init(
     if license_ not in LICENSES:
         raise fail(f"unknown license {license_!r}: choose one of {', '.join(LICENSES)}")
     _check_directory(root)
+    check_environment(root)  # a .venv made first: the manifests, generated last, import it
 
     header_text = _boilerplate(license_, owner)
     values = {

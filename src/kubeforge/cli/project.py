@@ -8,7 +8,8 @@
       config/                     generated and kustomize files
 
 The project's packages are imported with its root first on sys.path, as `python main.py`
-would see them (`from api.v1alpha1 import Machine`).
+would see them (`from api.v1alpha1 import Machine`), and what it depends on from kubeforge's
+environment and then the project's `.venv` (cluster/projectenv.py).
 """
 
 from __future__ import annotations
@@ -31,8 +32,17 @@ import typer
 from kubeforge.api.meta import GroupVersionKind, ResourceInfo
 from kubeforge.api.rbac import RbacRule, rules_of
 from kubeforge.api.resource import pluralize
+from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
 
-__all__ = ["Project", "ProjectError", "WatchedKind", "fail", "load_project", "open_project"]
+__all__ = [
+    "Project",
+    "ProjectError",
+    "WatchedKind",
+    "check_environment",
+    "fail",
+    "load_project",
+    "open_project",
+]
 
 # The project's top-level module names; several projects may be loaded one after another.
 _PACKAGES = ("api", "controllers", "webhooks")
@@ -126,10 +136,15 @@ def load_project(root: str | os.PathLike[str]) -> Project:
     if not main_file.is_file():
         raise ProjectError(f"{_show(main_file)}: missing; it defines setup(manager)")
 
+    try:
+        environment = ProjectEnvironment.of(base)
+    except ProjectEnvironmentError as exc:
+        raise ProjectError(str(exc)) from None
     _purge()
     importlib.invalidate_caches()
     saved_path = list(sys.path)
     sys.path.insert(0, str(base))
+    environment.activate()
     try:
         api_modules = [_import(name, base) for name in _module_names(base, "api")]
         controller_modules = [_import(name, base) for name in _module_names(base, "controllers")]
@@ -199,6 +214,14 @@ def _import(name: str, base: Path) -> ModuleType:
     except SyntaxError as exc:
         where = _show(Path(exc.filename)) if exc.filename else name
         raise ProjectError(f"{where}:{exc.lineno}: syntax error: {exc.msg}") from None
+    except ModuleNotFoundError as exc:
+        hint = ""
+        if (exc.name or "").partition(".")[0] not in (*_PACKAGES, _MAIN):
+            hint = (
+                " (a project's dependencies come from kubeforge's environment and then the "
+                f"project's {VENV}: install it there)"
+            )
+        raise ProjectError(f"{_blame(exc, base, name)}: {_describe(exc)}{hint}") from None
     except Exception as exc:
         raise ProjectError(f"{_blame(exc, base, name)}: {_describe(exc)}") from None
     # A directory without __init__.py loses to an installed package of the same name.
@@ -350,6 +373,15 @@ def fail(message: str) -> typer.Exit:
     """Print `error: message` to stderr; raise the returned Exit (status 1)."""
     typer.secho(f"error: {message}", err=True, fg=typer.colors.RED)
     return typer.Exit(1)
+
+
+def check_environment(root: Path) -> None:
+    """End the command when the project's environment cannot be used (a .venv of another
+    Python version), before it writes anything."""
+    try:
+        ProjectEnvironment.of(root)
+    except ProjectEnvironmentError as exc:
+        raise fail(str(exc)) from None
 
 
 def open_project(directory: str | os.PathLike[str]) -> Project:

@@ -5,6 +5,10 @@ kubeconfig, the project's `setup(manager)` registers its controllers, and the ma
 until SIGTERM or SIGINT (exit 0). Losing leadership or caches that never sync end it with
 status 1.
 
+What the project depends on comes from kubeforge's environment and then from the project's
+`.venv` (cluster/projectenv.py), so its own dependencies need not be installed where
+kubeforge is.
+
 With `--as-service-account` the project's `config/rbac` is installed first (with the
 kubeconfig's credentials) and the controllers run with tokens of its ServiceAccount, so a
 permission their `@rbac` rules lack is refused here, before deploy; each refusal is logged
@@ -44,6 +48,7 @@ from kubeforge.cli.project import Project, ProjectError, fail, open_project
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError
+from kubeforge.cluster.projectenv import VENV, ProjectEnvironment
 from kubeforge.runtime.leaderelection import LeadershipLost
 from kubeforge.runtime.localwebhooks import (
     LOCAL_HOST,
@@ -130,6 +135,14 @@ WebhookCertPath = Annotated[
 ]
 WebhookCertName = Annotated[str, typer.Option(help="The webhook certificate's file name.")]
 WebhookCertKey = Annotated[str, typer.Option(help="The webhook key's file name.")]
+LogFormat = Annotated[
+    LogFormatChoice,
+    typer.Option(
+        help="text: one readable line per record; json: one JSON object per line "
+        "(time, level, logger, message, and the reconcile's controller, object_kind, "
+        "object_namespace, object_name and reconcile_id)."
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -194,14 +207,7 @@ def run(
             "permissions the project's @rbac rules grant.",
         ),
     ] = False,
-    log_format: Annotated[
-        LogFormatChoice,
-        typer.Option(
-            help="text: one readable line per record; json: one JSON object per line "
-            "(time, level, logger, message, and the reconcile's controller, object_kind, "
-            "object_namespace, object_name and reconcile_id)."
-        ),
-    ] = LogFormatChoice.text,
+    log_format: LogFormat = LogFormatChoice.text,
 ) -> None:
     """Run the project's controllers and webhooks until SIGTERM or SIGINT."""
     project = open_project(directory)
@@ -220,8 +226,18 @@ def run(
         webhook_cert_name=webhook_cert_name,
         webhook_cert_key=webhook_cert_key,
     )
-    # Reconcilers may import project modules lazily, as they could under `python main.py`.
+    # Reconcilers may import project modules, and what the project depends on, lazily, as
+    # they could under `python main.py`.
     sys.path.insert(0, str(project.root))
+    environment = ProjectEnvironment.of(project.root)  # load_project checked it
+    environment.activate()
+    if unmet := environment.missing():
+        typer.secho(
+            f"warning: {', '.join(unmet)}: required by {project.root / 'pyproject.toml'} but "
+            f"installed in neither kubeforge's environment nor the project's {VENV}",
+            err=True,
+            fg=typer.colors.YELLOW,
+        )
     _main(_run(project, config, flags, as_service_account=as_service_account), config)
 
 
@@ -237,6 +253,8 @@ def manager_main(
     webhook server listens on every interface (port 9443) with the certificate of
     --webhook-cert-path, as controller-runtime's does; it registers nothing with the cluster
     (config/webhook's configurations, deployed with the manager, call it through its Service).
+    Its log records are `kubeforge run`'s (`--log-format`): a reconcile's lines carry its
+    controller, object and reconcile id.
     """
     command = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -255,8 +273,12 @@ def manager_main(
         webhook_cert_path: WebhookCertPath = "",
         webhook_cert_name: WebhookCertName = "tls.crt",
         webhook_cert_key: WebhookCertKey = "tls.key",
+        log_format: LogFormat = LogFormatChoice.text,
     ) -> None:
         config = cluster_config(kubeconfig, context)
+        # The same records as `kubeforge run` writes: each reconcile's controller, object
+        # and reconcile id on every line logged during it.
+        configure_logging(log_format.value)
         flags = ManagerFlags(
             metrics_bind_address=metrics_bind_address,
             metrics_secure=metrics_secure,
@@ -296,9 +318,6 @@ def _go_booleans(args: list[str]) -> list[str]:
 
 def _main(step: Awaitable[None], config: ClusterConfig) -> None:
     """Run the manager's coroutine; its errors end the command with one line."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)-7s %(name)s: %(message)s"
-    )
     try:
         asyncio.run(_coroutine(step))
     except ProjectError as exc:

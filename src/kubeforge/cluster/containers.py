@@ -39,6 +39,7 @@ from typing import Any
 from kubeforge.client.config import SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
 from kubeforge.cluster.commandline import container_argv, expand_references
 from kubeforge.cluster.hostports import HostPorts
+from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.cluster.projects import ImageMap
 from kubeforge.cluster.shell import Output
 from kubeforge.cluster.simulation import Behaviour, simulate
@@ -249,9 +250,13 @@ def local_launch(
     if project is None:
         return LocalLaunch(argv, full)
     full.setdefault("HOME", str(root / "tmp"))
+    try:
+        python = ProjectEnvironment.of(project.directory).python(root / "python")
+    except ProjectEnvironmentError as exc:
+        raise StartError(str(exc)) from None
     bin_dir = root / "bin"
     bin_dir.mkdir(mode=0o700)
-    for name, script in project.launchers().items():
+    for name, script in project.launchers(python).items():
         launcher = bin_dir / name
         launcher.write_text(script, encoding="utf-8")
         launcher.chmod(0o700)

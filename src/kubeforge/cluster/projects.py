@@ -5,11 +5,13 @@ from the directory, as the image built from it would run it.
 container's command line is put together as a container runtime does, with the image's
 `ENTRYPOINT` and `CMD` (and `ENV`) read from the directory's Dockerfile (its last stage).
 What the image's `PATH` would provide comes from the current Python environment, the one
-`kubeforge dev` runs in, with the directory first on the module path:
+`kubeforge dev` runs in, and the project's own `.venv` for what the project depends on
+besides (projectenv.py), with the directory first on the module path:
 
 - the directory's console scripts (`[project.scripts]` of its pyproject.toml, such as the
   scaffold's `manager = "main:main"`) are commands, as they are in the image's /venv/bin;
-- `python`, `python3` are this environment's interpreter, and `kubeforge` this kubeforge.
+- `python`, `python3` are this environment's interpreter (one that also sees the project's
+  `.venv`, when it has one), and `kubeforge` this kubeforge.
 
 They are small launchers in a `bin` directory put first on the container's PATH, so they
 are found from its command and from shell scripts alike. Decision 0030 says why.
