@@ -139,10 +139,11 @@ _ENV_FIELD_PATHS = (
 _ENV_FIELD_RE = re.compile(r"^metadata\.(annotations|labels)\['[^']+'\]\Z")
 
 
-def _validate_mode(source: Obj, path: str) -> Errors:
-    mode = as_int(source.get("defaultMode"))
+def _validate_mode(source: Obj, path: str, key: str = "defaultMode") -> Errors:
+    """A volume's `defaultMode`, or an item's `mode`: a file mode."""
+    mode = as_int(source.get(key))
     if mode is not None and not 0 <= mode <= 0o777:
-        return [FieldError.invalid(f"{path}.defaultMode", mode, _FILE_MODE)]
+        return [FieldError.invalid(f"{path}.{key}", mode, _FILE_MODE)]
     return []
 
 
@@ -176,13 +177,6 @@ def _local_non_reserved_path(value: str, path: str) -> Errors:
     return errs
 
 
-def _validate_file_mode(item: Obj, path: str) -> Errors:
-    mode = as_int(item.get("mode"))
-    if mode is not None and not 0 <= mode <= 0o777:
-        return [FieldError.invalid(f"{path}.mode", mode, _FILE_MODE)]
-    return []
-
-
 def _validate_key_to_path(item: Obj, path: str) -> Errors:
     """A ConfigMap's or Secret's key written to a file of the volume (validateKeyToPath)."""
     errs: Errors = []
@@ -192,7 +186,7 @@ def _validate_key_to_path(item: Obj, path: str) -> Errors:
     if not file:
         errs.append(FieldError.required(f"{path}.path", ""))
     errs += _local_non_reserved_path(file, f"{path}.path")
-    return errs + _validate_file_mode(item, path)
+    return errs + _validate_mode(item, path, "mode")
 
 
 def _validate_items(source: Obj, path: str) -> Errors:
@@ -208,7 +202,7 @@ def _validate_downward_file(item: Obj, path: str) -> Errors:
     file = as_str(item.get("path"))
     errs = [FieldError.required(f"{path}.path", "")] if not file else []
     errs += _local_non_reserved_path(file, f"{path}.path")
-    return errs + _validate_file_mode(item, path)
+    return errs + _validate_mode(item, path, "mode")
 
 
 def _validate_projection_sources(source: Obj, path: str) -> Errors:
