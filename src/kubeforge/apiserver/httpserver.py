@@ -383,7 +383,6 @@ class HTTPServer:
             # A pipelined request behind one in progress may start a task of its own.
             await asyncio.wait(busy, timeout=remaining)
 
-
     def make_room(self) -> bool:
         """Close the oldest connection over the cap still waiting for its request, for a new
         one to take its place; False when every one of them is being answered."""
