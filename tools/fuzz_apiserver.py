@@ -7,7 +7,8 @@ type, query strings; built-in kinds and a custom resource) with fresh random see
 time is up, checks the same invariants as the suite's bounded run (no 5xx, nothing
 half-written, lists, gets and watches agree, the server stays healthy), and prints the
 requests sent, a histogram of status codes and every violation (as soon as it is found).
-Exits 1 if there was any.
+Exits 1 if there was any. With `--numbers`, every example puts odd number literals (beyond
+int64, negative zero, 1e400, NaN text, ...) anywhere in an object.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from tests.fuzz.checks import Fuzzer
 from tests.fuzz.kinds import KINDS
-from tests.fuzz.operations import Example, examples
+from tests.fuzz.operations import Example, examples, number_examples
 from tests.fuzz.target import ServerThread
 
 
@@ -35,6 +36,11 @@ def main() -> int:
         "--kinds", default=",".join(KINDS), help=f"comma-separated, of: {', '.join(KINDS)}"
     )
     parser.add_argument("--batch", type=int, default=100, help="examples per Hypothesis run")
+    parser.add_argument(
+        "--numbers",
+        action="store_true",
+        help="send only odd number literals, anywhere in an object, by every kind of write",
+    )
     args = parser.parse_args()
     kinds = tuple(k for k in args.kinds.split(",") if k)
     unknown = [k for k in kinds if k not in KINDS]
@@ -55,7 +61,7 @@ def main() -> int:
             phases=[Phase.generate],
             suppress_health_check=list(HealthCheck),
         )
-        @given(examples(kinds))
+        @given(number_examples(kinds) if args.numbers else examples(kinds))
         def fuzz(example: Example) -> None:
             if time.monotonic() < deadline:
                 fuzzer.run(example)

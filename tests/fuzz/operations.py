@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.fuzz.kinds import ANNOTATIONS, KINDS, LABELS, Kind
 from tests.fuzz.values import (
     Dup,
+    Raw,
     hostile,
     hostile_numbers,
     hostile_text,
@@ -21,7 +22,7 @@ from tests.fuzz.values import (
     with_yaml_scalars,
 )
 
-__all__ = ["NAMES", "Example", "Op", "examples"]
+__all__ = ["NAMES", "Example", "Op", "examples", "number_examples", "odd_numbers"]
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -583,3 +584,187 @@ def _op(draw: st.DrawFn, kind: Kind, current: dict[str, Any]) -> Op:
     else:
         body = to_json(draw(_merge_patch(current, ctype == STRATEGIC_PATCH)))
     return Op("PATCH", f"/{url_name}/{sub}", query, body, ctype, name, dry)
+
+
+# -- numbers where they are not expected ---------------------------------------------------
+
+# Number literals Go's decoders and ours could read differently: integers beyond int32,
+# int64 and uint64, negative zero, exponents that overflow or underflow a float64, and
+# text that is no JSON number at all (NaN, Infinity) -- a 400 for the body's syntax.
+_ODD_NUMBERS = (
+    "99999999999999999999999",
+    "-99999999999999999999999",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "-9223372036854775809",
+    "9007199254740993",
+    "2147483648",
+    "-0",
+    "-0.0",
+    "0e0",
+    "1e+308",
+    "-1e+308",
+    "1.7976931348623157e308",
+    "1e308",
+    "1e400",
+    "-1e400",
+    "1e-400",
+    "4.9e-324",
+    "1E21",
+    "1e20",
+    "123456789012345678901234567890.5",
+    "0.1e1",
+    "3.0",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+)
+odd_numbers = st.one_of(
+    st.sampled_from(_ODD_NUMBERS).map(Raw),
+    st.integers(min_value=-(2**80), max_value=2**80).map(lambda n: Raw(str(n))),
+    st.floats(allow_nan=False, allow_infinity=False).map(lambda f: Raw(repr(f))),
+)
+
+# Where numbers go beyond the fields a kind has: new fields, labels and annotations (maps of
+# strings), and the metadata fields whose Go types are strings or int64.
+_EXTRA_PATHS: tuple[tuple[str, ...], ...] = (
+    ("metadata", "labels", "n"),
+    ("metadata", "annotations", "n"),
+    ("metadata", "generation"),
+    ("metadata", "resourceVersion"),
+    ("metadata", "deletionGracePeriodSeconds"),
+    ("metadata", "name"),
+    ("metadata", "finalizers"),
+    ("spec", "unknownNumber"),
+    ("spec", "tags", 0),
+    ("spec", "entries", 0, "name"),
+    ("spec", "containers", 0, "ports", 0, "containerPort"),
+    ("rules", 0, "verbs", 0),
+    ("spec", "free", "n"),
+    ("spec", "template", "data", "n"),
+    ("spec", "template", "metadata", "generation"),
+    ("status", "replicas"),
+    ("data", "n"),
+)
+
+
+def _place(obj: Any, path: tuple[Any, ...], value: Any) -> Any:
+    """`obj` with `value` at `path` (containers made on the way; a list index past the end
+    appends)."""
+    if not path:
+        return value
+    node = obj
+    for i, part in enumerate(path[:-1]):
+        child = node[part] if _has(node, part) else None
+        if not isinstance(child, dict | list):
+            child = [] if isinstance(path[i + 1], int) else {}
+            if isinstance(node, list):
+                node.append(child)
+            else:
+                node[part] = child
+        node = child
+    last = path[-1]
+    if isinstance(node, list) and isinstance(last, int):
+        if last < len(node):
+            node[last] = value
+        else:
+            node.append(value)
+    elif isinstance(node, dict):
+        node[last] = value
+    return obj
+
+
+def _has(node: Any, part: Any) -> bool:
+    if isinstance(node, list):
+        return isinstance(part, int) and part < len(node)
+    return isinstance(node, dict) and part in node
+
+
+def _nested(path: tuple[Any, ...], value: Any) -> Any:
+    """A merge patch that sets `value` at `path` (a list on the way is replaced by a list
+    holding the value)."""
+    for part in reversed(path):
+        value = [value] if isinstance(part, int) else {part: value}
+    return value
+
+
+@st.composite
+def _number_paths(draw: st.DrawFn, obj: dict[str, Any]) -> tuple[Any, ...]:
+    """A path of `obj` (any field: string, integer, number, boolean, list or map, the object
+    itself excepted) or one beyond the fields it has."""
+    paths = [p for p in _paths(obj) if p and p[0] not in ("apiVersion", "kind")]
+    inside = st.sampled_from(paths) if paths else st.just(("spec",))
+    # A list's element and a position past its end too.
+    lists = [p for p in paths if isinstance(_get(obj, p), list)]
+    appended = st.sampled_from(lists).map(lambda p: (*p, 0)) if lists else inside
+    return draw(st.one_of(inside, inside, appended, st.sampled_from(_EXTRA_PATHS)))
+
+
+@st.composite
+def number_examples(draw: st.DrawFn, kinds: tuple[str, ...] = tuple(KINDS)) -> Example:
+    """A valid object of a kind, created first, then one to three writes that put an odd
+    number literal anywhere in it: through create, update, every patch type (strategic
+    merge for built-in kinds) and the status and scale subresources."""
+    kind = KINDS[draw(st.sampled_from(kinds))]
+    seed = _object(kind, NAMES[0], draw(kind.spec))
+    ops = []
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        number = draw(odd_numbers)
+        path = draw(_number_paths(seed))
+        placed = _place(_copy(seed), path, number)
+        patch_types = [JSON_PATCH, MERGE_PATCH, APPLY_PATCH] + (
+            [STRATEGIC_PATCH] if kind.strategic else []
+        )
+        verb = draw(st.sampled_from(["create", "update", *patch_types, "subresource"]))
+        query = draw(st.sampled_from(["", "dryRun=All", "fieldValidation=Strict"]))
+        dry = "dryRun" in query
+        if verb == "create":
+            placed = (
+                _place(placed, ("metadata", "name"), NAMES[1])
+                if path[:2]
+                != (
+                    "metadata",
+                    "name",
+                )
+                else placed
+            )
+            body, ctype = draw(
+                _encoded(placed, yaml_ok=True).filter(lambda e: e[1] in (JSON, YAML))
+            )
+            ops.append(Op("POST", "", query, body, ctype, NAMES[1], dry))
+        elif verb == "update":
+            ops.append(Op("PUT", f"/{NAMES[0]}", query, to_json(placed), JSON, NAMES[0], dry))
+        elif verb == JSON_PATCH:
+            op = draw(st.sampled_from(["replace", "add", "test"]))
+            patch = [{"op": op, "path": _pointer(path), "value": number}]
+            ops.append(Op("PATCH", f"/{NAMES[0]}", query, to_json(patch), verb, NAMES[0], dry))
+        elif verb == APPLY_PATCH:
+            manager = "fieldManager=fuzz&force=true"
+            text = to_yaml(placed, flow=True)
+            q = f"{query}&{manager}" if query else manager
+            ops.append(Op("PATCH", f"/{NAMES[0]}", q, text, verb, NAMES[0], dry))
+        elif verb == "subresource" and kind.subresources:
+            sub = draw(st.sampled_from(kind.subresources))
+            if sub == "scale":
+                scale = {
+                    "apiVersion": "autoscaling/v1",
+                    "kind": "Scale",
+                    "metadata": {"name": NAMES[0]},
+                    "spec": {"replicas": 1},
+                }
+                scale_path = draw(st.sampled_from([("spec", "replicas"), ("metadata", "name")]))
+                body = to_json(_place(scale, scale_path, number))
+                ops.append(Op("PUT", f"/{NAMES[0]}/scale", query, body, JSON, NAMES[0], dry))
+            else:
+                patch_body = to_json(_nested(path, number))
+                ops.append(
+                    Op("PATCH", f"/{NAMES[0]}/{sub}", query, patch_body, MERGE_PATCH, NAMES[0], dry)
+                )
+        else:
+            ctype = verb if verb in (MERGE_PATCH, STRATEGIC_PATCH) else MERGE_PATCH
+            body = to_json(_nested(path, number))
+            ops.append(Op("PATCH", f"/{NAMES[0]}", query, body, ctype, NAMES[0], dry))
+    return Example(kind, seed, ops)

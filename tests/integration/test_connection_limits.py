@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import resource
 import ssl
+import sys
 from pathlib import Path
 
 import orjson
+import yaml
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
 from kubeforge.testing import Kubectl, eventually, find_kubectl
-from tests.support import connect
+from tests.support import connect, free_port
 
 
 class Raw:
@@ -54,6 +58,7 @@ class Raw:
 
 
 READYZ = b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+VERSION = b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
 
 async def test_over_the_cap_clients_get_429_and_probes_keep_answering() -> None:
@@ -64,7 +69,7 @@ async def test_over_the_cap_clients_get_429_and_probes_keep_answering() -> None:
             for conn in held:
                 assert (await conn.ask(READYZ))[0] == 200
             extra = await Raw.open(server)
-            status, headers, body = await extra.ask(READYZ)
+            status, headers, body = await extra.ask(VERSION)
             assert status == 429
             assert headers["retry-after"] == "1"
             assert headers["connection"] == "close"
@@ -79,6 +84,11 @@ async def test_over_the_cap_clients_get_429_and_probes_keep_answering() -> None:
                 "code": 429,
             }
             assert await extra.closed()
+            # A probe is never turned away: answered over the cap, then closed.
+            probe = await Raw.open(server)
+            status, headers, body = await probe.ask(READYZ)
+            assert (status, headers["connection"], body) == (200, "close", b"ok")
+            assert await probe.closed()
             for conn in held:
                 assert (await conn.ask(READYZ))[0] == 200  # those in keep being served
             await held.pop().close()
@@ -179,3 +189,73 @@ async def _refused(server: APIServer) -> bool:
     """Whether the server has turned a connection away."""
     assert server._http is not None
     return server._http.refused_connections > 0
+
+
+HARD_LIMIT = 512
+IDLE_CLIENTS = 450  # past the cap that fits the limit, and past the limit less the server's
+
+
+def _low_open_file_limit() -> None:
+    """In the child, before `kubeforge dev` starts: a low soft limit under a low hard one."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, HARD_LIMIT))
+
+
+async def test_probes_answer_under_a_flood_of_idle_connections(tmp_path: Path) -> None:
+    # The soft limit is raised to the hard one at start (as Go's runtime does), the cap is
+    # kept below what the process can open, and a probe is answered over the cap: hundreds
+    # of idle TLS connections cannot make /readyz unanswerable.
+    port = free_port()
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kubeforge.cli.main",
+        "dev",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        preexec_fn=_low_open_file_limit,
+    )
+    idle: list[asyncio.StreamWriter] = []
+    try:
+        await eventually(kubeconfig.exists, timeout=60)
+        config = yaml.safe_load(kubeconfig.read_text())
+        ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
+        context = ssl.create_default_context(cadata=ca.decode())
+        limits = Path(f"/proc/{proc.pid}/limits").read_text()
+        line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
+        assert line.split()[3:5] == [str(HARD_LIMIT), str(HARD_LIMIT)]
+
+        async def readyz() -> int:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=context), 5
+            )
+            try:
+                writer.write(READYZ)
+                status_line = await asyncio.wait_for(reader.readline(), 5)
+                return int(status_line.split()[1])
+            finally:
+                writer.close()
+
+        assert await readyz() == 200
+        for _ in range(IDLE_CLIENTS):
+            _, writer = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", port, ssl=context), 5
+            )
+            idle.append(writer)
+        for _ in range(3):
+            assert await readyz() == 200
+        # An ordinary request over the cap is told to come back later.
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+        writer.write(VERSION)
+        assert (await asyncio.wait_for(reader.readline(), 5)).split()[1] == b"429"
+        writer.close()
+    finally:
+        for writer in idle:
+            writer.close()
+        proc.terminate()
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert b"serving at most 192 connections, not 1024" in err

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.checks import Fuzzer
-from tests.fuzz.operations import Example, examples
+from tests.fuzz.operations import Example, examples, number_examples
 from tests.fuzz.target import ServerThread
 
 BUILTIN = (
@@ -56,4 +56,16 @@ def test_built_in_kinds_survive_hostile_requests(fuzzer: Fuzzer, example: Exampl
 @BOUNDED
 @given(examples(("gadgets",)))
 def test_a_custom_resource_survives_hostile_requests(fuzzer: Fuzzer, example: Example) -> None:
+    fuzzer.run(example)
+
+
+@BOUNDED
+@given(number_examples(BUILTIN))
+def test_built_in_kinds_read_any_number_anywhere(fuzzer: Fuzzer, example: Example) -> None:
+    fuzzer.run(example)
+
+
+@BOUNDED
+@given(number_examples(("gadgets",)))
+def test_a_custom_resource_reads_any_number_anywhere(fuzzer: Fuzzer, example: Example) -> None:
     fuzzer.run(example)

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient, Reply
 
@@ -229,20 +230,115 @@ async def test_custom_objects_need_a_version_on_every_update(http: HTTPClient) -
     )
 
 
-@pytest.mark.parametrize("verb", ["create", "apply"])
-async def test_a_version_on_a_new_object_is_refused(http: HTTPClient, verb: str) -> None:
+async def test_a_version_on_a_new_object_is_refused(http: HTTPClient) -> None:
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "new", "resourceVersion": "7"},
     }
-    if verb == "create":
-        reply = await http.post(CMS, body)
-    else:
-        reply = await http.patch(f"{CMS}/new?fieldManager=m", body, APPLY)
+    reply = await http.post(CMS, body)
     assert reply.status == 400, reply.body
     assert reply.json()["message"] == "resourceVersion should not be set on objects to be created"
     assert (await http.get(f"{CMS}/new")).status == 404
+    # Validation comes first: storage is the last to look at the version.
+    invalid = await http.post(CMS, {"metadata": {"name": "Bad_Name", "resourceVersion": "7"}})
+    assert invalid.status == 422, invalid.body
+
+
+@pytest.mark.parametrize(
+    "version",
+    ["abc", "-1", "+7", "1.5", " 7", "7 ", "0x10", "1_000", "18446744073709551616", "0", "00"],
+)
+async def test_a_create_ignores_a_version_that_is_no_version(
+    http: HTTPClient, version: str
+) -> None:
+    # Storage parses it with strconv.ParseUint and refuses only a version other than 0.
+    await install_widgets(http)
+    for path, body in (
+        (CMS, {"metadata": {"name": "new", "resourceVersion": version}}),
+        (WIDGETS, {**widget("new"), "metadata": {"name": "new", "resourceVersion": version}}),
+    ):
+        created = await http.post(path, body)
+        assert created.status == 201, created.body
+        stored = (await http.get(f"{path}/new")).json()["metadata"]["resourceVersion"]
+        assert created.json()["metadata"]["resourceVersion"] == stored
+        assert stored.isdigit() and int(stored) > 0
+
+
+async def test_a_dry_run_create_answers_with_the_version_given(http: HTTPClient) -> None:
+    # A dry run never reaches storage (registry/generic/registry/dryrun.go): the object
+    # comes back as it would be created, with whatever version the request carried.
+    for version in ("7", "abc"):
+        body = {"metadata": {"name": "dry", "resourceVersion": version}}
+        reply = await http.post(f"{CMS}?dryRun=All", body)
+        assert reply.status == 201, reply.body
+        assert reply.json()["metadata"]["resourceVersion"] == version
+    reply = await http.post(f"{CMS}?dryRun=All", {"metadata": {"name": "dry"}})
+    assert reply.status == 201
+    assert "resourceVersion" not in reply.json()["metadata"]
+    assert (await http.get(f"{CMS}/dry")).status == 404
+
+
+async def test_an_apply_that_creates_ignores_a_version(http: HTTPClient) -> None:
+    # The registry's update creates the object when there is none, and storage then
+    # replaces the version; one that does not parse is the parser's error.
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "new", "resourceVersion": "7"},
+        "data": {"k": "v"},
+    }
+    reply = await http.patch(f"{CMS}/new?fieldManager=m", body, APPLY)
+    assert reply.status == 201, reply.body
+    rv = reply.json()["metadata"]["resourceVersion"]
+    assert rv != "7"
+    assert (await http.get(f"{CMS}/new")).json()["metadata"]["resourceVersion"] == rv
+    body["metadata"] = {"name": "other", "resourceVersion": "abc"}
+    bad = await http.patch(f"{CMS}/other?fieldManager=m", body, APPLY)
+    assert bad.status == 400, bad.body
+    assert bad.json()["message"] == 'strconv.ParseUint: parsing "abc": invalid syntax'
+    body["metadata"] = {"name": "other", "resourceVersion": "99999999999999999999"}
+    bad = await http.patch(f"{CMS}/other?fieldManager=m", body, APPLY)
+    assert bad.status == 400, bad.body
+    assert bad.json()["message"].endswith(": value out of range")
+    assert (await http.get(f"{CMS}/other")).status == 404
+
+
+async def test_subresource_creates_ignore_a_version_that_is_no_version(
+    http: HTTPClient,
+) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    assert (await http.post(pods, pod)).status == 201
+    assert (
+        await http.post(
+            "/api/v1/namespaces/default/serviceaccounts", {"metadata": {"name": "robot"}}
+        )
+    ).status == 201
+    token = await http.post(
+        "/api/v1/namespaces/default/serviceaccounts/robot/token",
+        {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "metadata": {"resourceVersion": "abc"},
+            "spec": {},
+        },
+    )
+    assert token.status == 201, token.body
+    eviction = await http.post(
+        f"{pods}/p/eviction",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "p", "resourceVersion": "abc"},
+        },
+    )
+    assert eviction.status == 201, eviction.body
+    await eventually(lambda: _gone(http, f"{pods}/p"))
+
+
+async def _gone(http: HTTPClient, path: str) -> bool:
+    return (await http.get(path)).status == 404
 
 
 async def read_modify_write(http: HTTPClient, path: str, by_apply: bool) -> tuple[int, int]:

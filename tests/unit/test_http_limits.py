@@ -269,10 +269,17 @@ async def test_connections_over_the_cap_are_answered_429(
             open_.append(conn)
         for _ in range(2):
             extra = await served.connect()
-            extra.send(get("/readyz"))
+            extra.send(get("/api/v1/namespaces"))
             assert await extra.answer() == TOO_MANY
             assert await extra.eof() == b""
         assert served.error_codes == [429, 429]
+        # Probes are never turned away (kube-apiserver exempts them from throttling): one
+        # over the cap is answered, and its connection closed after.
+        for probe in ("/readyz", "/livez?verbose", "/healthz/ping"):
+            extra = await served.connect()
+            extra.send(get(probe))
+            assert await extra.answer() == echoed(f"GET {probe}", close=True)
+            assert await extra.eof() == b""
         # The connections already open go on being served.
         for conn in open_:
             conn.send(get("/readyz"))
@@ -285,8 +292,9 @@ async def test_connections_over_the_cap_are_answered_429(
 
 
 async def test_refusing_is_bounded_too() -> None:
-    # Connections over the cap that send nothing cannot pile up either: past a bound, new
-    # ones are closed at once, and those waiting are closed at their head timeout.
+    # Connections over the cap that send nothing cannot pile up either: past a bound, the
+    # oldest waiting one is closed for each new one, so a probe always gets in; those left
+    # waiting are closed at their head timeout.
     limits = ConnectionLimits(max_connections=1, header_timeout=1.0, max_header_bytes=HEAD_LIMIT)
     async with Served(echo, limits=limits) as served:
         mine = await served.connect()
@@ -294,18 +302,41 @@ async def test_refusing_is_bounded_too() -> None:
         assert await mine.response() == echoed("GET /mine")
         waiting = [await served.connect() for _ in range(httpserver._MAX_REFUSING)]
         await until(lambda: len(served.http.refusing) == httpserver._MAX_REFUSING)
-        beyond = await served.connect()
-        beyond.send(get("/readyz"))
-        assert await beyond.eof() == b""  # closed without an answer
+        for i in range(3):
+            probe = await served.connect()
+            probe.send(get("/readyz"))
+            assert await probe.answer() == echoed("GET /readyz", close=True)
+            assert await probe.eof() == b""
+            assert await waiting[i].eof() == b""  # the oldest made room
+        assert len(served.http.refusing) <= httpserver._MAX_REFUSING
         assert served.errors == []
         for conn in waiting:
             assert await conn.eof() == b""
         assert not served.http.refusing
         late = await served.connect()
-        late.send(get("/readyz"))
+        late.send(get("/api"))
         assert await late.answer() == TOO_MANY
         mine.send(get("/still"))
         assert await mine.response() == echoed("GET /still")
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    limits = {"now": (256, 4096)}
+    monkeypatch.setattr(httpserver.resource, "getrlimit", lambda _: limits["now"])
+    monkeypatch.setattr(
+        httpserver.resource, "setrlimit", lambda _, value: limits.__setitem__("now", value)
+    )
+    assert httpserver.raise_open_file_limit() == 4096
+    assert limits["now"] == (4096, 4096)
+
+    def refuse(_: int, value: tuple[int, int]) -> None:
+        raise ValueError("not allowed")
+
+    limits["now"] = (256, httpserver.resource.RLIM_INFINITY)
+    monkeypatch.setattr(httpserver.resource, "setrlimit", refuse)
+    assert httpserver.raise_open_file_limit() == 256
 
 
 def test_the_cap_fits_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -319,7 +350,8 @@ def test_the_cap_fits_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> No
 async def test_a_cap_above_the_open_file_limit_is_lowered(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(httpserver.resource, "getrlimit", lambda _: (322, 4096))
+    # A hard limit of 322: the server cannot raise the soft one past it.
+    monkeypatch.setattr(httpserver.resource, "getrlimit", lambda _: (322, 322))
     limits = ConnectionLimits(max_connections=500, max_header_bytes=HEAD_LIMIT)
     async with Served(echo, limits=limits) as served:
         assert served.http.max_connections == 2

@@ -694,6 +694,8 @@ class _Report:
         self.errors.append(FieldError(kind, self.field(name), detail, value))
 
 
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 _KIND_NAMES: dict[type, str] = {
     str: "string",
     bool: "boolean",
@@ -707,6 +709,10 @@ _KIND_NAMES: dict[type, str] = {
 def _kind(value: Any) -> str:
     name = _KIND_NAMES.get(type(value))
     if name is not None:
+        if name == "integer" and not _INT64_MIN <= value <= _INT64_MAX:
+            # Unstructured JSON keeps an integer as an int64 only when it fits (sigs.k8s.io/
+            # json's PreserveInts); a wider one is read as the float64 it rounds to.
+            return "number"
         return name
     if isinstance(value, bool):
         return "boolean"

@@ -7,8 +7,9 @@
   when unset (metav1.Time encodes its zero value so).
 - Numbers: a custom object travels as unstructured JSON, and kube-apiserver stores it
   encoded by Go, which writes a whole-number float without a fraction (`2.0` as `2`); read
-  back, that is an integer. `settle_numbers` gives a validated object that form, so it is
-  stored and served as a cluster would serve it.
+  back, that is an integer; and an integer too wide for an int64 was read as a float64 in
+  the first place. `settle_numbers` gives a validated object that form, so it is stored and
+  served as a cluster would serve it.
 """
 
 from __future__ import annotations
@@ -75,14 +76,18 @@ def _walk(value: Any, n: Node, path: str) -> None:
 
 
 def settle_numbers(value: Any) -> Any:
-    """`value` with every whole-number float in int64 range made an integer, in place where
-    it can be (the form a Go JSON round trip gives)."""
+    """`value` with every whole-number float in int64 range made an integer and every
+    integer beyond int64 a float, in place where it can be (the form a Go JSON round trip
+    gives: sigs.k8s.io/json reads an integer that does not fit an int64 as a float64)."""
     if type(value) is dict:
         for key, item in value.items():
             cls = item.__class__
             if cls is float:
                 if item.is_integer() and _INT64_MIN <= item <= _INT64_MAX:
                     value[key] = int(item)
+            elif cls is int:
+                if not _INT64_MIN <= item <= _INT64_MAX:
+                    value[key] = float(item)
             elif cls is dict or cls is list:
                 settle_numbers(item)
     elif type(value) is list:
@@ -91,6 +96,9 @@ def settle_numbers(value: Any) -> Any:
             if cls is float:
                 if item.is_integer() and _INT64_MIN <= item <= _INT64_MAX:
                     value[i] = int(item)
+            elif cls is int:
+                if not _INT64_MIN <= item <= _INT64_MAX:
+                    value[i] = float(item)
             elif cls is dict or cls is list:
                 settle_numbers(item)
     return value

@@ -35,6 +35,7 @@ __all__ = [
     "Response",
     "ResponseStream",
     "connection_cap",
+    "raise_open_file_limit",
 ]
 
 log = logging.getLogger("kubeforge.apiserver.http")
@@ -42,11 +43,19 @@ log = logging.getLogger("kubeforge.apiserver.http")
 # Past this a refused body is not worth reading through: answer and close instead.
 MAX_DISCARD_BYTES = 64 * 1024 * 1024
 _MAX_QUEUED = 32  # pipelined requests waiting before reading pauses
-# Connections over the cap still being answered 429; past this many, new ones are closed
-# at once, so that refusing cannot itself use up the file descriptors.
+# Connections over the cap still being answered (429, or a probe's answer); past this many,
+# the oldest of them still waiting for its request is closed to make room for a new one, so
+# that refusing cannot itself use up the file descriptors, nor idle connections keep a probe
+# out.
 _MAX_REFUSING = 64
-# Descriptors kept free for everything else the process opens (its files, its own clients).
+# Descriptors kept free for everything else the process opens: probes served over the cap,
+# the store (SQLite and its write-ahead log), the clients of the server's own loops and of a
+# development cluster's controllers and nodes (watches included), outgoing webhook and
+# conversion calls, the files of local containers.
 _RESERVED_FDS = 256
+# What kube-apiserver never throttles: its "probes" FlowSchema puts these paths on the
+# exempt priority level (k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap/default.go).
+_PROBE_PATHS = (b"/healthz", b"/livez", b"/readyz")
 # Per chunk, what its size line and CRLFs take (hex digits, CRLF, CRLF) when written plainly;
 # a chunked body's framing may take this much per chunk, plus max_header_bytes in all for
 # extensions and trailers.
@@ -87,6 +96,24 @@ class ConnectionLimits:
             raise ValueError("max_header_bytes must be at least 1024")
         if self.max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+
+
+def raise_open_file_limit() -> int:
+    """Raise the process's soft RLIMIT_NOFILE to its hard limit, as Go's runtime does for every
+    program since Go 1.19 (os/rlimit.go, later syscall/rlimit.go): the soft limit (often 1024)
+    is kept low for programs that use select(), which this one does not. Returns the soft
+    limit now in force (RLIM_INFINITY when unlimited); a limit that cannot be raised is left
+    as it is."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard or soft == resource.RLIM_INFINITY:
+        return soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (OSError, ValueError):
+        # An unlimited hard limit may exceed what the kernel allows (macOS's OPEN_MAX).
+        log.debug("the open-file limit stays at %d", soft)
+        return soft
+    return hard
 
 
 def connection_cap(requested: int, open_files: int | None = None) -> int:
@@ -301,12 +328,14 @@ class HTTPServer:
         self.max_connections = self.limits.max_connections
         self.shutdown_timeout = shutdown_timeout
         self.connections: set[_Connection] = set()
-        self.refusing: set[_Connection] = set()  # over the cap, being answered 429
+        # Over the cap, being answered (429, or a probe's answer); oldest first.
+        self.refusing: dict[_Connection, None] = {}
         self.refused_connections = 0  # turned away over the cap, since the start
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> int:
         """Listen and return the port bound."""
+        raise_open_file_limit()
         self.max_connections = connection_cap(self.limits.max_connections)
         if self.max_connections < self.limits.max_connections:
             log.warning(
@@ -353,6 +382,23 @@ class HTTPServer:
                 break
             # A pipelined request behind one in progress may start a task of its own.
             await asyncio.wait(busy, timeout=remaining)
+
+    def make_room(self) -> bool:
+        """Close the oldest connection over the cap still waiting for its request, for a new
+        one to take its place; False when every one of them is being answered."""
+        for conn in self.refusing:
+            if conn.completed == 0 and not conn.queue and conn.task is None:
+                del self.refusing[conn]
+                conn.closing = True
+                conn.abort()
+                return True
+        return False
+
+
+def _is_probe(target: bytes) -> bool:
+    """Whether a request target is a health probe (`/readyz`, `/livez?verbose`, ...)."""
+    path = target.split(b"?", 1)[0].rstrip(b"/")
+    return path in _PROBE_PATHS or path.startswith((b"/healthz/", b"/livez/", b"/readyz/"))
 
 
 class _Connection(asyncio.Protocol):
@@ -416,12 +462,12 @@ class _Connection(asyncio.Protocol):
         server = self.server
         if len(server.connections) >= server.max_connections:
             server.refused_connections += 1
-            if len(server.refusing) >= _MAX_REFUSING:
+            if len(server.refusing) >= _MAX_REFUSING and not server.make_room():
                 self.closing = True
                 transport.close()
                 return
             self.refuse = True
-            server.refusing.add(self)
+            server.refusing[self] = None
         else:
             server.connections.add(self)
         # The first request's head is due within the head timeout, as in Go's server.
@@ -430,7 +476,7 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.server.connections.discard(self)
-        self.server.refusing.discard(self)
+        self.server.refusing.pop(self, None)
         self.queue.clear()
         if self.timer is not None:
             self.timer.cancel()
@@ -551,7 +597,7 @@ class _Connection(asyncio.Protocol):
             values[key] = text
 
     def on_headers_complete(self) -> None:
-        if self.refuse:
+        if self.refuse and not _is_probe(self.url):
             self._refuse_connection()
             raise _Stop
         parser = self.parser
@@ -587,7 +633,8 @@ class _Connection(asyncio.Protocol):
         elif "content-length" in values:
             length = int(values["content-length"])  # the parser has checked it
         self.method = parser.get_method().decode("ascii")
-        self.keep_alive = parser.should_keep_alive()
+        # A probe over the cap is answered, and its connection closed after.
+        self.keep_alive = parser.should_keep_alive() and not self.refuse
         if parser.should_upgrade():
             # The parser would leave a body unread here, which could then be taken for
             # a request of its own.

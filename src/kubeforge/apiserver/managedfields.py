@@ -274,7 +274,9 @@ def _root_type(schema: SchemaView | None) -> _Type:
 
 
 def _plain_number(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
+    """A whole-number float as the integer it becomes once stored (Go writes 3.0 as 3 and
+    reads it back as an int64); one beyond int64 stays a float, as it does there."""
+    if isinstance(value, float) and value.is_integer() and -(2**63) <= value < 2**63:
         return int(value)
     return value
 

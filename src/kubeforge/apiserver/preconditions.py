@@ -8,7 +8,8 @@ the same way: a PUT's body, a patch's result (which keeps the stored resourceVer
 the patch changes it), a server-side apply's result (the applied configuration's
 resourceVersion wins the merge), a status write, and a Scale, whose resourceVersion the
 registry moves onto the parent object. `check_update` is that one check here; `check_create`
-is its counterpart for writes that create.
+is its counterpart for writes that create, and `check_parsable` what an apply that creates
+holds its version to.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import GoValue
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.validation.common import go_str
 
-__all__ = ["check_create", "check_update", "requested_version"]
+__all__ = ["check_create", "check_parsable", "check_update", "requested_version"]
 
 
 def requested_version(meta: Mapping[str, Any]) -> str | None:
@@ -59,8 +61,33 @@ def check_update(rt: ResourceType, name: str, meta: Mapping[str, Any], stored_ve
 
 
 def check_create(meta: Mapping[str, Any]) -> None:
-    """A new object has no version to match. kube-apiserver's storage refuses one with this
-    message (as a 500); asking for a version of an object that does not exist is the
-    client's mistake, so here it is a 400."""
-    if requested_version(meta) is not None:
+    """A new object has no version to match. kube-apiserver's storage refuses one it can
+    parse as a version other than 0 (storage/etcd3/store.go, Create, with this message, as a
+    500) and ignores any other, which the store then replaces; asking for a version of an
+    object that does not exist is the client's mistake, so here the refusal is a 400."""
+    value = meta.get("resourceVersion")
+    if isinstance(value, str) and _go_uint64(value):
         raise StatusError.bad_request("resourceVersion should not be set on objects to be created")
+
+
+def check_parsable(meta: Mapping[str, Any]) -> None:
+    """400 when the resourceVersion of an object an update writes is no version at all.
+
+    The registry reads it with strconv.ParseUint before anything else (registry/generic/
+    registry/store.go, Update) and lets the parser's error through as a 500; here it is the
+    client's mistake, with the parser's words.
+    """
+    value = meta.get("resourceVersion")
+    if isinstance(value, str) and value and _go_uint64(value) is None:
+        limit = value.isascii() and value.isdigit()
+        reason = "value out of range" if limit else "invalid syntax"
+        raise StatusError.bad_request(f"strconv.ParseUint: parsing {go_str(value)}: {reason}")
+
+
+def _go_uint64(text: str) -> int | None:
+    """strconv.ParseUint(text, 10, 64), or None where Go's parser fails: ASCII digits only
+    (no sign, space or underscore), at most 2^64 - 1."""
+    if not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if value < 1 << 64 else None

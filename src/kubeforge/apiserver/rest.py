@@ -403,6 +403,11 @@ class Rest:
             # a dry run converts too, as the storage codec would.
             stored_form = await self.storage_form(rt, patch.json_copy(obj))
 
+        if not call.dry_run:
+            # Storage refuses a version before it looks for the key; a dry run never reaches
+            # it (registry/generic/registry/dryrun.go), so it answers with the object as
+            # given, its resourceVersion included.
+            preconditions.check_create(meta)
         gr = rt.group_resource
         for _ in range(8):
             if self.store.get(gr, call.namespace, meta["name"]) is None:
@@ -414,8 +419,8 @@ class Rest:
             raise StatusError.already_exists(rt.group, rt.plural, meta["name"], generated=True)
 
         if call.dry_run:
-            meta["resourceVersion"] = ""
             return 201, obj
+        meta.pop("resourceVersion", None)
         if rt.webhook_conversion is None:
             stored = self._commit_create(call, obj)
             return 201, self.served_raw(rt, stored)
@@ -428,9 +433,7 @@ class Rest:
         the client sent it or mutating admission left it: the same rules for both."""
         rt = call.rt
         meta = obj["metadata"]
-        preconditions.check_create(meta)
         fill_system_fields(meta, rt.tracks_generation)
-        meta.pop("resourceVersion", None)
         if rt.has_status:
             obj.pop("status", None)
         strategy = self.types.strategy(rt)
@@ -672,7 +675,7 @@ class Rest:
         nesting.check_object(rt.group, rt.kind, call.name, result)
         result = self._check_type_meta(rt, result)
         if wanted is not None:
-            # write_update (or, for a new object, prepare_create) holds it against the store.
+            # write_update holds it against the stored one (a new object ignores it).
             result["metadata"]["resourceVersion"] = wanted
         self._decode(call, result, integers=CONVERTED_INTEGERS)
         if old is None:
@@ -681,6 +684,9 @@ class Rest:
             self.namespace_lifecycle(call)
             if call.admission is not None:
                 result = await call.admission.mutate("CREATE", result, None)
+            # The registry's update that creates reads the version (which must parse) and
+            # then ignores it: storage only refuses one on a plain create.
+            preconditions.check_parsable(result["metadata"])
             managed = result["metadata"].get("managedFields")
             self.prepare_create(call, result)
             if managed is not None:
@@ -694,6 +700,7 @@ class Rest:
                 self.still_current(call, call.name, None)
             if call.dry_run:
                 return 201, result
+            result["metadata"].pop("resourceVersion", None)
             if rt.webhook_conversion is None:
                 stored = self._commit_create(call, result)
                 return 201, self.served_raw(rt, stored)

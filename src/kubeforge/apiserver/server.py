@@ -90,6 +90,9 @@ log = logging.getLogger("kubeforge.apiserver")
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROBES = frozenset({"/healthz", "/livez", "/readyz"})
 _DISCOVERY_V2 = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
+# apimachinery's JSON serializer writes with json.Encoder.Encode, which ends each document
+# with a newline; so does every JSON object this server answers with.
+_LINE = orjson.OPT_APPEND_NEWLINE
 # What a failure of the server itself answers: never the exception, which may show internals.
 _INTERNAL_MESSAGE = (
     "the server could not handle this request; its log has the details under Audit-Id {audit_id}"
@@ -368,7 +371,7 @@ class APIServer:
 
     def _status(self, exc: StatusError, warnings: list[str] | None = None) -> Response:
         headers = list(exc.headers.items()) + warning_headers(warnings)
-        return Response(exc.code, orjson.dumps(exc.status()), headers=headers)
+        return Response(exc.code, orjson.dumps(exc.status(), option=_LINE), headers=headers)
 
     def _internal_error(self, request: Request, audit_id: str) -> Response:
         """A failure of the server itself: the log gets the traceback, the client an answer
@@ -408,7 +411,9 @@ class APIServer:
         if path in _PROBES or path.startswith(("/livez/", "/readyz/", "/healthz/")):
             return self._probe(request, path)
         if path == "/version":
-            return self._json(200, self._version())
+            # As WriteRawJSON (endpoints/handlers/responsewriters/writers.go) writes it:
+            # indented, and not through the object encoder, so with no newline at the end.
+            return Response(200, orjson.dumps(self._version(), option=orjson.OPT_INDENT_2))
         if path == "/metrics":
             return Response(200, self.metrics.render(), METRICS_CONTENT_TYPE)
         if path in ("/api", "/apis"):
@@ -449,7 +454,7 @@ class APIServer:
         if negotiated.as_kind == "APIGroupDiscoveryList":
             version = negotiated.version or "v2"
             body = self.registry.aggregated(legacy, f"apidiscovery.k8s.io/{version}")
-            return Response(200, orjson.dumps(body), _DISCOVERY_V2.format(v=version))
+            return Response(200, orjson.dumps(body, option=_LINE), _DISCOVERY_V2.format(v=version))
         if legacy:
             host = request.host or f"{self.config.host}:{self.port}"
             return self._json(200, self.registry.api_versions(host))
@@ -472,7 +477,8 @@ class APIServer:
         if path == "/openapi/v2":
             return self.openapi_v2.respond(request.headers)
         if path == "/openapi/v3":
-            return self._json(200, self.openapi.index())
+            # kube-openapi's handler3 writes its index with json.Marshal: no newline.
+            return Response(200, orjson.dumps(self.openapi.index()))
         if path.startswith("/openapi/v3/"):
             data = self.openapi.document(path[len("/openapi/v3/") :])
             if data is not None:
@@ -498,7 +504,7 @@ class APIServer:
         warnings: list[str] | None = None,
         fmt: str = "json",
     ) -> Response:
-        data = body if isinstance(body, bytes) else orjson.dumps(body)
+        data = body + b"\n" if isinstance(body, bytes) else orjson.dumps(body, option=_LINE)
         ctype = "application/json"
         if fmt == "yaml":
             data = yaml.safe_dump(orjson.loads(data), sort_keys=False).encode()

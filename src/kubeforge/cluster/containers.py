@@ -41,6 +41,14 @@ from kubeforge.cluster.commandline import container_argv, expand_references
 from kubeforge.cluster.hostports import HostPorts
 from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.cluster.projects import ImageMap
+from kubeforge.cluster.sandboxpaths import (
+    UnsafePath,
+    directory_within,
+    link_within,
+    make_directory_within,
+    relative_parts,
+    write_within,
+)
 from kubeforge.cluster.shell import Output
 from kubeforge.cluster.simulation import Behaviour, simulate
 
@@ -52,6 +60,7 @@ __all__ = [
     "LocalRuntime",
     "PodSandbox",
     "StartError",
+    "UnsafePath",
     "local_launch",
     "rewrite",
 ]
@@ -100,53 +109,51 @@ class PodSandbox:
 
     def write_volumes(self, volumes: Mapping[str, Mapping[str, bytes]]) -> None:
         """Write (or rewrite: a renewed token) the volumes' files, each replaced atomically;
-        files are private to this user (0600), whatever the volume's mode says."""
+        files are private to this user (0600), whatever the volume's mode says.
+
+        Every path is checked before anything is written, and none is ever written outside
+        its volume (sandboxpaths.py): UnsafePath otherwise.
+        """
+        for files in volumes.values():
+            for relative in files:
+                relative_parts(relative)
         for name, files in volumes.items():
-            directory = self.volumes / _safe(name)
-            directory.mkdir(mode=0o700, exist_ok=True)
+            make_directory_within(self.root, self.volumes / _safe(name))  # may stay empty
             for relative, content in files.items():
-                target = _inside(directory, relative)
-                if target is None:
-                    continue
-                target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".write-")
-                with os.fdopen(fd, "wb") as stream:
-                    stream.write(content)
-                os.replace(temporary, target)
+                write_within(self.root, f"volumes/{_safe(name)}/{relative}", content)
 
     def container_root(
         self, name: str, mounts: Sequence[Mapping[str, Any]]
     ) -> tuple[Path, dict[str, Path]]:
         """A container's tree (a fresh one for each run) and where each of its mount paths
-        leads: mount path -> directory (or file, with subPath) on this machine."""
-        base = self.root / "containers" / _safe(name)
-        shutil.rmtree(base, ignore_errors=True)
-        root = base / "root"
-        (root / "tmp").mkdir(mode=0o700, parents=True)
+        leads: mount path -> directory (or file, with subPath) on this machine.
+
+        UnsafePath when a mount would lead outside the sandbox: a mount path leaving the
+        container's tree, or a subPath leaving its volume once its links are followed, as
+        the kubelet refuses one (pkg/volume/util/subpath/subpath_linux.go).
+        """
+        containers = self.root / "containers"
+        with directory_within(self.root, containers) as fd, contextlib.suppress(FileNotFoundError):
+            shutil.rmtree(_safe(name), dir_fd=fd)
+        root = containers / _safe(name) / "root"
+        make_directory_within(self.root, root / "tmp")
         paths: dict[str, Path] = {}
         for mount in mounts:
             mount_path = str(mount.get("mountPath") or "")
             if not mount_path.startswith("/"):
                 continue
-            source = self.volumes / _safe(str(mount.get("name") or ""))
-            if not source.exists():
-                source.mkdir(mode=0o700)  # a volume without files: an empty directory
+            volume = str(mount.get("name") or "")
+            source = self.volumes / _safe(volume)
+            make_directory_within(self.root, source)  # a volume without files: empty
             sub = str(mount.get("subPath") or "")
             if sub:
-                inner = _inside(source, sub)
-                if inner is None:
-                    continue
-                source = inner
+                source = _sub_path(source, sub, volume, name)
             link = _inside(root, mount_path.lstrip("/"))
-            if link is None:
-                continue
-            link.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if link.exists() or link.is_symlink():
-                if link.is_dir() and not link.is_symlink():
-                    shutil.rmtree(link)
-                else:
-                    link.unlink()
-            link.symlink_to(source)
+            if link is None or link == root:
+                raise UnsafePath(
+                    f"mount path {mount_path!r} of container {name!r} leads outside it"
+                )
+            link_within(self.root, link, source)
             paths[mount_path.rstrip("/") or "/"] = link
         return root, paths
 
@@ -155,15 +162,33 @@ class PodSandbox:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) or "_"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    return "_" if safe in ("", ".", "..") else safe
 
 
 def _inside(base: Path, relative: str) -> Path | None:
-    """`base/relative`, or None when `relative` would lead outside `base`."""
+    """`base/relative`, or None when `relative` would lead outside `base` (read as written:
+    links are the caller's to check)."""
     target = Path(os.path.normpath(base / relative))
     if target != base and base not in target.parents:
         return None
     return target
+
+
+def _sub_path(volume: Path, sub: str, name: str, container: str) -> Path:
+    """Where a subPath of `volume` really is: within the volume once its links are followed
+    (a directory is made when nothing is there), else UnsafePath."""
+    refused = f'failed to prepare subPath for volumeMount "{name}" of container "{container}"'
+    if sub.startswith("/") or ".." in sub.split("/"):
+        raise UnsafePath(f"{refused}: {sub!r} is not a relative path below the volume")
+    inner = volume / sub
+    real = inner.resolve()
+    real_volume = volume.resolve()
+    if real != real_volume and real_volume not in real.parents:
+        raise UnsafePath(f"{refused}: {sub!r} leads outside the volume")
+    if not real.exists():
+        make_directory_within(volume, real)
+    return real
 
 
 @dataclass
@@ -230,9 +255,12 @@ def local_launch(
         if not found:
             return None  # the image's own entrypoint: simulated, as there is no image
         argv = found
-    root, paths = sandbox().container_root(
-        str(spec.get("name") or ""), spec.get("volumeMounts") or ()
-    )
+    try:
+        root, paths = sandbox().container_root(
+            str(spec.get("name") or ""), spec.get("volumeMounts") or ()
+        )
+    except UnsafePath as exc:
+        raise StartError(str(exc)) from None
     ports = {
         int(p["containerPort"]): runtime.ports.allocate(pod_uid, pod_ip, int(p["containerPort"]))
         for p in spec.get("ports") or ()

@@ -30,6 +30,7 @@ from kubeforge.cluster.containers import (
     LocalLaunch,
     PodSandbox,
     StartError,
+    UnsafePath,
     local_launch,
 )
 from kubeforge.cluster.options import START_SECONDS_ANNOTATION
@@ -550,8 +551,14 @@ class PodWorker:
         """The pod's private directory, made (with its volumes' files) on first use; its
         tokens are renewed as the kubelet renews them."""
         if self.sandbox is None:
-            self.sandbox = PodSandbox(f"kubeforge-{self.namespace}-{self.name}-")
-            self.sandbox.write_volumes(self.volumes)
+            sandbox = PodSandbox(f"kubeforge-{self.namespace}-{self.name}-")
+            try:
+                sandbox.write_volumes(self.volumes)
+            except UnsafePath as exc:
+                # Nothing half-written is kept: the next run of a container tries again.
+                sandbox.close()
+                raise StartError(f"MountVolume.SetUp failed: {exc}") from None
+            self.sandbox = sandbox
             lifetimes = token_lifetimes(self.spec)
             if lifetimes:
                 self._spawn(self._renew_tokens(min(lifetimes)))
@@ -568,7 +575,10 @@ class PodWorker:
                 continue
             self.volumes = volumes
             if self.sandbox is not None:
-                self.sandbox.write_volumes(volumes)
+                try:
+                    self.sandbox.write_volumes(volumes)
+                except OSError as exc:  # UnsafePath among them
+                    log.warning("pod %s/%s: tokens not renewed: %s", self.namespace, self.name, exc)
 
     def _release_local(self) -> None:
         if self.sandbox is not None:

@@ -139,39 +139,185 @@ _ENV_FIELD_PATHS = (
 _ENV_FIELD_RE = re.compile(r"^metadata\.(annotations|labels)\['[^']+'\]\Z")
 
 
-def _validate_mode(source: Obj, path: str) -> Errors:
-    mode = as_int(source.get("defaultMode"))
+def _validate_mode(source: Obj, path: str, key: str = "defaultMode") -> Errors:
+    """A volume's `defaultMode`, or an item's `mode`: a file mode."""
+    mode = as_int(source.get(key))
     if mode is not None and not 0 <= mode <= 0o777:
-        return [FieldError.invalid(f"{path}.defaultMode", mode, _FILE_MODE)]
+        return [FieldError.invalid(f"{path}.{key}", mode, _FILE_MODE)]
     return []
+
+
+# -- paths inside a volume ---------------------------------------------------------------------
+# Every path a pod names inside a volume (an item's file, a subPath, the token's file) stays
+# below the volume: the kubelet writes and mounts them there. As validateLocalDescendingPath
+# and ValidateLocalNonReservedPath (pkg/apis/core/validation/validation.go) check them.
+
+
+def _local_descending_path(value: str, path: str) -> Errors:
+    """Not absolute, and no `..` element."""
+    errs: Errors = []
+    if value.startswith("/"):
+        errs.append(FieldError.invalid(path, value, "must be a relative path"))
+    errs += _no_backsteps(value, path)
+    return errs
+
+
+def _no_backsteps(value: str, path: str) -> Errors:
+    if ".." in value.split("/"):
+        return [FieldError.invalid(path, value, "must not contain '..'")]
+    return []
+
+
+def _local_non_reserved_path(value: str, path: str) -> Errors:
+    """A descending path that does not start with `..` either (the kubelet's atomic writer
+    keeps its own `..data` and `..<timestamp>` entries there)."""
+    errs = _local_descending_path(value, path)
+    if value.startswith("..") and not value.startswith("../"):
+        errs.append(FieldError.invalid(path, value, "must not start with '..'"))
+    return errs
+
+
+def _validate_key_to_path(item: Obj, path: str) -> Errors:
+    """A ConfigMap's or Secret's key written to a file of the volume (validateKeyToPath)."""
+    errs: Errors = []
+    if not item.get("key"):
+        errs.append(FieldError.required(f"{path}.key", ""))
+    file = as_str(item.get("path"))
+    if not file:
+        errs.append(FieldError.required(f"{path}.path", ""))
+    errs += _local_non_reserved_path(file, f"{path}.path")
+    return errs + _validate_mode(item, path, "mode")
+
+
+def _validate_items(source: Obj, path: str) -> Errors:
+    errs: Errors = []
+    for i, item in enumerate(as_list(source.get("items"))):
+        errs += _validate_key_to_path(as_dict(item), f"{path}.items[{i}]")
+    return errs
+
+
+def _validate_downward_file(item: Obj, path: str) -> Errors:
+    """A downward API file (validateDownwardAPIVolumeFile); `path` is the volume source's own,
+    not the item's, as upstream reports it."""
+    file = as_str(item.get("path"))
+    errs = [FieldError.required(f"{path}.path", "")] if not file else []
+    errs += _local_non_reserved_path(file, f"{path}.path")
+    return errs + _validate_mode(item, path, "mode")
+
+
+def _validate_projection_sources(source: Obj, path: str) -> Errors:
+    """validateProjectionSources: each source's files, no path written twice, one kind of
+    source per entry."""
+    errs: Errors = []
+    seen: set[str] = set()
+
+    def claim(file: str, shown: Any) -> None:
+        if file in seen:
+            errs.append(FieldError.invalid(path, shown, "conflicting duplicate paths"))
+        seen.add(file)
+
+    for i, entry in enumerate(as_list(source.get("sources"))):
+        entry = as_dict(entry)
+        at = f"{path}.sources[{i}]"
+        kinds = 0
+        for kind in ("secret", "configMap"):
+            ref = entry.get(kind)
+            if ref is None:
+                continue
+            kinds += 1
+            ref = as_dict(ref)
+            if not ref.get("name"):
+                errs.append(FieldError.required(f"{at}.{kind}.name", ""))
+            for j, item in enumerate(as_list(ref.get("items"))):
+                item = as_dict(item)
+                errs += _validate_key_to_path(item, f"{at}.{kind}.items[{j}]")
+                if item.get("path"):
+                    claim(as_str(item["path"]), as_str(ref.get("name")))
+        downward = entry.get("downwardAPI")
+        if downward is not None:
+            kinds += 1
+            for item in as_list(as_dict(downward).get("items")):
+                item = as_dict(item)
+                errs += _validate_downward_file(item, f"{at}.downwardAPI")
+                if item.get("path"):
+                    claim(as_str(item["path"]), as_str(item["path"]))
+        token = entry.get("serviceAccountToken")
+        if token is not None:
+            kinds += 1
+            token = as_dict(token)
+            seconds = as_int(token.get("expirationSeconds"))
+            if seconds is not None and seconds < 600:
+                errs.append(
+                    FieldError.invalid(
+                        f"{at}.serviceAccountToken.expirationSeconds",
+                        seconds,
+                        "may not specify a duration less than 10 minutes",
+                    )
+                )
+            if seconds is not None and seconds > 1 << 32:
+                errs.append(
+                    FieldError.invalid(
+                        f"{at}.serviceAccountToken.expirationSeconds",
+                        seconds,
+                        "may not specify a duration larger than 2^32 seconds",
+                    )
+                )
+            # Upstream reports the token's file at the projected volume's own path.
+            file = as_str(token.get("path"))
+            if not file:
+                errs.append(FieldError.required(f"{path}.path", ""))
+            else:
+                errs += _local_non_reserved_path(file, f"{path}.path")
+        bundle = entry.get("clusterTrustBundle")
+        if bundle is not None:
+            kinds += 1
+            file = as_str(as_dict(bundle).get("path"))
+            if not file:
+                errs.append(FieldError.required(f"{at}.clusterTrustBundle.path", ""))
+            errs += _local_non_reserved_path(file, f"{at}.clusterTrustBundle.path")
+            claim(file, file)
+        if kinds > 1:
+            errs.append(
+                FieldError.forbidden(at, "may not specify more than 1 volume type per source")
+            )
+    return errs
 
 
 def _validate_volume_source(volume: Obj, kind: str, path: str) -> Errors:
     source = as_dict(volume.get(kind))
     at = f"{path}.{kind}"
     if kind == "secret":
-        errs = _validate_mode(source, at)
+        errs = []
         if not source.get("secretName"):
             errs.append(FieldError.required(f"{at}.secretName", ""))
-        return errs
+        return errs + _validate_mode(source, at) + _validate_items(source, at)
     if kind == "configMap":
-        errs = _validate_mode(source, at)
+        errs = []
         name = as_str(source.get("name"))
         if not name:
             errs.append(FieldError.required(f"{at}.name", ""))
         else:
             errs += each(is_dns1123_subdomain(name), f"{at}.name", name)
-        return errs
+        return errs + _validate_mode(source, at) + _validate_items(source, at)
     if kind == "persistentVolumeClaim":
         if not source.get("claimName"):
             return [FieldError.required(f"{at}.claimName", "")]
         return []
     if kind == "hostPath":
-        if not source.get("path"):
+        host_path = as_str(source.get("path"))
+        if not host_path:
             return [FieldError.required(f"{at}.path", "")]
-        return []
-    if kind in ("downwardAPI", "projected"):
-        return _validate_mode(source, at)
+        return _no_backsteps(host_path, f"{at}.path")
+    if kind == "gitRepo":
+        errs = [] if source.get("repository") else [FieldError.required(f"{at}.repository", "")]
+        return errs + _local_descending_path(as_str(source.get("directory")), f"{at}.directory")
+    if kind == "downwardAPI":
+        errs = _validate_mode(source, at)
+        for item in as_list(source.get("items")):
+            errs += _validate_downward_file(as_dict(item), at)
+        return errs
+    if kind == "projected":
+        return _validate_mode(source, at) + _validate_projection_sources(source, at)
     return []
 
 
@@ -182,26 +328,31 @@ def _validate_volumes(volumes: list[Any], path: str) -> tuple[set[str], Errors]:
         volume = as_dict(volume)
         at = f"{path}[{i}]"
         found = 0
+        problems: Errors = []
         for kind in _VOLUME_TYPES:
             if volume.get(kind) is None:
                 continue
             if found:
-                errs.append(
+                problems.append(
                     FieldError.forbidden(f"{at}.{kind}", "may not specify more than 1 volume type")
                 )
             else:
                 found += 1
-                errs += _validate_volume_source(volume, kind, at)
+                problems += _validate_volume_source(volume, kind, at)
         if not found:
-            errs.append(FieldError.required(at, "must specify a volume type"))
+            problems.append(FieldError.required(at, "must specify a volume type"))
         name = as_str(volume.get("name"))
         if not name:
-            errs.append(FieldError.required(f"{at}.name", ""))
+            problems.append(FieldError.required(f"{at}.name", ""))
         else:
-            errs += each(is_dns1123_label(name), f"{at}.name", name)
+            problems += each(is_dns1123_label(name), f"{at}.name", name)
         if name in names:
-            errs.append(FieldError.duplicate(f"{at}.name", name))
-        names.add(name)
+            problems.append(FieldError.duplicate(f"{at}.name", name))
+        # As ValidateVolumes: a volume that is itself invalid is not one mounts can name.
+        if problems:
+            errs += problems
+        else:
+            names.add(name)
     return names, errs
 
 
@@ -340,6 +491,21 @@ def _validate_volume_mounts(mounts: list[Any], volumes: set[str], path: str) -> 
         if mount_path in seen:
             errs.append(FieldError.invalid(f"{at}.mountPath", mount_path, "must be unique"))
         seen.add(mount_path)
+        # Upstream reports these two at the list's path, not the mount's.
+        sub_path = as_str(mount.get("subPath"))
+        if sub_path:
+            errs += _local_descending_path(sub_path, f"{path}.subPath")
+        expression = as_str(mount.get("subPathExpr"))
+        if expression:
+            if sub_path:
+                errs.append(
+                    FieldError.invalid(
+                        f"{at}.subPathExpr",
+                        expression,
+                        "subPathExpr and subPath are mutually exclusive",
+                    )
+                )
+            errs += _local_descending_path(expression, f"{path}.subPathExpr")
     return errs
 
 
