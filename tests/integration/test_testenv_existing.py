@@ -172,27 +172,46 @@ async def test_clean_up_waits_while_a_manager_removes_its_finalizers(
                 return grape["metadata"].get("finalizers") == [FINALIZER]
 
             await eventually(finalized)
-            await env.clean_up(wait=True)
-            # Gone before the manager stops: its finalizer was taken off.
+            await env.clean_up()
+            # Gone before the manager stops: its controller took its finalizer off.
             assert await absent(cluster.client, GRAPE, "held", "t-held")
-        await env.clean_up(wait=True)  # once only
+        await env.clean_up()  # once only
     await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-held", None), timeout=30)
 
 
-async def test_clean_up_names_what_a_stopped_manager_left_held(
+async def test_finalizers_no_controller_takes_off_are_taken_off(
+    outside: tuple[DevCluster, Path], tmp_path: Path
+) -> None:
+    # The managers the test ran have stopped: nobody else would finalize its objects, and
+    # its namespace would stay Terminating for good.
+    cluster, kubeconfig = outside
+    assert cluster.client is not None
+    bases = write(tmp_path / "bases", crd("Grape"), cluster_scoped("Gizmo"))
+    async with existing(kubeconfig, bases, "t-stuck") as env:
+        for kind in (GRAPE, GIZMO):
+            await env.client.create(held(obj(kind, "stuck")))
+    assert await absent(cluster.client, GRAPE, "stuck", "t-stuck")
+    assert await absent(cluster.client, GIZMO, "stuck", None)
+    await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-stuck", None), timeout=30)
+
+
+def held(body: dict[str, Any]) -> dict[str, Any]:
+    body["metadata"]["finalizers"] = [FINALIZER]
+    return body
+
+
+async def test_what_a_running_controller_leaves_held_is_named_then_released(
     outside: tuple[DevCluster, Path], tmp_path: Path
 ) -> None:
     cluster, kubeconfig = outside
     assert cluster.client is not None
     bases = write(tmp_path / "bases", crd("Grape"))
-    async with existing(kubeconfig, bases, "t-stuck") as env:
-        await env.client.create(
-            {**obj(GRAPE, "stuck"), "metadata": {"name": "stuck", "finalizers": [FINALIZER]}}
-        )
-        with pytest.warns(UserWarning, match=f"{GRAPE} stuck"):
-            await env.clean_up(wait=True, timeout=0.5)
-    grape = await cluster.client.get(GRAPE, "stuck", namespace="t-stuck")
-    assert grape["metadata"]["deletionTimestamp"]
+    # A manager runs, but none of its controllers takes this finalizer off.
+    async with existing(kubeconfig, bases, "t-named") as env, env.run_manager():
+        await env.client.create(held(obj(GRAPE, "forgotten")))
+        with pytest.warns(UserWarning, match=f"finalizers removed now: {GRAPE} forgotten"):
+            await env.clean_up(timeout=0.5)
+        assert await absent(cluster.client, GRAPE, "forgotten", "t-named")
 
 
 async def test_a_crd_left_pointing_at_a_local_conversion_webhook_installs_again(

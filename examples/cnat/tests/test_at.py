@@ -200,7 +200,11 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         manager.controller().for_(At).owns(Pod).complete(flaky)
         manager.webhook_for(At).complete()
 
-    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_flaky, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         await kubectl.apply(at_manifest("flaky", "echo survived"))
         await eventually(lambda: phase_is(kubectl, "flaky", "DONE"), timeout=20)
         assert flaky is not None

@@ -264,7 +264,11 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         # Registered as MachineReconciler.setup_with_manager registers the real one.
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_flaky, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         # Nothing else writes to the machine meanwhile: an event would cut a backoff short.
         await kubectl.apply(machine("flaky", switches=2))
         await eventually(lambda: positions_are(kubectl, "flaky", "dd"), timeout=20)

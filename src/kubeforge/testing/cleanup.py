@@ -2,10 +2,13 @@
 
 A test on an existing cluster works in a namespace of its own (docs/decisions/0039): deleting
 that namespace removes what the test made there, built-in objects and the project's alike,
-through the cluster's own namespace controller, without waiting for it (on a real cluster a
-namespace with pods takes as long as their graceful termination). What a namespace does not
-hold, objects of the project's cluster-scoped kinds, is found by difference: the objects of
-those kinds that were not there when the environment started are deleted one by one.
+through the cluster's own namespace controller, without waiting for the namespace (on a real
+cluster a namespace with pods takes as long as their graceful termination). What a namespace
+does not hold, objects of the project's cluster-scoped kinds, is found by difference: the
+objects of those kinds that were not there when the environment started are deleted one by
+one. The project's objects are waited for, so the managers of the next test, which watch
+every namespace, never see them; once the project's controllers no longer run, their
+finalizers are taken off, since nothing else would (the namespace would stay Terminating).
 
 Only the project's kinds (the CRDs the environment installed) are looked at, and only in the
 test's namespace or cluster-wide for cluster-scoped kinds, so suites sharing a cluster do not
@@ -90,11 +93,14 @@ class TestObjects:
                 made[kind] = objects
         return made
 
-    async def remove(self, *, wait: bool = False, timeout: float = 30.0) -> None:
-        """Delete the namespace and the cluster-scoped objects made since the snapshot (once;
-        later calls do nothing). With `wait`, return once the project's objects among them
-        are gone, so that controllers still running finish their finalizers first; after
-        `timeout` seconds a warning names what is left."""
+    async def remove(self, *, release: bool, timeout: float = 30.0) -> None:
+        """Delete the namespace and the cluster-scoped objects made since the snapshot, then
+        wait until the project's objects among them are gone (once; later calls do nothing).
+
+        With `release` no controller of the project runs any more, so nothing would take
+        its finalizers off those objects: the environment does, and they go. Otherwise the
+        running controllers do their finalizers' work first; what is still there after
+        `timeout` seconds is named in a warning, and released then."""
         if self._removed:
             return
         self._removed = True
@@ -111,8 +117,23 @@ class TestObjects:
                     await self.client.delete(kind.kind, name, preconditions={"uid": uid})
                 except (NotFound, Conflict):
                     continue
-        if not wait:
+        if release:
+            await self._release()
+        if await self._gone_within(timeout):
             return
+        left = await self._made()
+        names = [f"{k.kind} {name}" for k, objects in left.items() for _, name in objects]
+        warnings.warn(
+            f"still there {timeout:g} s after the test, their finalizers removed now: "
+            + ", ".join(names),
+            stacklevel=3,
+        )
+        if not release:
+            await self._release()
+            await self._gone_within(timeout)
+
+    async def _gone_within(self, timeout: float) -> bool:
+        """Whether the test's objects of the project's kinds are gone within `timeout` s."""
 
         async def gone() -> bool:
             left = await self._made()
@@ -122,10 +143,16 @@ class TestObjects:
         try:
             await eventually(gone, timeout=timeout, interval=0.1)
         except AssertionError:
-            left = await self._made()
-            names = [f"{k.kind} {name}" for k, objects in left.items() for _, name in objects]
-            warnings.warn(
-                f"still there {timeout:g} s after the test (finalizers nobody removes?): "
-                + ", ".join(names),
-                stacklevel=2,
-            )
+            return False
+        return True
+
+    async def _release(self) -> None:
+        """Take the finalizers off the test's objects of the project's kinds."""
+        for kind, objects in (await self._made()).items():
+            namespace = self.namespace if kind.namespaced else None
+            for _, name in objects:
+                patch = {"metadata": {"finalizers": None}}
+                try:
+                    await self.client.patch(kind.kind, name, patch, namespace=namespace)
+                except NotFound:
+                    continue

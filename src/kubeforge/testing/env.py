@@ -95,6 +95,7 @@ class TestEnv:
         self._namespace = namespace
         # What the test makes on an existing cluster, removed when the environment stops.
         self._made: TestObjects | None = None
+        self._managers = 0  # run_manager blocks running now
 
     @property
     def namespace(self) -> str:
@@ -249,15 +250,16 @@ class TestEnv:
         except NotFound:
             pass
 
-    async def clean_up(self, *, wait: bool = False, timeout: float = 30.0) -> None:
+    async def clean_up(self, *, timeout: float = 30.0) -> None:
         """On an existing cluster, remove what the test made (once): delete the namespace
-        the environment created, without waiting for it, and the objects of the installed
-        CRDs' cluster-scoped kinds made since start. With `wait`, return once the project's
-        objects among them are gone (at most `timeout` s, then a warning), so that a manager
-        still running removes its finalizers first. Nothing for a cluster the environment
-        started, which goes as a whole; `stop()` calls it without waiting."""
+        the environment created, without waiting for the namespace, and the objects of the
+        installed CRDs' cluster-scoped kinds made since start, and wait until the project's
+        objects among them are gone. While a manager of `run_manager` runs, its controllers
+        take their finalizers off first (a warning names what is still there after
+        `timeout` s); with none running the environment takes them off. Nothing for a
+        cluster the environment started, which goes as a whole; `stop()` calls it."""
         if self._made is not None and self._client is not None:
-            await self._made.remove(wait=wait, timeout=timeout)
+            await self._made.remove(release=self._managers == 0, timeout=timeout)
 
     async def service_account_config(self, rbac_dir: str | Path = "config/rbac") -> ClusterConfig:
         """Install a project's config/rbac and return connection settings that authenticate
@@ -318,7 +320,11 @@ class TestEnv:
             manager.add_webhook_registration(register)
         try:
             async with self._running(manager) as running:
-                yield running
+                self._managers += 1
+                try:
+                    yield running
+                finally:
+                    self._managers -= 1
         finally:
             if local is not None:
                 local.cleanup()

@@ -290,9 +290,9 @@ async def manager(
         try:
             yield running
         finally:
-            # On an existing cluster: while the controllers still run, so that they remove
-            # their finalizers from what the test made.
-            await testenv.clean_up(wait=True)
+            # On an existing cluster: while the controllers still run, so that they take
+            # their finalizers off what the test made.
+            await testenv.clean_up()
 
 
 @pytest.hookimpl(hookwrapper=True)
