@@ -16,6 +16,7 @@ import pytest
 import kubeforge
 from kubeforge.client.errors import NotFound
 from kubeforge.cluster.devcluster import DevCluster
+from kubeforge.cluster.options import ClusterOptions
 from kubeforge.testing import Kubectl, TestEnv, eventually
 from tests.integration.test_testenv import GROUP, crd, crd_name
 
@@ -247,3 +248,24 @@ async def test_a_crd_left_pointing_at_a_local_conversion_webhook_installs_again(
         "apiextensions.k8s.io/v1/CustomResourceDefinition", crd_name("Grape")
     )
     assert installed["spec"]["conversion"] == own["spec"]["conversion"]
+
+
+async def test_the_projects_objects_go_where_no_namespace_controller_runs(
+    tmp_path: Path, recwarn: pytest.WarningsRecorder
+) -> None:
+    # An API server whose namespaces are never emptied (envtest's, say): the environment
+    # deletes the project's objects itself rather than wait for the namespace controller.
+    options = ClusterOptions(controllers=("*", "-namespace"))
+    async with DevCluster(options) as cluster:
+        assert cluster.client is not None
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+        bases = write(tmp_path / "bases", crd("Grape"))
+        async with existing(kubeconfig, bases, "t-alone") as env:
+            await env.client.create(obj(GRAPE, "plain"))
+            await env.client.create(held(obj(GRAPE, "held")))
+            await env.clean_up(timeout=10)
+            for name in ("plain", "held"):
+                assert await absent(cluster.client, GRAPE, name, "t-alone")
+        assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+        namespace = await cluster.client.get("v1/Namespace", "t-alone")
+        assert namespace["status"]["phase"] == "Terminating"

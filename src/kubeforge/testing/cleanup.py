@@ -5,10 +5,11 @@ that namespace removes what the test made there, built-in objects and the projec
 through the cluster's own namespace controller, without waiting for the namespace (on a real
 cluster a namespace with pods takes as long as their graceful termination). What a namespace
 does not hold, objects of the project's cluster-scoped kinds, is found by difference: the
-objects of those kinds that were not there when the environment started are deleted one by
-one. The project's objects are waited for, so the managers of the next test, which watch
-every namespace, never see them; once the project's controllers no longer run, their
-finalizers are taken off, since nothing else would (the namespace would stay Terminating).
+objects of those kinds that were not there when the environment started. The project's
+objects, in the namespace and out of it, are deleted one by one and waited for, so the
+managers of the next test, which watch every namespace, never see them; once the project's
+controllers no longer run, their finalizers are taken off, since nothing else would (the
+namespace would stay Terminating).
 
 Only the project's kinds (the CRDs the environment installed) are looked at, and only in the
 test's namespace or cluster-wide for cluster-scoped kinds, so suites sharing a cluster do not
@@ -109,12 +110,15 @@ class TestObjects:
                 await self.client.delete("v1/Namespace", self.namespace)
             except NotFound:
                 pass
+        # The project's objects one by one too, the namespace's included: so they go even
+        # where no namespace controller runs, and the wait below is short.
         for kind, objects in (await self._made()).items():
-            if kind.namespaced:
-                continue  # they go with the namespace
+            namespace = self.namespace if kind.namespaced else None
             for uid, name in objects:
                 try:
-                    await self.client.delete(kind.kind, name, preconditions={"uid": uid})
+                    await self.client.delete(
+                        kind.kind, name, namespace=namespace, preconditions={"uid": uid}
+                    )
                 except (NotFound, Conflict):
                     continue
         if release:
