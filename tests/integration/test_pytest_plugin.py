@@ -429,6 +429,35 @@ def test_built_in_controllers_are_chosen_by_ini_option_and_marker(
     pytester.runpytest().assert_outcomes(passed=2)
 
 
+BARE_CONFTEST = """
+import pytest
+
+from kubeforge.cluster.options import ClusterOptions
+
+
+@pytest.fixture
+def kubeforge_cluster_options() -> ClusterOptions:
+    return ClusterOptions.bare()
+"""
+
+BARE_TESTS = f"""
+async def test_bare(testenv, kubectl) -> None:
+    assert testenv.installed == ["widgets.{GROUP}"]
+    assert testenv.cluster.controllers == frozenset() and testenv.cluster.nodes == []
+    nodes = await kubectl.run("get", "nodes")
+    assert "No resources found" in nodes.err
+"""
+
+
+def test_the_cluster_options_fixture_can_ask_for_a_bare_api_server(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    pytester.makeconftest(BARE_CONFTEST)
+    pytester.makepyfile(test_bare=BARE_TESTS)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
 def test_an_unknown_controller_is_a_usage_error(pytester: pytest.Pytester) -> None:
     project(pytester, kubeforge_controllers="*,-jobs")
     pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
