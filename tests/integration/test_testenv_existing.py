@@ -269,3 +269,22 @@ async def test_the_projects_objects_go_where_no_namespace_controller_runs(
         assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
         namespace = await cluster.client.get("v1/Namespace", "t-alone")
         assert namespace["status"]["phase"] == "Terminating"
+
+
+async def test_an_environment_that_fails_to_start_removes_only_its_namespace(
+    outside: tuple[DevCluster, Path], tmp_path: Path
+) -> None:
+    cluster, kubeconfig = outside
+    assert cluster.client is not None
+    gizmos = cluster_scoped("Gizmo")
+    async with existing(kubeconfig, write(tmp_path / "first", gizmos), None):
+        pass
+    await cluster.client.create(obj(GIZMO, "before"))
+    broken = crd("Broken")
+    broken["spec"]["versions"][0]["storage"] = False  # no storage version: refused
+    env = existing(kubeconfig, write(tmp_path / "bases", gizmos, broken), "t-failed")
+    with pytest.raises(kubeforge.ApiError):
+        await env.start()
+    # Nothing was known to be the test's but its namespace.
+    await cluster.client.get(GIZMO, "before")
+    await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-failed", None), timeout=30)

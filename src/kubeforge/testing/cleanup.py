@@ -87,9 +87,10 @@ class TestObjects:
         for kind in self.kinds:
             if kind.namespaced:
                 objects = await self._objects(kind, self.namespace) if self.namespace else []
-            else:
-                before = self._before.get(kind.kind, set())
+            elif (before := self._before.get(kind.kind)) is not None:
                 objects = [o for o in await self._objects(kind, None) if o[0] not in before]
+            else:
+                objects = []  # no snapshot (the environment failed to start): nothing is ours
             if objects:
                 made[kind] = objects
         return made
