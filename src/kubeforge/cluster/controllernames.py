@@ -6,9 +6,10 @@ controller_names.go), each also accepted by the short alias kube-controller-mana
 it (`job` for `job-controller`). `scheduler` is the development cluster's own name for the
 part kube-scheduler plays, a separate program in a real cluster. The list reads as
 kube-controller-manager's `--controllers` flag (IsControllerEnabled in
-cmd/kube-controller-manager/app/controllermanager.go): `*` turns on every controller, `name`
+staging/src/k8s.io/controller-manager/app/helper.go): `*` turns on every controller, `name`
 turns one on, `-name` turns one off, and for each controller the first entry that names it
-decides. An unknown name is an error, as the flag's validation makes it.
+decides (all of these are on by default, so `*` means all). An unknown name is an error, as
+the flag's validation in cmd/kube-controller-manager/app/options/options.go makes it.
 
 What kube-apiserver does by itself (CRD naming and establishing, the `kubernetes` Service,
 Service IP allocation, the bootstrap RBAC policy) is no controller and cannot be turned off.
