@@ -464,7 +464,7 @@ def test_an_unknown_controller_is_a_usage_error(pytester: pytest.Pytester) -> No
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*kubeforge_controllers: '-jobs' is not in the list of known controllers*"]
+        ['*kubeforge_controllers: "jobs" is not in the list of known controllers*']
     )
 
 

@@ -42,9 +42,9 @@ def test_the_first_entry_naming_a_controller_decides() -> None:
 
 
 def test_an_unknown_name_is_refused_naming_it() -> None:
-    with pytest.raises(ValueError, match="'-jobs' is not in the list of known controllers"):
+    with pytest.raises(ValueError, match='"jobs" is not in the list of known controllers'):
         enabled_controllers(["*,-jobs"])
-    with pytest.raises(ValueError, match="'cronjob' is not in the list"):
+    with pytest.raises(ValueError, match='"cronjob" is not in the list'):
         enabled_controllers(["cronjob"])
 
 

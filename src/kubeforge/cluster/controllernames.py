@@ -9,7 +9,7 @@ kube-controller-manager's `--controllers` flag (IsControllerEnabled in
 staging/src/k8s.io/controller-manager/app/helper.go): `*` turns on every controller, `name`
 turns one on, `-name` turns one off, and for each controller the first entry that names it
 decides (all of these are on by default, so `*` means all). An unknown name is an error, as
-the flag's validation in cmd/kube-controller-manager/app/options/options.go makes it.
+the flag's validation makes it (staging/src/k8s.io/controller-manager/options/generic.go).
 
 What kube-apiserver does by itself (CRD naming and establishing, the `kubernetes` Service,
 Service IP allocation, the bootstrap RBAC policy) is no controller and cannot be turned off.
@@ -90,7 +90,7 @@ def enabled_controllers(entries: Iterable[str]) -> frozenset[str]:
         name = _CANONICAL.get(entry.removeprefix("-"))
         if name is None:
             raise ValueError(
-                f"{entry!r} is not in the list of known controllers "
+                f'"{entry.removeprefix("-")}" is not in the list of known controllers '
                 f"({', '.join(sorted(KNOWN))}, or {ALL})"
             )
         choices.append((name, not entry.startswith("-")))
