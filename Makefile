@@ -11,7 +11,10 @@ PYTEST_ARGS ?=
 # servers and kubectl much of the time. PYTEST_WORKERS=0 runs it in this process.
 PYTEST_WORKERS ?= auto
 
-.PHONY: demo test lint typecheck unit bench dev clean venv
+# Each example's own suite, one example at a time (decision 11).
+EXAMPLE_TESTS = for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/pytest $(PYTEST_ARGS)) || exit 1; done
+
+.PHONY: demo test test-existing lint typecheck unit bench dev clean venv
 
 venv: $(STAMP)
 
@@ -34,7 +37,14 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
-	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/pytest $(PYTEST_ARGS)) || exit 1; done
+	$(EXAMPLE_TESTS)
+	$(MAKE) --no-print-directory test-existing
+
+# The examples' suites again, all against one `kubeforge dev` as they would run against kind
+# or a real cluster (KUBEFORGE_USE_EXISTING_CLUSTER=1; docs/testing.md): the cluster is
+# started in the background and stopped afterwards, also when a suite fails.
+test-existing: $(STAMP)
+	$(BIN)/python tools/on_dev_cluster.py -- sh -c '$(EXAMPLE_TESTS)'
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from kubeforge.cluster.devcluster import DevCluster
-from kubeforge.testing import USE_EXISTING_CLUSTER
+from kubeforge.testing import USE_EXISTING_CLUSTER, eventually
 
 pytest_plugins = ["pytester"]
 
@@ -74,7 +74,7 @@ async def test_the_controller_marks_widgets(
     await kubectl.apply(WIDGET)
 
     async def seen() -> bool:
-        widget = await kubeforge_client.get("{GROUP}/v1/Widget", "first", namespace="default")
+        widget = await kubeforge_client.get("{GROUP}/v1/Widget", "first")
         return (widget.get("status") or {{}}).get("phase") == "Seen"
 
     await eventually(seen, timeout=20)
@@ -83,7 +83,7 @@ async def test_the_controller_marks_widgets(
 
 
 async def test_every_test_gets_a_fresh_cluster(kubeforge_client: kubeforge.Client) -> None:
-    widgets = await kubeforge_client.list("{GROUP}/v1/Widget", namespace="default")
+    widgets = await kubeforge_client.list("{GROUP}/v1/Widget", all_namespaces=True)
     assert widgets.items == []
 '''
 
@@ -255,23 +255,52 @@ def test_an_import_error_inside_the_setup_module_is_not_hidden(
     result.stdout.no_fnmatch_line("*UsageError*")
 
 
-async def test_an_existing_cluster_through_the_plugin(
+EXISTING_TESTS = f'''
+import os
+
+import kubeforge
+from kubeforge.testing import eventually
+
+WIDGET = """
+apiVersion: {GROUP}/v1
+kind: Widget
+metadata:
+  name: first
+"""
+
+
+async def test_existing(testenv, kubectl, manager) -> None:
+    assert testenv.cluster is None
+    assert testenv.config.server == os.environ["OUTSIDE_SERVER"]
+    assert sorted(testenv.installed) == ["gadgets.{GROUP}", "widgets.{GROUP}"]
+    await kubectl.run("create", "configmap", "made-by-kubectl")
+    await kubectl.apply(WIDGET)
+
+    async def seen() -> bool:
+        widget = await testenv.client.get("{GROUP}/v1/Widget", "first")
+        return (widget.get("status") or {{}}).get("phase") == "Seen"
+
+    await eventually(seen, timeout=20)
+
+
+async def test_cluster_scoped(kubeforge_client: kubeforge.Client) -> None:
+    # Created, not applied: a second run fails unless the first one's is gone.
+    gadget = {{"apiVersion": "{GROUP}/v1", "kind": "Gadget", "metadata": {{"name": "only"}}}}
+    await kubeforge_client.create(gadget)
+'''
+
+
+async def test_the_same_suite_runs_twice_against_one_existing_cluster(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:
     project(pytester)
-    pytester.makepyfile(
-        test_existing=f"""
-import os
-
-
-async def test_existing(testenv, kubectl) -> None:
-    assert testenv.cluster is None
-    assert testenv.config.server == os.environ["OUTSIDE_SERVER"]
-    assert testenv.installed == ["widgets.{GROUP}"]
-    await kubectl.run("create", "configmap", "made-by-kubectl")
-"""
-    )
+    gadgets = yaml.safe_load(crd("Gadget"))
+    gadgets["spec"]["scope"] = "Cluster"
+    bases = pytester.path / "config" / "crd" / "bases"
+    (bases / f"{GROUP}_gadgets.yaml").write_text(yaml.safe_dump(gadgets))
+    pytester.makepyfile(test_existing=EXISTING_TESTS)
     async with DevCluster() as outside:
+        assert outside.client is not None
         kubeconfig = outside.write_kubeconfig(tmp_path / "kubeconfig")
         env: dict[str, Any] = {
             **os.environ,
@@ -279,24 +308,164 @@ async def test_existing(testenv, kubectl) -> None:
             "KUBECONFIG": str(kubeconfig),
             "OUTSIDE_SERVER": outside.url,
         }
-        # A process of its own: the cluster keeps serving from this event loop meanwhile.
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            cwd=pytester.path,
-            env=env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
-        out, _ = await asyncio.wait_for(proc.communicate(), 90)
-        assert proc.returncode == 0, out.decode()
-        assert b"1 passed" in out
-        assert outside.client is not None
-        made = await outside.client.get("v1/ConfigMap", "made-by-kubectl", namespace="default")
-        assert made["metadata"]["name"] == "made-by-kubectl"
+        for _ in range(2):
+            # A process of its own: the cluster keeps serving from this event loop meanwhile.
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                cwd=pytester.path,
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            out, _ = await asyncio.wait_for(proc.communicate(), 90)
+            assert proc.returncode == 0, out.decode()
+            assert b"2 passed" in out
+        # Each test worked in a namespace of its own, deleted after it; the cluster-scoped
+        # Gadget the test made went too. The CRDs stay installed.
+        client = outside.client
+
+        async def only_the_cluster_namespaces() -> bool:
+            names = {n["metadata"]["name"] for n in await client.list("v1/Namespace")}
+            assert not [n for n in names if n.startswith("test-")], names
+            return True
+
+        await eventually(only_the_cluster_namespaces, timeout=30)
+        assert list(await client.list(f"{GROUP}/v1/Gadget")) == []
+        configmaps = await client.list("v1/ConfigMap", all_namespaces=True)
+        assert "made-by-kubectl" not in {c["metadata"]["name"] for c in configmaps}
+        await client.get("apiextensions.k8s.io/v1/CustomResourceDefinition", f"gadgets.{GROUP}")
+
+
+NAMESPACE_TESTS = """
+SEEN = []
+
+
+async def test_one(testenv, kubectl, kubeforge_client) -> None:
+    await check(testenv, kubectl, kubeforge_client, "test-one-")
+
+
+async def test_two(testenv, kubectl, kubeforge_client) -> None:
+    await check(testenv, kubectl, kubeforge_client, "test-two-")
+
+
+async def check(testenv, kubectl, client, prefix) -> None:
+    namespace = testenv.namespace
+    assert namespace.startswith(prefix) and len(namespace) == len(prefix) + 6
+    SEEN.append(namespace)
+    assert len(set(SEEN)) == len(SEEN)
+    assert client.namespace == namespace
+    await client.get("v1/Namespace", namespace)
+    current = await kubectl.run("config", "view", "--minify", "-o", "jsonpath={..namespace}")
+    assert current.out == namespace
+    await kubectl.run("create", "configmap", "mine")
+    await client.get("v1/ConfigMap", "mine")
+"""
+
+
+def test_each_test_works_in_a_namespace_of_its_own(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    pytester.makepyfile(test_namespaces=NAMESPACE_TESTS)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
+CONTROLLER_TESTS = '''
+import pytest
+
+JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "by-hand"},
+    "spec": {
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox", "command": ["sleep", "60"]}],
+            }
+        }
+    },
+}
+ACTIVE = {"status": {"active": 2, "startTime": "2030-01-01T00:00:00Z"}}
+REPLICA_SET = """
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: witness}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: witness}}
+  template:
+    metadata: {labels: {app: witness}}
+    spec: {containers: [{name: web, image: nginx}]}
+"""
+
+
+async def test_the_ini_option(testenv) -> None:
+    assert "deployment-controller" not in testenv.cluster.controllers
+    assert "job-controller" in testenv.cluster.controllers
+
+
+@pytest.mark.kubeforge_controllers("*", "-job")
+async def test_the_marker(testenv, kubectl) -> None:
+    assert "deployment-controller" in testenv.cluster.controllers
+    client = testenv.client
+    await client.create(JOB)
+    await client.patch_status("batch/v1/Job", "by-hand", ACTIVE, patch_type="merge")
+    # The witness: the ReplicaSet controller, the scheduler and a node run a pod.
+    await kubectl.run("create", "-f", "-", stdin=REPLICA_SET)
+    await kubectl.run("wait", "--for=jsonpath={.status.readyReplicas}=1", "replicaset/witness")
+    assert (await client.get("batch/v1/Job", "by-hand"))["status"] == ACTIVE["status"]
+    assert list(await client.list("v1/Pod", label_selector="job-name=by-hand")) == []
+'''
+
+
+def test_built_in_controllers_are_chosen_by_ini_option_and_marker(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester, kubeforge_controllers="*,-deployment")
+    pytester.makepyfile(test_controllers=CONTROLLER_TESTS)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
+BARE_CONFTEST = """
+import pytest
+
+from kubeforge.cluster.options import ClusterOptions
+
+
+@pytest.fixture
+def kubeforge_cluster_options() -> ClusterOptions:
+    return ClusterOptions.bare()
+"""
+
+BARE_TESTS = f"""
+async def test_bare(testenv, kubectl) -> None:
+    assert testenv.installed == ["widgets.{GROUP}"]
+    assert testenv.cluster.controllers == frozenset() and testenv.cluster.nodes == []
+    nodes = await kubectl.run("get", "nodes")
+    assert "No resources found" in nodes.err
+"""
+
+
+def test_the_cluster_options_fixture_can_ask_for_a_bare_api_server(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    pytester.makeconftest(BARE_CONFTEST)
+    pytester.makepyfile(test_bare=BARE_TESTS)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_an_unknown_controller_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    project(pytester, kubeforge_controllers="*,-jobs")
+    pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ['*kubeforge_controllers: "jobs" is not in the list of known controllers*']
+    )
 
 
 RBAC = f"""
@@ -385,7 +554,7 @@ def test_managers_a_test_starts_run_as_the_account_and_report_refusals(
     result.stdout.fnmatch_lines(
         [
             "*the manager's service account was refused*",
-            f"*PATCH /apis/{GROUP}/v1/namespaces/default/widgets/first/status*",
+            f"*PATCH /apis/{GROUP}/v1/namespaces/test-own-manager-*/widgets/first/status*",
         ]
     )
     needs = f'needs @rbac(groups=["{GROUP}"], resources=["widgets/status"], verbs=["patch"])'

@@ -99,7 +99,7 @@ async def test_the_controller_waits_for_the_schedule(
     await kubectl.apply(at_manifest("later", "echo later", in_seconds=3600))
     await eventually(lambda: phase_is(kubectl, "later", "PENDING"))
     # An hour ahead: the reconciler asked to come back then, and made no pod meanwhile.
-    pods = await testenv.client.list(Pod, namespace="default")
+    pods = await testenv.client.list(Pod, namespace=testenv.namespace)
     assert [p.metadata.name for p in pods] == []
 
 
@@ -177,13 +177,13 @@ async def test_a_restarted_controller_picks_up_where_it_left(
     # The controller is gone while the pod runs; a new one takes over and finishes the job.
     async with testenv.run_manager(setup, config=kubeforge_manager_config):
         await eventually(lambda: phase_is(kubectl, "resume", "DONE"), timeout=15)
-    pods = await testenv.client.list(Pod, namespace="default")
+    pods = await testenv.client.list(Pod, namespace=testenv.namespace)
     assert [p.metadata.name for p in pods] == ["resume"]  # one run, not two
 
 
 async def _pod_exists(testenv: TestEnv, name: str) -> bool:
     try:
-        await testenv.client.get(Pod, name, namespace="default")
+        await testenv.client.get(Pod, name, namespace=testenv.namespace)
     except kubeforge.NotFound:
         return False
     return True
@@ -200,7 +200,11 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         manager.controller().for_(At).owns(Pod).complete(flaky)
         manager.webhook_for(At).complete()
 
-    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_flaky, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         await kubectl.apply(at_manifest("flaky", "echo survived"))
         await eventually(lambda: phase_is(kubectl, "flaky", "DONE"), timeout=20)
         assert flaky is not None

@@ -319,7 +319,11 @@ async def test_a_failing_sync_is_retried_with_backoff(
         failing = FailingController.from_manager(manager)
         manager.add(failing.run)
 
-    async with testenv.run_manager(setup_failing, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_failing, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         await kubectl.apply(customcluster("flaky", count=2, message="survived"))
         pods = await settle(kubectl, "flaky", 2, "survived")
         assert failing is not None

@@ -197,7 +197,7 @@ async def test_relabelling_a_switch_moves_it_to_another_machine(
 
 
 async def test_switches_are_garbage_collected_with_their_machine(
-    manager: kubeforge.Manager, kubectl: Kubectl
+    manager: kubeforge.Manager, kubectl: Kubectl, testenv: TestEnv
 ) -> None:
     await kubectl.apply(machine("machine-1", switches=3) + "---" + machine("machine-2"))
     await eventually(lambda: positions_are(kubectl, "machine-1", "ddd"))
@@ -210,12 +210,12 @@ async def test_switches_are_garbage_collected_with_their_machine(
     assert [row["MACHINE"] for row in rows] == ["machine-2"]
 
     await kubectl.run("delete", "machine", "machine-2")
-    await eventually(lambda: _none_left(kubectl))
+    await eventually(lambda: _none_left(kubectl, testenv.namespace))
 
 
-async def _none_left(kubectl: Kubectl) -> bool:
+async def _none_left(kubectl: Kubectl, namespace: str) -> bool:
     result = await kubectl.run("get", "switches")
-    return result.out == "" and "No resources found in default namespace." in result.err
+    return result.out == "" and f"No resources found in {namespace} namespace." in result.err
 
 
 async def test_out_of_range_switch_counts_are_rejected_with_the_field_path(
@@ -264,7 +264,11 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         # Registered as MachineReconciler.setup_with_manager registers the real one.
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_flaky, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         # Nothing else writes to the machine meanwhile: an event would cut a backoff short.
         await kubectl.apply(machine("flaky", switches=2))
         await eventually(lambda: positions_are(kubectl, "flaky", "dd"), timeout=20)

@@ -398,7 +398,11 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         flaky = FlakyReconciler(WatcherReconciler(events), failures=5)
         manager.controller().for_(Watcher).owns(ConfigMap).complete(flaky)
 
-    async with testenv.run_manager(setup_flaky, config=kubeforge_manager_config) as manager:
+    # Only the test's namespace: the backoff it measures is one object's, which objects that
+    # other tests left behind on a shared cluster must not interleave with.
+    async with testenv.run_manager(
+        setup_flaky, config=kubeforge_manager_config, namespaces=[testenv.namespace]
+    ) as manager:
         await kubectl.apply(watcher_manifest("flaky", data={"state": "survived"}))
         await eventually(lambda: config_shown(kubectl, "flaky-config", {"state": "survived"}, None))
         await eventually(lambda: _column_is(kubectl, "flaky", "CONFIGMAP", "flaky-config"))

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import kubeforge
-from kubeforge.testing import Kubectl, eventually, metric_value
+from kubeforge.testing import Kubectl, TestEnv, eventually, metric_value
 
 from tests.test_watcher import IMAGE, config_map, watcher_manifest
 
@@ -104,14 +104,14 @@ async def test_a_pod_without_the_annotation_is_untouched_and_not_even_sent(
 
 
 async def test_a_pod_naming_a_missing_watcher_is_refused(
-    manager: kubeforge.Manager, kubectl: Kubectl
+    manager: kubeforge.Manager, kubectl: Kubectl, testenv: TestEnv
 ) -> None:
     error = await refused(kubectl, "apply", "-f", "-", stdin=pod_manifest("lost", "nobody"))
     assert error == (
         'Error from server (Forbidden): error when creating "STDIN": admission webhook '
         '"mpod.watch.kubeforge.dev" denied the request: the pod asks for the sidecar of '
         f'Watcher "nobody" (annotation {INJECT}), but there is no Watcher "nobody" in '
-        'namespace "default"'
+        f'namespace "{testenv.namespace}"'
     )
     missing = await kubectl.run("get", "pod", "lost", check=False)
     assert 'pods "lost" not found' in missing.err

@@ -120,7 +120,7 @@ async def test_a_webserver_runs_a_deployment_behind_a_nodeport_service(
 
 
 async def test_scaling_through_the_spec_and_through_kubectl_scale(
-    manager: kubeforge.Manager, kubectl: Kubectl
+    manager: kubeforge.Manager, kubectl: Kubectl, testenv: TestEnv
 ) -> None:
     await kubectl.apply(webserver_manifest("web", replicas=1))
     await eventually(lambda: shows(kubectl, "web", ready="1"), timeout=20)
@@ -143,11 +143,8 @@ async def test_scaling_through_the_spec_and_through_kubectl_scale(
     await eventually(two_pods, timeout=20)
 
     # The Scale object reports the pods and their selector, as an autoscaler needs.
-    scale = (
-        await kubectl.run(
-            "get", "--raw", "/apis/my.kubeforge.dev/v1/namespaces/default/webservers/web/scale"
-        )
-    ).json()
+    path = f"/apis/my.kubeforge.dev/v1/namespaces/{testenv.namespace}/webservers/web/scale"
+    scale = (await kubectl.run("get", "--raw", path)).json()
     assert scale["spec"]["replicas"] == 2 and scale["status"]["replicas"] == 2
     assert scale["status"]["selector"] == (
         "app.kubernetes.io/instance=web,app.kubernetes.io/name=webserver"
@@ -302,7 +299,7 @@ async def _controller_entry(kubectl: Kubectl, name: str) -> tuple[int, dict[str,
 
 
 async def _deployment_replicas(testenv: TestEnv, name: str, replicas: int) -> bool:
-    deployment = await testenv.client.get(Deployment, name, namespace="default")
+    deployment = await testenv.client.get(Deployment, name, namespace=testenv.namespace)
     return deployment.spec is not None and deployment.spec.replicas == replicas
 
 

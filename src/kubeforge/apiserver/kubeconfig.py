@@ -18,9 +18,11 @@ def kubeconfig_dict(
     token: str | None,
     context: str,
     client_cert: tuple[bytes, bytes] | None = None,
+    namespace: str = "default",
 ) -> dict[str, Any]:
-    """A kubeconfig with one cluster, user and context, all named `context`; the user has
-    a bearer token or a client certificate (PEM certificate and key)."""
+    """A kubeconfig with one cluster, user and context, all named `context` (its namespace
+    `namespace`); the user has a bearer token or a client certificate (PEM certificate and
+    key)."""
     user: dict[str, str] = {}
     if token is not None:
         user["token"] = token
@@ -43,7 +45,7 @@ def kubeconfig_dict(
         "contexts": [
             {
                 "name": context,
-                "context": {"cluster": context, "user": context, "namespace": "default"},
+                "context": {"cluster": context, "user": context, "namespace": namespace},
             }
         ],
         "current-context": context,
@@ -58,11 +60,12 @@ def write_kubeconfig(
     token: str | None,
     context: str,
     client_cert: tuple[bytes, bytes] | None = None,
+    namespace: str = "default",
 ) -> Path:
     """Write the kubeconfig readable only by its owner (it holds a credential)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    doc = kubeconfig_dict(server, ca_pem, token, context, client_cert)
+    doc = kubeconfig_dict(server, ca_pem, token, context, client_cert, namespace)
     text = yaml.safe_dump(doc, sort_keys=False)
     tmp = target.with_name(target.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -118,8 +118,10 @@ class ServerConfig:
     backend: Backend | None = None
     extra_hosts: tuple[str, ...] = field(default_factory=tuple)
     # Owner-reference garbage collection and namespace deletion, which a real cluster's
-    # controller manager does; off by default, as with envtest.
+    # controller manager does; off by default, as with envtest. Namespace deletion follows
+    # garbage_collection unless set on its own.
     garbage_collection: bool = False
+    namespace_deletion: bool | None = None
     # Where Services' cluster IPs come from; the first address is the `kubernetes` Service's.
     service_cidr: str = DEFAULT_SERVICE_CIDR
     # Keep the CA, serving certificate and token here, so a restart keeps them.
@@ -173,6 +175,8 @@ class APIServer:
         self.namespaces: NamespaceController | None = None
         if cfg.garbage_collection:
             self.gc = GarbageCollector(self.rest)
+        deletes_namespaces = cfg.namespace_deletion
+        if deletes_namespaces if deletes_namespaces is not None else cfg.garbage_collection:
             self.namespaces = NamespaceController(self.rest, self.subresources)
         self.openapi = OpenAPIV3(self.registry, self.schemas)
         self.openapi_v2 = OpenAPIV2(self.registry, self.schemas)  # built on first request
@@ -280,9 +284,14 @@ class APIServer:
             self.url, self.ca_pem if self.config.tls else b"", self.token, context
         )
 
-    def write_kubeconfig(self, path: str | Path, context: str = "kubeforge") -> Path:
-        """Write the kubeconfig (mode 0600) and return its path."""
-        return write_kubeconfig(path, self.url, self.ca_pem, self.token, context)
+    def write_kubeconfig(
+        self, path: str | Path, context: str = "kubeforge", namespace: str = "default"
+    ) -> Path:
+        """Write the kubeconfig (mode 0600; its context's namespace `namespace`) and return
+        its path."""
+        return write_kubeconfig(
+            path, self.url, self.ca_pem, self.token, context, namespace=namespace
+        )
 
     def user_kubeconfig_dict(
         self, user: str, groups: tuple[str, ...] = (), context: str = "kubeforge"

@@ -132,7 +132,6 @@ def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) ->
         "var": lower + "_" if keyword.iskeyword(lower) else lower,
         "api_module": f"api.{version}",
         "sample_namespace": ', namespace="default"' if namespaced else "",
-        "get_namespace": ', namespace="default"' if namespaced else "",
     }
     return _Context(root, project, names, Files(root, brief=True), values, [])
 

@@ -21,6 +21,7 @@ from kubeforge.cli.connections import (
 )
 from kubeforge.cli.project import fail
 from kubeforge.cli.signals import until_stopped
+from kubeforge.cluster.controllernames import KNOWN, enabled_controllers
 from kubeforge.cluster.options import ClusterOptions
 
 __all__ = ["app", "dev", "kubeconfig"]
@@ -77,6 +78,14 @@ def dev(
             "and CA issuers, CA injection), as kubebuilder's config/default expects.",
         ),
     ] = True,
+    controllers: Annotated[
+        str,
+        typer.Option(
+            help="The built-in controllers to run, as kube-controller-manager's --controllers: "
+            "'*' all, 'NAME' one more, '-NAME' one less, the first entry naming a controller "
+            "decides (e.g. '*,-job'); '' none. Names: docs/devcluster.md.",
+        ),
+    ] = "*",
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
     body_timeout: BodyTimeout = DEFAULTS.body_timeout,
@@ -110,8 +119,16 @@ def dev(
                 fg=typer.colors.YELLOW,
             )
         images[name] = directory
+    try:
+        enabled_controllers([controllers])
+    except ValueError as exc:
+        raise fail(f"--controllers: {exc}") from None
     options = ClusterOptions(
-        nodes=nodes, exec_pods=exec_pods, images=images, cert_manager=cert_manager
+        nodes=nodes,
+        exec_pods=exec_pods,
+        images=images,
+        cert_manager=cert_manager,
+        controllers=(controllers,),
     )
     limits = ConnectionLimits(
         header_timeout=header_timeout,
@@ -199,6 +216,9 @@ async def _run(
         f"  nodes: {options.nodes}"
         + ("  (--exec-pods: commands run locally)" if options.exec_pods else "")
     )
+    off = [name for name in KNOWN if name not in cluster.controllers]
+    if off:
+        typer.echo(f"  controllers off: {', '.join(off) if len(off) < len(KNOWN) else 'all'}")
     for name, directory in options.images.items():
         typer.echo(f"  image {name}: runs from {directory} as local processes")
     if options.cert_manager:

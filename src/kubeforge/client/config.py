@@ -38,6 +38,8 @@ __all__ = [
     "ConfigError",
     "CredentialError",
     "CredentialProvider",
+    "KubeconfigContext",
+    "kubeconfig_context",
     "load_config",
     "load_incluster",
     "load_kubeconfig",
@@ -223,6 +225,42 @@ def load_config(
             "(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)"
         )
     return _resolve(merged, context)
+
+
+@dataclass(frozen=True)
+class KubeconfigContext:
+    """A context of merged kubeconfig files, by the names they give it: a kubeconfig listed
+    before `files` in KUBECONFIG can add a context over the same cluster and user."""
+
+    files: tuple[str, ...]
+    name: str
+    cluster: str
+    user: str
+
+
+def kubeconfig_context(
+    *, kubeconfig: str | os.PathLike[str] | None = None, context: str | None = None
+) -> KubeconfigContext | None:
+    """The context load_config(kubeconfig=, context=) picks, with the files it merged; None
+    when it picks the pod's service account instead. ConfigError as load_config raises it."""
+    if kubeconfig:
+        merged = _merge([os.fspath(kubeconfig)])
+    else:
+        merged = _merge(_default_files()[0])
+        if not context and not merged.current_context and _in_cluster():
+            return None
+    name = context or merged.current_context
+    entry = merged.contexts.get(name)
+    if entry is None:
+        _resolve(merged, context)  # raises the error load_config would
+        raise ConfigError(f'context "{name}" was not found')
+    where = entry.where("context")
+    return KubeconfigContext(
+        tuple(merged.files),
+        name,
+        _str(entry.body, "cluster", where),
+        _str(entry.body, "user", where),
+    )
 
 
 def _in_cluster() -> bool:

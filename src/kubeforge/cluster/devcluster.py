@@ -25,7 +25,7 @@ from kubeforge.apiserver.server import APIServer, ServerConfig
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
-from kubeforge.cluster import certmanager
+from kubeforge.cluster import certmanager, controllernames as names
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
@@ -52,16 +52,6 @@ log = logging.getLogger("kubeforge.dev")
 
 CONTEXT = "kubeforge-dev"
 
-# Each built-in controller module registers its controllers with the cluster's manager.
-CONTROLLERS: tuple[Callable[[Manager, ClusterOptions], None], ...] = (
-    serviceaccount.setup,
-    replicaset.setup,
-    deployment.setup,
-    job.setup,
-    endpoints.setup,
-    scheduler.setup,
-)
-
 
 class DevCluster:
     """The embedded API server with the controllers and nodes an operator relies on."""
@@ -78,6 +68,8 @@ class DevCluster:
         connections: ConnectionLimits | None = None,
     ) -> None:
         self.options = options or ClusterOptions()
+        # Which built-in controllers run (ValueError for an unknown name, before anything).
+        self.controllers = names.enabled_controllers(self.options.controllers)
         self.logs = PodLogs()
         # Ports of this machine given to pods run as local processes; webhook calls through
         # a Service reach them there.
@@ -95,7 +87,8 @@ class DevCluster:
             port=port,
             kubernetes_version=kubernetes_version,
             backend=self.backend,
-            garbage_collection=True,
+            garbage_collection=names.GARBAGE_COLLECTOR in self.controllers,
+            namespace_deletion=names.NAMESPACE in self.controllers,
             service_cidr=self.options.service_cidr,
             credentials_dir=(
                 Path(data_dir) / "credentials"
@@ -104,7 +97,7 @@ class DevCluster:
                 if credentials_dir is not None
                 else None
             ),
-            service_account_admission=True,
+            service_account_admission=self.options.service_account_admission,
             # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
             # the probes and /version, nothing else.
             anonymous_paths=None,
@@ -135,13 +128,36 @@ class DevCluster:
     def kubeconfig_dict(self) -> dict[str, Any]:
         return self.server.kubeconfig_dict(context=CONTEXT)
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
-        """Write a kubeconfig (context `kubeforge-dev`, mode 0600)."""
-        return self.server.write_kubeconfig(path, context=CONTEXT)
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        """Write a kubeconfig (context `kubeforge-dev` in `namespace`, mode 0600)."""
+        return self.server.write_kubeconfig(path, context=CONTEXT, namespace=namespace)
 
     def user_kubeconfig_dict(self, user: str, groups: tuple[str, ...] = ()) -> dict[str, Any]:
         """A kubeconfig for another user (a client certificate for `user` in `groups`)."""
         return self.server.user_kubeconfig_dict(user, groups, context=CONTEXT)
+
+    def _controller_setups(self) -> dict[str, Callable[[Manager], None]]:
+        """What each built-in controller registers with the cluster's manager, by its name
+        (controllernames.KNOWN; garbage collection and namespace deletion are the server's)."""
+        options, server = self.options, self.server
+        certificates = server.certificates
+        assert certificates is not None
+        return {
+            names.SERVICEACCOUNT: lambda m: serviceaccount.setup(m, options),
+            names.REPLICASET: lambda m: replicaset.setup(m, options),
+            names.DEPLOYMENT: lambda m: deployment.setup(m, options),
+            names.JOB: lambda m: job.setup(m, options),
+            names.ENDPOINTS: lambda m: endpoints.setup_endpoints(m, options),
+            names.ENDPOINTSLICE: lambda m: endpoints.setup_endpointslices(m, options),
+            names.SCHEDULER: lambda m: scheduler.setup(m, options),
+            # The controllers that need the cluster's keys, as kube-controller-manager has them.
+            names.ROOT_CA_PUBLISHER: lambda m: rootca.setup(m, server.ca_pem),
+            names.SERVICEACCOUNT_TOKEN: lambda m: tokens.setup(
+                m, server.auth.issuer, server.ca_pem
+            ),
+            names.CSR_SIGNING: lambda m: csrsigning.setup(m, certificates),
+            names.CLUSTERROLE_AGGREGATION: clusterroles.setup,
+        }
 
     async def start(self) -> None:
         """Start the server, then the controllers and nodes; returns once they run."""
@@ -153,14 +169,9 @@ class DevCluster:
         manager = Manager(
             client=Client(self.cluster_config(), field_manager="kube-controller-manager")
         )
-        for setup in CONTROLLERS:
-            setup(manager, self.options)
-        # The controllers that need the cluster's keys, as kube-controller-manager has them.
-        rootca.setup(manager, self.server.ca_pem)
-        assert self.server.certificates is not None
-        csrsigning.setup(manager, self.server.certificates)
-        tokens.setup(manager, self.server.auth.issuer, self.server.ca_pem)
-        clusterroles.setup(manager)
+        for name, setup in self._controller_setups().items():
+            if name in self.controllers:
+                setup(manager)
         if self.options.cert_manager:
             certmanager.setup(manager, self.server.ca_pem)
         self.manager = manager

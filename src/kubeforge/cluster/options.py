@@ -53,3 +53,16 @@ class ClusterOptions:
     kubelet_version: str = "v1.33.0"
     # Delay before a failed Job pod is replaced, doubling per failure (upstream: 10 s).
     job_backoff_seconds: float = 10.0
+    # The built-in controllers that run, as kube-controller-manager's --controllers list:
+    # "*" all, "name" one more, "-name" one less; ("*", "-job") leaves Jobs to the test.
+    # Names and aliases: kubeforge.cluster.controllernames.
+    controllers: tuple[str, ...] = ("*",)
+    # kube-apiserver's ServiceAccount admission plugin: a pod gets its namespace's account
+    # (which must exist) and that account's token mounted. envtest turns it off.
+    service_account_admission: bool = True
+
+    @classmethod
+    def bare(cls) -> ClusterOptions:
+        """An API server alone, as envtest starts one: no built-in controllers (no garbage
+        collection, no namespace deletion), no nodes, no ServiceAccount admission."""
+        return cls(nodes=0, controllers=(), service_account_admission=False)

@@ -6,14 +6,21 @@
 It starts a DevCluster on a free port (or, with KUBEFORGE_USE_EXISTING_CLUSTER=1, uses the
 current kubeconfig's cluster), installs the CRDs found under `crd_paths` and waits until they
 are established, and hands out a client. Unlike envtest's bare API server, garbage
-collection, namespace deletion, Deployments, Jobs and pods all work.
+collection, namespace deletion, Deployments, Jobs and pods all work (ClusterOptions.bare()
+gives the bare server, `controllers` turns single controllers off).
+
+With `namespace`, the client, kubectl and the managers the environment starts default to that
+namespace, created if missing; on an existing cluster the environment removes what the test
+made when it stops (testing/cleanup.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
+import logging
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
@@ -24,14 +31,17 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig, load_config
+from kubeforge.client.config import ClusterConfig, kubeconfig_context, load_config
+from kubeforge.client.errors import AlreadyExists, NotFound
 from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.localconversion import CRD_KIND
 from kubeforge.runtime.localwebhooks import (
     LocalServing,
     registered_while_serving,
     serve_locally,
 )
 from kubeforge.runtime.manager import Manager
+from kubeforge.testing.cleanup import TestObjects, project_kinds
 from kubeforge.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
@@ -42,6 +52,10 @@ __all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
 USE_EXISTING_CLUSTER = "KUBEFORGE_USE_EXISTING_CLUSTER"
 FIELD_MANAGER = "kubeforge-testenv"
 CRD_TIMEOUT = 10.0
+# The context a kubeconfig written for kubectl adds over an existing cluster's kubeconfig.
+CONTEXT = "kubeforge-testenv"
+
+log = logging.getLogger("kubeforge.testing")
 
 
 def _truthy(value: str | None) -> bool:
@@ -61,6 +75,7 @@ class TestEnv:
         use_existing_cluster: bool | None = None,
         kubeconfig: str | None = None,
         error_if_crd_path_missing: bool = False,
+        namespace: str | None = None,
     ) -> None:
         self.crd_paths = [Path(p) for p in crd_paths]
         self.options = options or ClusterOptions()
@@ -77,6 +92,18 @@ class TestEnv:
         self.config: ClusterConfig | None = None
         self._client: Client | None = None
         self.installed: list[str] = []
+        self._namespace = namespace
+        # What the test makes on an existing cluster, removed when the environment stops.
+        self._made: TestObjects | None = None
+        self._managers = 0  # run_manager blocks running now
+
+    @property
+    def namespace(self) -> str:
+        """The namespace the client, kubectl and started managers default to: the one
+        given, else the kubeconfig's (`default` on a started cluster)."""
+        if self.config is not None:
+            return self.config.namespace
+        return self._namespace or "default"
 
     @property
     def client(self) -> Client:
@@ -86,11 +113,38 @@ class TestEnv:
         return self._client
 
     def write_kubeconfig(self, path: str | Path) -> Path:
-        """A kubeconfig for the started environment (for kubectl or subprocesses)."""
+        """A kubeconfig for the started environment (for kubectl or subprocesses), its
+        context in the environment's namespace."""
         if self.cluster is not None:
-            written = self.cluster.write_kubeconfig(path)
+            written = self.cluster.write_kubeconfig(path, namespace=self.namespace)
             return written
         raise RuntimeError("an existing cluster has its own kubeconfig")
+
+    def kubeconfig_variable(self, path: str | Path) -> str | None:
+        """The KUBECONFIG with which a subprocess (kubectl) reaches the environment as its
+        client does, in its namespace. For a started cluster, a kubeconfig written at `path`;
+        for an existing one, `path` holds only a context over the kubeconfig's cluster and
+        user and is listed before the kubeconfig files themselves, whose credentials (exec
+        plugins included) are used as they are. None in a pod without kubeconfig (kubectl
+        uses the pod's service account)."""
+        if self.cluster is not None:
+            return str(self.write_kubeconfig(path))
+        if self.config is None:
+            raise RuntimeError("the test environment is not started")
+        found = kubeconfig_context(kubeconfig=self.kubeconfig)
+        if found is None:
+            return None
+        context = {"cluster": found.cluster, "user": found.user, "namespace": self.namespace}
+        layer = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "contexts": [{"name": CONTEXT, "context": context}],
+            "current-context": CONTEXT,
+        }
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(layer, sort_keys=False), encoding="utf-8")
+        return os.pathsep.join([str(target), *found.files])
 
     async def start(self) -> None:
         """Start (or connect to) the cluster, install the CRDs and wait until they are
@@ -100,18 +154,36 @@ class TestEnv:
         self.installed = []
         try:
             if self.use_existing:
-                self.config = load_config(kubeconfig=self.kubeconfig)
+                config = load_config(kubeconfig=self.kubeconfig)
             else:
                 from kubeforge.cluster.devcluster import DevCluster
 
                 self.cluster = DevCluster(self.options)
                 await self.cluster.start()
-                self.config = self.cluster.cluster_config()
+                config = self.cluster.cluster_config()
+            if self._namespace is not None:
+                config = dataclasses.replace(config, namespace=self._namespace)
+            self.config = config
             self._client = Client(self.config, field_manager=FIELD_MANAGER)
+            created = await self._create_namespace() if self._namespace is not None else None
+            if self.use_existing:
+                self._made = TestObjects(self.client, project_kinds(documents), created)
             await self._install(documents)
+            if self._made is not None:
+                await self._made.snapshot()
         except BaseException:
             await self.stop()
             raise
+
+    async def _create_namespace(self) -> str | None:
+        """Create the environment's namespace; its name, or None when it existed already."""
+        name = self.namespace
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        try:
+            await self.client.create(body)
+        except AlreadyExists:
+            return None
+        return name
 
     def _crd_documents(self) -> list[dict[str, Any]]:
         docs: list[dict[str, Any]] = []
@@ -144,6 +216,8 @@ class TestEnv:
 
     async def _install(self, documents: list[dict[str, Any]]) -> None:
         for doc in documents:
+            if self.use_existing:
+                await self._replace_conversion(doc)
             await self.client.apply(doc, field_manager=FIELD_MANAGER, force=True)
             self.installed.append(doc["metadata"]["name"])
         if documents:
@@ -154,6 +228,38 @@ class TestEnv:
                 raise TimeoutError(
                     f"CRDs not established within {CRD_TIMEOUT} s: {', '.join(names)}"
                 ) from None
+
+    async def _replace_conversion(self, doc: dict[str, Any]) -> None:
+        """Give an installed CRD the document's conversion as a whole before it is applied.
+
+        An apply merges: a conversion webhook left pointing at a local server by a run that
+        did not end cleanly (or by `kubeforge run` against the same cluster) would keep its
+        `url` beside the document's `service`, a CRD the server refuses (422, exactly one of
+        url or service). envtest replaces the whole CRD on update for the same reason."""
+        wanted = (doc.get("spec") or {}).get("conversion")
+        if not isinstance(wanted, dict) or wanted.get("strategy") != "Webhook":
+            return
+        try:
+            await self.client.patch(
+                CRD_KIND,
+                doc["metadata"]["name"],
+                [{"op": "replace", "path": "/spec/conversion", "value": wanted}],
+                patch_type="json",
+                field_manager=FIELD_MANAGER,
+            )
+        except NotFound:
+            pass
+
+    async def clean_up(self, *, timeout: float = 30.0) -> None:
+        """On an existing cluster, remove what the test made (once): delete the namespace
+        the environment created, without waiting for the namespace, and the objects of the
+        installed CRDs' cluster-scoped kinds made since start, and wait until the project's
+        objects among them are gone. While a manager of `run_manager` runs, its controllers
+        take their finalizers off first (a warning names what is still there after
+        `timeout` s); with none running the environment takes them off. Nothing for a
+        cluster the environment started, which goes as a whole; `stop()` calls it."""
+        if self._made is not None and self._client is not None:
+            await self._made.remove(release=self._managers == 0, timeout=timeout)
 
     async def service_account_config(self, rbac_dir: str | Path = "config/rbac") -> ClusterConfig:
         """Install a project's config/rbac and return connection settings that authenticate
@@ -214,7 +320,11 @@ class TestEnv:
             manager.add_webhook_registration(register)
         try:
             async with self._running(manager) as running:
-                yield running
+                self._managers += 1
+                try:
+                    yield running
+                finally:
+                    self._managers -= 1
         finally:
             if local is not None:
                 local.cleanup()
@@ -242,9 +352,13 @@ class TestEnv:
             await task
 
     async def stop(self) -> None:
-        """Close the client and stop the cluster this environment started (an existing
-        cluster and the CRDs installed there are left as they are)."""
+        """Close the client and stop the cluster this environment started. On an existing
+        cluster, what the test made is removed (clean_up) and the CRDs stay installed."""
         if self._client is not None:
+            try:
+                await self.clean_up()
+            except Exception:
+                log.warning("could not remove what the test made", exc_info=True)
             await self._client.close()
             self._client = None
         if self.cluster is not None:

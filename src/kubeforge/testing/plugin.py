@@ -12,15 +12,22 @@ installed. ini options (relative paths are from the rootdir):
   test starts with `config=kubeforge_manager_config`) as the project's ServiceAccount, with
   `config/rbac` installed (default false). A request the project's `@rbac` rules do not
   allow is then refused, and the test fails naming the missing rule.
+- `kubeforge_controllers`: the built-in controllers the test cluster runs, as
+  kube-controller-manager's `--controllers` (default `*`; `*,-job` leaves Jobs alone). The
+  marker `@pytest.mark.kubeforge_controllers("*", "-job")` sets it for one test.
 
-Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run the same tests against the current kubeconfig's
-cluster instead of a development cluster started per test.
+Every test works in a namespace of its own (`testenv.namespace`, `test-<name>-<random>`), the
+default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run
+the same tests against the current kubeconfig's cluster instead of a development cluster
+started per test; what a test made there is removed after it (docs/testing.md).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
+import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -32,6 +39,7 @@ import pytest
 if TYPE_CHECKING:
     from kubeforge.client.client import Client
     from kubeforge.client.config import ClusterConfig
+    from kubeforge.cluster.options import ClusterOptions
     from kubeforge.runtime.manager import Manager
     from kubeforge.testing.env import TestEnv
     from kubeforge.testing.kubectl import Kubectl
@@ -39,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "kubectl",
     "kubeforge_client",
+    "kubeforge_cluster_options",
     "kubeforge_manager_config",
     "kubeforge_setup",
     "manager",
@@ -84,11 +93,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
     )
+    parser.addini(
+        "kubeforge_controllers",
+        "built-in controllers of the test cluster, as kube-controller-manager's --controllers",
+        default="*",
+    )
+
+
+CONTROLLERS_MARKER = "kubeforge_controllers"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Reject a malformed `kubeforge_setup` before any test runs."""
+    """Reject a malformed `kubeforge_setup` or `kubeforge_controllers` before any test
+    runs; declare the marker."""
     _split_setup(str(config.getini("kubeforge_setup")))
+    _controllers(str(config.getini("kubeforge_controllers")), where="kubeforge_controllers")
+    config.addinivalue_line(
+        "markers",
+        f"{CONTROLLERS_MARKER}(*entries): the built-in controllers of this test's cluster, as "
+        "kube-controller-manager's --controllers (e.g. '*', '-job')",
+    )
+
+
+def _controllers(*entries: str, where: str) -> tuple[str, ...]:
+    """Controllers list entries, checked (a usage error names where they come from)."""
+    # Only the names module: loading the plugin must not import the cluster.
+    from kubeforge.cluster.controllernames import enabled_controllers
+
+    try:
+        enabled_controllers(entries)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
+    return entries
 
 
 def _root(config: pytest.Config) -> Path:
@@ -135,14 +171,46 @@ def _load_setup(root: Path, target: str) -> Callable[[Manager], Any]:
     return cast("Callable[[Manager], Any]", found)
 
 
+@pytest.fixture
+def kubeforge_cluster_options(request: pytest.FixtureRequest) -> ClusterOptions:
+    """The ClusterOptions of the test's development cluster: the built-in controllers of
+    the `kubeforge_controllers` marker, else of the ini option. Override the fixture for
+    anything else (`ClusterOptions.bare()` for an API server alone)."""
+    from kubeforge.cluster.options import ClusterOptions
+
+    marker = request.node.get_closest_marker(CONTROLLERS_MARKER)
+    if marker is not None:
+        entries = _controllers(*marker.args, where=f"@pytest.mark.{CONTROLLERS_MARKER}")
+    else:
+        ini = str(request.config.getini("kubeforge_controllers"))
+        entries = _controllers(ini, where="kubeforge_controllers")
+    return ClusterOptions(controllers=entries)
+
+
+def _namespace_for(test: str) -> str:
+    """A namespace of the test's own: its name as a DNS label, and a random part, since a
+    cluster may still be deleting the namespace of an earlier run."""
+    slug = re.sub(r"[^a-z0-9]+", "-", test.lower().removeprefix("test_")).strip("-")
+    parts = ["test", slug[:40].rstrip("-"), secrets.token_hex(3)]
+    return "-".join(part for part in parts if part)
+
+
 @_async_fixture
-async def testenv(request: pytest.FixtureRequest) -> AsyncIterator[TestEnv]:
-    """A started test environment (a fresh development cluster per test)."""
+async def testenv(
+    request: pytest.FixtureRequest, kubeforge_cluster_options: ClusterOptions
+) -> AsyncIterator[TestEnv]:
+    """A started test environment (a fresh development cluster per test), whose client,
+    kubectl and managers work in a namespace of the test's own."""
     from kubeforge.testing.env import TestEnv
 
     root = _root(request.config)
     paths = [root / p for p in request.config.getini("kubeforge_crd_paths")]
-    async with TestEnv(crd_paths=paths) as env:
+    env = TestEnv(
+        crd_paths=paths,
+        options=kubeforge_cluster_options,
+        namespace=_namespace_for(request.node.name),
+    )
+    async with env:
         yield env
 
 
@@ -219,7 +287,12 @@ async def manager(
     project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
     served on this machine and registered with the cluster."""
     async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as running:
-        yield running
+        try:
+            yield running
+        finally:
+            # On an existing cluster: while the controllers still run, so that they take
+            # their finalizers off what the test made.
+            await testenv.clean_up()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -234,16 +307,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture
 def kubectl(testenv: TestEnv, tmp_path: Path, request: pytest.FixtureRequest) -> Kubectl:
-    """kubectl pointed at `testenv` (for an existing cluster: its kubeconfig, or the
-    KUBECONFIG kubectl would use anyway)."""
+    """kubectl pointed at `testenv`, in its namespace (for an existing cluster: through the
+    kubeconfig files the environment connected with)."""
     from kubeforge.testing.kubectl import Kubectl
 
     version = str(request.config.getini("kubeforge_kubectl_version")).strip() or None
-    kubeconfig = (
-        testenv.write_kubeconfig(tmp_path / "kubeconfig")
-        if testenv.cluster is not None
-        else testenv.kubeconfig
-    )
+    kubeconfig = testenv.kubeconfig_variable(tmp_path / "kubeconfig")
     cache = tmp_path / "kubectl-cache"
     cache.mkdir(exist_ok=True)
     return Kubectl(kubeconfig, version=version, cache_dir=cache)

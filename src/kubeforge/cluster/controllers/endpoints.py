@@ -54,6 +54,8 @@ __all__ = [
     "find_port",
     "repack_subsets",
     "setup",
+    "setup_endpoints",
+    "setup_endpointslices",
 ]
 
 Obj = dict[str, Any]
@@ -633,6 +635,12 @@ def _services_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
 
 def setup(manager: Manager, options: ClusterOptions) -> None:
     """Register the Endpoints and EndpointSlice controllers with `manager`."""
+    setup_endpoints(manager, options)
+    setup_endpointslices(manager, options)
+
+
+def setup_endpoints(manager: Manager, options: ClusterOptions) -> None:
+    """Register the Endpoints controller with `manager`."""
     cache = manager.cache
     deletes_only = Funcs(on_create=lambda _obj: False, on_update=lambda _old, _new: False)
     (
@@ -648,6 +656,11 @@ def setup(manager: Manager, options: ClusterOptions) -> None:
         .with_options(max_concurrent_reconciles=5)
         .complete(EndpointsReconciler())
     )
+
+
+def setup_endpointslices(manager: Manager, options: ClusterOptions) -> None:
+    """Register the EndpointSlice controller with `manager`."""
+    cache = manager.cache
     (
         manager.controller()
         .named("endpointslice")

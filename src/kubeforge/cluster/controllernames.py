@@ -1,0 +1,105 @@
+"""The built-in controllers of a development cluster by name, and the `--controllers` list
+that chooses which of them run.
+
+The names are kube-controller-manager's (cmd/kube-controller-manager/names/
+controller_names.go), each also accepted by the short alias kube-controller-manager keeps for
+it (`job` for `job-controller`). `scheduler` is the development cluster's own name for the
+part kube-scheduler plays, a separate program in a real cluster. The list reads as
+kube-controller-manager's `--controllers` flag (IsControllerEnabled in
+staging/src/k8s.io/controller-manager/app/helper.go): `*` turns on every controller, `name`
+turns one on, `-name` turns one off, and for each controller the first entry that names it
+decides (all of these are on by default, so `*` means all). An unknown name is an error, as
+the flag's validation makes it (staging/src/k8s.io/controller-manager/options/generic.go).
+
+What kube-apiserver does by itself (CRD naming and establishing, the `kubernetes` Service,
+Service IP allocation, the bootstrap RBAC policy) is no controller and cannot be turned off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = [
+    "ALL",
+    "CLUSTERROLE_AGGREGATION",
+    "CSR_SIGNING",
+    "DEPLOYMENT",
+    "ENDPOINTS",
+    "ENDPOINTSLICE",
+    "GARBAGE_COLLECTOR",
+    "JOB",
+    "KNOWN",
+    "NAMESPACE",
+    "REPLICASET",
+    "ROOT_CA_PUBLISHER",
+    "SCHEDULER",
+    "SERVICEACCOUNT",
+    "SERVICEACCOUNT_TOKEN",
+    "enabled_controllers",
+    "split_list",
+]
+
+ALL = "*"
+
+CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CSR_SIGNING = "certificatesigningrequest-signing-controller"
+DEPLOYMENT = "deployment-controller"
+ENDPOINTS = "endpoints-controller"
+ENDPOINTSLICE = "endpointslice-controller"
+GARBAGE_COLLECTOR = "garbage-collector-controller"
+JOB = "job-controller"
+NAMESPACE = "namespace-controller"
+REPLICASET = "replicaset-controller"
+ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
+SCHEDULER = "scheduler"
+SERVICEACCOUNT = "serviceaccount-controller"
+SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+
+# Every built-in controller -> its aliases, in the order the cluster starts them.
+KNOWN: dict[str, tuple[str, ...]] = {
+    SERVICEACCOUNT: ("serviceaccount",),
+    REPLICASET: ("replicaset",),
+    DEPLOYMENT: ("deployment",),
+    JOB: ("job",),
+    ENDPOINTS: ("endpoint",),
+    ENDPOINTSLICE: ("endpointslice",),
+    SCHEDULER: (),
+    ROOT_CA_PUBLISHER: ("root-ca-cert-publisher",),
+    SERVICEACCOUNT_TOKEN: ("serviceaccount-token",),
+    CSR_SIGNING: ("csrsigning",),
+    CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
+    # These two run inside the API server (decision 10), but are kube-controller-manager's.
+    GARBAGE_COLLECTOR: ("garbagecollector",),
+    NAMESPACE: ("namespace",),
+}
+
+_CANONICAL = {alias: name for name, aliases in KNOWN.items() for alias in (name, *aliases)}
+
+
+def split_list(entries: Iterable[str]) -> list[str]:
+    """The entries of a controllers list, each string split at commas (`"*,-job"` is two)."""
+    return [part.strip() for entry in entries for part in entry.split(",") if part.strip()]
+
+
+def enabled_controllers(entries: Iterable[str]) -> frozenset[str]:
+    """The canonical names of the controllers `entries` turns on (see the module's
+    docstring); ValueError naming an entry that is no known controller."""
+    choices: list[tuple[str, bool]] = []
+    star = False
+    for entry in split_list(entries):
+        if entry == ALL:
+            star = True
+            continue
+        name = _CANONICAL.get(entry.removeprefix("-"))
+        if name is None:
+            raise ValueError(
+                f'"{entry.removeprefix("-")}" is not in the list of known controllers '
+                f"({', '.join(sorted(KNOWN))}, or {ALL})"
+            )
+        choices.append((name, not entry.startswith("-")))
+    enabled = set()
+    for name in KNOWN:
+        decided = next((on for chosen, on in choices if chosen == name), star)
+        if decided:
+            enabled.add(name)
+    return frozenset(enabled)
