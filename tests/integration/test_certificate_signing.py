@@ -338,3 +338,61 @@ async def test_requests_with_client_usages_missing_fail(tmp_path: Path) -> None:
         assert failure["reason"] == "SignerValidationFailure"
         assert failure["message"] == "invalid usage for client certificate: server auth"
         assert "certificate" not in got["status"]
+
+
+async def test_the_bootstrap_approver_role_lets_its_holder_approve(http: HTTPClient) -> None:
+    request, _ = request_pem("frank")
+    csr = (await http.post(CSRS, csr_object("frank", request))).json()
+    rbac = "/apis/rbac.authorization.k8s.io/v1"
+    approver = (
+        await http.get(
+            f"{rbac}/clusterroles/system:certificates.k8s.io:kube-apiserver-client-approver"
+        )
+    ).json()
+    assert approver["rules"] == [
+        {
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["signers"],
+            "resourceNames": [CLIENT_SIGNER],
+            "verbs": ["approve"],
+        }
+    ]
+    # The signer role alone is not enough: the approval subresource must be writable too.
+    writer = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "csr-approval-writer"},
+        "rules": [
+            {
+                "apiGroups": ["certificates.k8s.io"],
+                "resources": ["certificatesigningrequests/approval"],
+                "verbs": ["update"],
+            }
+        ],
+    }
+    assert (await http.post(f"{rbac}/clusterroles", writer)).status == 201
+    for name, role in (
+        ("alice-writes-approvals", "csr-approval-writer"),
+        ("alice-approves-clients", "system:certificates.k8s.io:kube-apiserver-client-approver"),
+    ):
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [
+                {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
+            ],
+        }
+        assert (await http.post(f"{rbac}/clusterrolebindings", binding)).status == 201
+    approved = await http.put(f"{CSRS}/frank/approval", _approval(csr), headers=AS_ALICE)
+    assert approved.status == 200, approved.body
+    # Another signer's requests stay out of reach.
+    other = csr_object("gina", request_pem("gina")[0], signer="example.com/other")
+    other_csr = (await http.post(CSRS, other)).json()
+    refused = await http.put(f"{CSRS}/gina/approval", _approval(other_csr), headers=AS_ALICE)
+    assert refused.status == 403

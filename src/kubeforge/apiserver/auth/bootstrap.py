@@ -36,6 +36,12 @@ def _rule(
     return rule
 
 
+def _signer_rule(verbs: list[str], signer: str) -> dict[str, list[str]]:
+    rule = _rule(verbs, ["certificates.k8s.io"], ["signers"])
+    rule["resourceNames"] = [signer]
+    return rule
+
+
 def _meta(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "name": name,
@@ -276,6 +282,34 @@ def bootstrap_objects() -> list[dict[str, Any]]:
                     ],
                 )
             ],
+        ),
+        # Who may approve requests for each of kube's own signers, and the node client
+        # requests (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go): bound to
+        # nobody, for an administrator to grant.
+        *(
+            _role(
+                f"system:certificates.k8s.io:{role}",
+                [_signer_rule(["approve"], f"kubernetes.io/{signer}")],
+            )
+            for role, signer in (
+                ("kube-apiserver-client-approver", "kube-apiserver-client"),
+                ("kube-apiserver-client-kubelet-approver", "kube-apiserver-client-kubelet"),
+                ("kubelet-serving-approver", "kubelet-serving"),
+                ("legacy-unknown-approver", "legacy-unknown"),
+            )
+        ),
+        *(
+            _role(
+                f"system:certificates.k8s.io:certificatesigningrequests:{kind}",
+                [
+                    _rule(
+                        ["create"],
+                        ["certificates.k8s.io"],
+                        [f"certificatesigningrequests/{kind}"],
+                    )
+                ],
+            )
+            for kind in ("nodeclient", "selfnodeclient")
         ),
         _role(
             "system:controller:clusterrole-aggregation-controller",
