@@ -126,11 +126,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 async def webhook_calls(hooks: dict[str, Any], path: str, calls: int) -> list[float]:
     """Seconds per call, one call at a time, the way the API server calls a webhook."""
     from kubeforge.apiserver.admission.attributes import Attributes
-    from kubeforge.apiserver.admission.client import ClientConfig, WebhookClient
     from kubeforge.apiserver.admission.matching import Match
     from kubeforge.apiserver.admission.review import read_answer, review_request
-    from kubeforge.apiserver.registry import Registry
-    from kubeforge.apiserver.user import ADMIN
+    from kubeforge.apiserver.request.user import ADMIN
+    from kubeforge.apiserver.types.registry import Registry
+    from kubeforge.apiserver.webhookclient.client import ClientConfig, WebhookClient
 
     rt = Registry().get("", "v1", "configmaps")
     assert rt is not None

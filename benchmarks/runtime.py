@@ -32,9 +32,9 @@ PAD = "x" * 780  # a ConfigMap of about 1 KiB as JSON
 async def serve(info: Path, count: int) -> None:
     """The server process: seed `count` ConfigMaps, write a kubeconfig, serve until killed."""
     from kubeforge.apiserver import APIServer, tune_gc
-    from kubeforge.apiserver.call import Call
-    from kubeforge.apiserver.requestinfo import RequestInfo
-    from kubeforge.apiserver.rest import run_now
+    from kubeforge.apiserver.handlers.call import Call
+    from kubeforge.apiserver.handlers.writes import run_now
+    from kubeforge.apiserver.request.info import RequestInfo
 
     server = APIServer(history_size=200_000)
     rt = server.registry.get("", "v1", "configmaps")

@@ -18,7 +18,7 @@ module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subcl
 - the description of a property is the docstring under its attribute (editors show it);
 - every class carries ``__kubeforge_definition__`` (the definition name) and each served kind
   ``__kubeforge__`` (its ResourceInfo: plural and scope come from the embedded API server's
-  table of built-in resources, ``kubeforge.apiserver.builtin_types``);
+  table of built-in resources, ``kubeforge.apiserver.types.builtin_types``);
 - ObjectMeta, OwnerReference, LabelSelector, LabelSelectorRequirement and Condition are the
   hand-written models of ``kubeforge.api.meta``, reused rather than generated.
 
@@ -47,8 +47,8 @@ from pydantic.alias_generators import to_camel
 
 from kubeforge.api.meta import GroupVersionKind
 from kubeforge.api.model import Model
-from kubeforge.apiserver.builtin_types import builtin_types
-from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.types.builtin_types import builtin_types
+from kubeforge.apiserver.types.resource import ResourceType
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "src" / "kubeforge" / "models"

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.admission.chain import GROUP
-from kubeforge.apiserver.resource import GroupResource
+from kubeforge.apiserver.types.resource import GroupResource
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     MUTATING,

@@ -624,7 +624,7 @@ async def test_objects_stay_in_the_version_they_were_stored_in_until_rewritten(
 
 
 def _gr() -> Any:
-    from kubeforge.apiserver.resource import GroupResource
+    from kubeforge.apiserver.types.resource import GroupResource
 
     return GroupResource(GROUP, "gadgets")
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.requestinfo import RequestInfo
-from kubeforge.apiserver.rest import run_now
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.handlers.writes import run_now
+from kubeforge.apiserver.request.info import RequestInfo
 from kubeforge.client import Client
 from kubeforge.runtime.cache import Cache, NotCached
 from kubeforge.runtime.informer import Informer

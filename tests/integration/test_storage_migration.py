@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.resource import GroupResource
+from kubeforge.apiserver.types.resource import GroupResource
 from kubeforge.client import Client, load_kubeconfig
 from kubeforge.client.client import ObjectList
 from kubeforge.client.config import ClusterConfig

@@ -23,7 +23,7 @@ import pytest
 from cryptography import x509
 
 import kubeforge
-from kubeforge.apiserver.patch import apply_json_patch
+from kubeforge.apiserver.storage.patch import apply_json_patch
 from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge.client import load_kubeconfig
 from kubeforge.models.core_v1 import Pod

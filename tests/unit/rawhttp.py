@@ -14,7 +14,7 @@ from http import HTTPStatus
 
 import pytest
 
-from kubeforge.apiserver.httpserver import (
+from kubeforge.apiserver.http.server import (
     ConnectionLimits,
     HTTPServer,
     Request,

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubeforge.api.timestamps import format_time
-from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.types.resource import ResourceType
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -9,12 +9,12 @@ import orjson
 import pytest
 
 from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.client import CallFailed, Reply
-from kubeforge.apiserver.admission.configuration import validate_validating_webhooks
 from kubeforge.apiserver.admission.matching import Rule
 from kubeforge.apiserver.admission.review import read_answer
-from kubeforge.apiserver.registry import Registry
-from kubeforge.apiserver.user import ADMIN
+from kubeforge.apiserver.request.user import ADMIN
+from kubeforge.apiserver.types.registry import Registry
+from kubeforge.apiserver.types.validation.admissionregistration import validate_validating_webhooks
+from kubeforge.apiserver.webhookclient.client import CallFailed, Reply
 
 UID = "0b6d1b6f-2b1c-4e0b-9d0e-5f1c6f0c0a11"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubeforge.api.fielderror import FieldErrorType
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas, DecodeError
 
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"
 POD = "io.k8s.api.core.v1.Pod"

@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from kubeforge.apiserver import httpserver
-from kubeforge.apiserver.httpserver import (
+from kubeforge.apiserver.http import server as httpserver
+from kubeforge.apiserver.http.server import (
     ConnectionLimits,
     Request,
     Response,

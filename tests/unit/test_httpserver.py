@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from kubeforge.apiserver.httpserver import Request, Response, ResponseStream
+from kubeforge.apiserver.http.server import Request, Response, ResponseStream
 from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
 from tests.unit.rawhttp import (
     CHUNKED_HEAD,

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from kubeforge.api.schemaview import SchemaView
-from kubeforge.apiserver.managedfields import (
+from kubeforge.apiserver.storage.managedfields import (
     LAST_APPLIED_ANNOTATION,
     ApplyConflict,
     ApplyError,

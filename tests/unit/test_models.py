@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from kubeforge import models
 from kubeforge.api import timestamps
 from kubeforge.api.meta import LabelSelector, ObjectMeta, ResourceInfo
-from kubeforge.apiserver.builtin_types import builtin_types
+from kubeforge.apiserver.types.builtin_types import builtin_types
 from kubeforge.client import Client
 from kubeforge.models import (
     ConfigMap,

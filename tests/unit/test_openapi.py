@@ -12,10 +12,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.openapi import OpenAPIV3, crd_schema_name, gv_path
-from kubeforge.apiserver.registry import Registry
-from kubeforge.apiserver.resource import ResourceType, Subresource
+from kubeforge.apiserver.discovery.openapi import OpenAPIV3, crd_schema_name, gv_path
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge.apiserver.types.registry import Registry
+from kubeforge.apiserver.types.resource import ResourceType, Subresource
 from kubeforge.testing import Kubectl, find_kubectl
 
 SCHEMAS = "#/components/schemas/"

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from kubeforge.api.schemaview import SchemaView
-from kubeforge.apiserver.patch import (
+from kubeforge.apiserver.storage.patch import (
     MAX_JSON_PATCH_OPERATIONS,
     PatchDecodeError,
     PatchError,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.persistence import DataDirInUse, SQLiteBackend
-from kubeforge.apiserver.resource import GroupResource
-from kubeforge.apiserver.store import Expired, Store
+from kubeforge.apiserver.storage.persistence import DataDirInUse, SQLiteBackend
+from kubeforge.apiserver.storage.store import Expired, Store
+from kubeforge.apiserver.types.resource import GroupResource
 
 CM = GroupResource("", "configmaps")
 

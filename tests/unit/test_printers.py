@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.printers import format_label_selector, pod_status, printer_for
-from kubeforge.apiserver.tables import to_table
+from kubeforge.apiserver.printing.printers import format_label_selector, pod_status, printer_for
+from kubeforge.apiserver.printing.tables import to_table
 from tests.unit.table_objects import NOW, meta, rt, ts
 
 

@@ -14,9 +14,9 @@ import orjson
 import pytest
 from aiohttp import web
 
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
-from kubeforge.apiserver.registry import Registry
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.testing import Kubectl, find_kubectl
 
 # A tiny protobuf writer for building bodies by hand --------------------------------------------
@@ -532,7 +532,7 @@ def test_generator_reproduces_the_shipped_go_derived_tables() -> None:
     gen = load_generator()
     binary = find_kubectl("1.33", exact=True)
     go_messages, lists = gen.load_go(gen.GoBinary(Path(binary)))
-    shipped = orjson.loads((REPO / "src/kubeforge/apiserver/data/proto_messages.json").read_bytes())
+    shipped = orjson.loads((REPO / "src/kubeforge/apiserver/request/data/proto_messages.json").read_bytes())
     assert sorted(lists) == shipped["lists"]
     for name, fields in go_messages.items():
         # .proto files may add fields the Go side skips (RawExtension.raw is `json:"-"`).

@@ -6,7 +6,7 @@ from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.authenticator import EXTRA_SPACE_WARNING, bearer_token
 from kubeforge.apiserver.auth.forbidden import forbidden
 from kubeforge.apiserver.auth.rules import Rule, compact, rule_string, uncovered
-from kubeforge.apiserver.user import UserInfo
+from kubeforge.apiserver.request.user import UserInfo
 
 USER = UserInfo("u", groups=("system:authenticated",))
 

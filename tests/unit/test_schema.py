@@ -25,7 +25,7 @@ from kubeforge.api.schema import (
     schema_of,
 )
 from kubeforge.api.structural import structural_errors
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
 
 CONTAINER = "io.k8s.api.core.v1.Container"
 POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"

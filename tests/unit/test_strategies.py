@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from kubeforge.apiserver.defaults import DEFAULTERS
-from kubeforge.apiserver.strategies import BuiltinStrategy, Strategy, strategy_for
-from kubeforge.apiserver.validation.registry import VALIDATORS
+from kubeforge.apiserver.types.defaults import DEFAULTERS
+from kubeforge.apiserver.types.strategies import BuiltinStrategy, Strategy, strategy_for
+from kubeforge.apiserver.types.validation.registry import VALIDATORS
 from tests.unit.builtin_objects import (
     EXT,
     UID,

@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import kubeforge
-from kubeforge.apiserver.patch import apply_json_patch
+from kubeforge.apiserver.storage.patch import apply_json_patch
 from kubeforge.webhook.patch import apply_changes, defaulting_patch, json_equal, json_patch
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.apiserver.patch import apply_json_patch
+from kubeforge.apiserver.storage.patch import apply_json_patch
 from kubeforge.models.core_v1 import Pod
 from kubeforge.webhook.typed import DefaultingHandler, ValidatingHandler
 

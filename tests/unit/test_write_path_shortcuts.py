@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from kubeforge.api.schemaview import SchemaView
-from kubeforge.apiserver import requestinfo
-from kubeforge.apiserver.managedfields import update_managed_fields
-from kubeforge.apiserver.objectmeta import new_uid
-from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
+from kubeforge.apiserver.request import info as requestinfo
+from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
+from kubeforge.apiserver.storage.managedfields import update_managed_fields
+from kubeforge.apiserver.storage.objectmeta import new_uid
 
 NOW = "2026-01-01T00:00:00Z"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubeforge.apiserver.httpserver import ConnectionLimits
+    from kubeforge.apiserver.http.server import ConnectionLimits
     from kubeforge.apiserver.server import APIServer, ServerConfig, serve, tune_gc
 
 __all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]

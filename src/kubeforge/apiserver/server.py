@@ -21,17 +21,10 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 import yaml
 
-from kubeforge.apiserver import nesting
 from kubeforge.apiserver.admission import Admission, ServiceResolver
-from kubeforge.apiserver.allocators import (
-    DEFAULT_SERVICE_CIDR,
-    ServiceAllocators,
-    advertised_address,
-)
-from kubeforge.apiserver.apfconfig import APFConfiguration
-from kubeforge.apiserver.apiservices import LocalAPIServices
 from kubeforge.apiserver.auth import Auth, UserInfo
 from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
+from kubeforge.apiserver.auth.csradmission import CertificateAdmission
 from kubeforge.apiserver.auth.openidmetadata import (
     CACHE_CONTROL,
     CONFIGURATION_PATH,
@@ -40,18 +33,24 @@ from kubeforge.apiserver.auth.openidmetadata import (
     OpenIDMetadata,
 )
 from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER, TokenIssuer, load_or_generate_key
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.componentstatuses import ComponentStatuses
-from kubeforge.apiserver.conversion import TIMEOUT_SECONDS, Conversions
-from kubeforge.apiserver.crds import CRDController
-from kubeforge.apiserver.csradmission import CertificateAdmission
-from kubeforge.apiserver.defaultservicecidr import ensure_default_service_cidr
-from kubeforge.apiserver.deleteoptions import decode_delete_options, delete_options_from_query
-from kubeforge.apiserver.encoding import Negotiated, decode_body, negotiate, parse_accept
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.gc import GarbageCollector
-from kubeforge.apiserver.httpserver import (
+from kubeforge.apiserver.controllers.allocators import (
+    DEFAULT_SERVICE_CIDR,
+    ServiceAllocators,
+    advertised_address,
+)
+from kubeforge.apiserver.controllers.apfconfig import APFConfiguration
+from kubeforge.apiserver.controllers.apiservices import LocalAPIServices
+from kubeforge.apiserver.controllers.crds import CRDController
+from kubeforge.apiserver.controllers.defaultservicecidr import ensure_default_service_cidr
+from kubeforge.apiserver.controllers.gc import GarbageCollector
+from kubeforge.apiserver.controllers.namespaces import NamespaceController
+from kubeforge.apiserver.discovery.openapi import OpenAPIV3
+from kubeforge.apiserver.discovery.openapiv2 import OpenAPIV2
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.handlers.subresources import LogSource, NoLogs, Subresources
+from kubeforge.apiserver.handlers.watch import WatchStreams
+from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.http.server import (
     ConnectionLimits,
     HTTPServer,
     Request,
@@ -59,29 +58,33 @@ from kubeforge.apiserver.httpserver import (
     ResponseStream,
 )
 from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
-from kubeforge.apiserver.listing import ListOptions, Selection, list_converted, list_objects
-from kubeforge.apiserver.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
-from kubeforge.apiserver.namespaces import NamespaceController
-from kubeforge.apiserver.objectmeta import new_uid
-from kubeforge.apiserver.openapi import OpenAPIV3
-from kubeforge.apiserver.openapiv2 import OpenAPIV2
-from kubeforge.apiserver.queryparams import query_flag
-from kubeforge.apiserver.registry import Registry
-from kubeforge.apiserver.requestinfo import RequestInfo, parse_request_path
-from kubeforge.apiserver.resource import ResourceType
-from kubeforge.apiserver.rest import Rest, run_now
-from kubeforge.apiserver.store import Backend, Store, StoredObject
-from kubeforge.apiserver.subresources import LogSource, NoLogs, Subresources
-from kubeforge.apiserver.tables import to_table
+from kubeforge.apiserver.printing.tables import to_table
+from kubeforge.apiserver.request import nesting
+from kubeforge.apiserver.request.deleteoptions import (
+    decode_delete_options,
+    delete_options_from_query,
+)
+from kubeforge.apiserver.request.encoding import Negotiated, decode_body, negotiate, parse_accept
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
+from kubeforge.apiserver.request.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
+from kubeforge.apiserver.request.queryparams import query_flag
+from kubeforge.apiserver.request.warningheaders import warning_headers
+from kubeforge.apiserver.storage.componentstatuses import ComponentStatuses
+from kubeforge.apiserver.storage.listing import ListOptions, Selection, list_converted, list_objects
+from kubeforge.apiserver.storage.objectmeta import new_uid
+from kubeforge.apiserver.storage.store import Backend, Store, StoredObject
 from kubeforge.apiserver.tls import (
     ServingCertificates,
     client_certificate,
     generate_certificates,
     load_or_generate,
 )
-from kubeforge.apiserver.typesupport import TypeSupport
-from kubeforge.apiserver.warningheaders import warning_headers
-from kubeforge.apiserver.watch import WatchStreams
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge.apiserver.types.conversion import TIMEOUT_SECONDS, Conversions
+from kubeforge.apiserver.types.registry import Registry
+from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge.apiserver.types.typesupport import TypeSupport
 
 __all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 

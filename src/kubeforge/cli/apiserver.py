@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.apiserver.http.server import ConnectionLimits
 from kubeforge.cli.connections import (
     DEFAULTS,
     BodyTimeout,

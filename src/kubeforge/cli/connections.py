@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.apiserver.http.server import ConnectionLimits
 
 __all__ = [
     "DEFAULTS",

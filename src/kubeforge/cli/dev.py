@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 import yaml
 
-from kubeforge.apiserver.httpserver import ConnectionLimits
+from kubeforge.apiserver.http.server import ConnectionLimits
 from kubeforge.cli.connections import (
     DEFAULTS,
     BodyTimeout,
@@ -96,7 +96,7 @@ def dev(
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
     if ctx.invoked_subcommand is not None:
         return
-    from kubeforge.apiserver.persistence import DataDirInUse
+    from kubeforge.apiserver.storage.persistence import DataDirInUse
     from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
     from kubeforge.cluster.projects import parse_image_mapping
 

@@ -340,7 +340,7 @@ class _KindResolver:
         self._any_version.setdefault((group, kind), plural)
 
     def _load_builtins(self) -> None:
-        from kubeforge.apiserver.builtin_types import builtin_types
+        from kubeforge.apiserver.types.builtin_types import builtin_types
 
         for resource in builtin_types():
             self._add(resource.group, resource.version, resource.kind, resource.plural)

@@ -19,9 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kubeforge.apiserver.httpserver import ConnectionLimits
-from kubeforge.apiserver.persistence import SQLiteBackend
+from kubeforge.apiserver.http.server import ConnectionLimits
 from kubeforge.apiserver.server import APIServer, ServerConfig
+from kubeforge.apiserver.storage.persistence import SQLiteBackend
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig

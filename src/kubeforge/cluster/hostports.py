@@ -16,8 +16,8 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from kubeforge.apiserver.resource import GroupResource
-from kubeforge.apiserver.store import Store
+from kubeforge.apiserver.storage.store import Store
+from kubeforge.apiserver.types.resource import GroupResource
 
 __all__ = ["HostPorts", "ServiceRouter"]
 

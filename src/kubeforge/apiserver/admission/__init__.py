@@ -7,8 +7,8 @@ and `policy` the two kinds of admission, `review` and `client` the calls to webh
 
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.chain import Admission, RequestAdmission
-from kubeforge.apiserver.admission.client import ServiceResolver
 from kubeforge.apiserver.admission.expressions import Authorize, allow_all
+from kubeforge.apiserver.webhookclient.client import ServiceResolver
 
 __all__ = [
     "Admission",

@@ -28,7 +28,6 @@ import orjson
 from kubeforge.api.selectors import LabelSelector
 from kubeforge.api.versions import version_priority
 from kubeforge.apiserver.admission.attributes import GVK, Attributes, operation_options
-from kubeforge.apiserver.admission.client import ServiceResolver, WebhookClient
 from kubeforge.apiserver.admission.expressions import Authorize, allow_all
 from kubeforge.apiserver.admission.matching import subresource_kind
 from kubeforge.apiserver.admission.policy import Binding, Policy, dispatch_policies
@@ -39,16 +38,17 @@ from kubeforge.apiserver.admission.webhooks import (
     internal_error,
     parse_webhooks,
 )
-from kubeforge.apiserver.builtin_schemas import DecodeError
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.managedfields import managed_fields_error
-from kubeforge.apiserver.patch import json_copy
-from kubeforge.apiserver.resource import GroupResource, ResourceType
-from kubeforge.apiserver.store import StoredObject
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.storage.managedfields import managed_fields_error
+from kubeforge.apiserver.storage.patch import json_copy
+from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.types.builtin_schemas import DecodeError
+from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge.apiserver.webhookclient.client import ServiceResolver, WebhookClient
 
 if TYPE_CHECKING:
-    from kubeforge.apiserver.call import Call
-    from kubeforge.apiserver.rest import Rest
+    from kubeforge.apiserver.handlers.call import Call
+    from kubeforge.apiserver.handlers.writes import Rest
 
 __all__ = ["Admission", "RequestAdmission"]
 

@@ -12,27 +12,15 @@ and for policies `params`, `namespaceObject` and `variables`. The authorizer lib
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.cel import Expression, compile_expression, runtime_error_text
+from kubeforge.api.cel import runtime_error_text
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.matching import Match
-from kubeforge.apiserver.user import UserInfo
+from kubeforge.apiserver.request.user import UserInfo
+from kubeforge.apiserver.types.admissioncel import AUTHORIZER, Compiled, compile_cel
 
-__all__ = [
-    "POLICY_VARIABLES",
-    "WEBHOOK_VARIABLES",
-    "Authorize",
-    "Compiled",
-    "Conditions",
-    "Context",
-    "allow_all",
-    "compile_cel",
-]
-
-WEBHOOK_VARIABLES = ("object", "oldObject", "request", "authorizer")
-POLICY_VARIABLES = (*WEBHOOK_VARIABLES, "params", "namespaceObject", "variables")
+__all__ = ["Authorize", "Conditions", "Context", "allow_all"]
 
 # Asks whether `user` may do what `attributes` describe (verb, apiGroup, resource,
 # subresource, namespace, name, or path): (allowed, reason).
@@ -42,77 +30,6 @@ Authorize = Callable[[UserInfo, Mapping[str, str]], tuple[bool, str]]
 def allow_all(user: UserInfo, attributes: Mapping[str, str]) -> tuple[bool, str]:
     """The authorizer of a server that lets its one administrator do everything."""
     return True, ""
-
-
-# The authorizer library works on plain maps (the engine passes only plain values); `check`
-# is bound to the request's user and authorizer when an expression is evaluated.
-_KIND = "__authorizer__"
-
-
-def _builder(field: str) -> Callable[[Any, Any], dict[str, Any]]:
-    def build(target: Any, value: Any) -> dict[str, Any]:
-        if not isinstance(target, dict) or _KIND not in target:
-            raise ValueError("no such overload")
-        built = {k: v for k, v in target.items() if k != "requestResource"}
-        built[field] = str(value)
-        return built
-
-    return build
-
-
-def _service_account(target: Any, namespace: Any, name: Any) -> dict[str, Any]:
-    if not isinstance(target, dict) or _KIND not in target:
-        raise ValueError("no such overload")
-    return {
-        _KIND: "user",
-        "user": f"system:serviceaccount:{namespace}:{name}",
-        "groups": "system:serviceaccounts,system:serviceaccounts:" + str(namespace),
-    }
-
-
-def _decision_field(field: str) -> Callable[[Any], Any]:
-    def read(decision: Any) -> Any:
-        if not isinstance(decision, dict) or "__decision__" not in decision:
-            raise ValueError("no such overload")
-        return decision[field]
-
-    return read
-
-
-def _check_unbound(target: Any, verb: Any) -> dict[str, Any]:
-    raise ValueError("the authorizer is not available here")
-
-
-_AUTHORIZER_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "group": _builder("apiGroup"),
-    "resource": _builder("resource"),
-    "subresource": _builder("subresource"),
-    "namespace": _builder("namespace"),
-    "name": _builder("name"),
-    "path": _builder("path"),
-    "serviceAccount": _service_account,
-    "check": _check_unbound,
-    "allowed": _decision_field("allowed"),
-    "reason": _decision_field("reason"),
-    "errored": _decision_field("errored"),
-    "error": _decision_field("error"),
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Compiled:
-    """One expression of a configuration: compiled, or why it does not compile."""
-
-    source: str
-    expression: Expression | None
-    error: str | None
-
-
-def compile_cel(source: str, variables: tuple[str, ...]) -> Compiled:
-    result = compile_expression(source, variables, _AUTHORIZER_FUNCTIONS)
-    if isinstance(result, str):
-        return Compiled(source, None, result)
-    return Compiled(source, result, None)
 
 
 class Context:
@@ -131,9 +48,9 @@ class Context:
             "oldObject": old_object,
             "request": request_value(attrs, match),
             "authorizer": {
-                _KIND: "user",
+                AUTHORIZER: "user",
                 "requestResource": {
-                    _KIND: "user",
+                    AUTHORIZER: "user",
                     "apiGroup": match.rt.group,
                     "resource": match.rt.plural,
                     "subresource": attrs.subresource,
@@ -145,12 +62,12 @@ class Context:
         user = attrs.user
 
         def check(target: Any, verb: Any) -> dict[str, Any]:
-            if not isinstance(target, dict) or _KIND not in target:
+            if not isinstance(target, dict) or AUTHORIZER not in target:
                 raise ValueError("no such overload")
             asked = {
                 k: v
                 for k, v in target.items()
-                if k not in (_KIND, "user", "groups", "requestResource")
+                if k not in (AUTHORIZER, "user", "groups", "requestResource")
             }
             asked["verb"] = str(verb)
             who = user

@@ -13,8 +13,8 @@ from typing import Any
 
 from kubeforge.api.selectors import LabelSelector, SelectorError, selector_from_dict
 from kubeforge.apiserver.admission.attributes import GVK, Attributes
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.types.resource import ResourceType
 
 __all__ = [
     "Match",

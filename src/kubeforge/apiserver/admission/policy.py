@@ -18,17 +18,12 @@ from typing import Any, Protocol
 
 from kubeforge.api.selectors import LabelSelector, SelectorError, selector_from_dict
 from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.expressions import (
-    POLICY_VARIABLES,
-    Compiled,
-    Conditions,
-    Context,
-    compile_cel,
-)
+from kubeforge.apiserver.admission.expressions import Conditions, Context
 from kubeforge.apiserver.admission.matching import Match, Matcher, Rule, Selector
 from kubeforge.apiserver.admission.webhooks import Environment
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.types.admissioncel import POLICY_VARIABLES, Compiled, compile_cel
+from kubeforge.apiserver.types.resource import ResourceType
 
 __all__ = ["Binding", "Policy", "PolicyEnvironment", "dispatch_policies"]
 

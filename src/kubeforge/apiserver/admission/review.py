@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 
 from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.client import CallFailed, Reply, decode_reply, reply_error
 from kubeforge.apiserver.admission.matching import Match
+from kubeforge.apiserver.webhookclient.client import CallFailed, Reply, decode_reply, reply_error
 
 __all__ = ["REVIEW_VERSIONS", "Answer", "read_answer", "review_request"]
 

@@ -17,19 +17,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.client import CallFailed, ClientConfig, WebhookClient
-from kubeforge.apiserver.admission.expressions import (
-    WEBHOOK_VARIABLES,
-    Authorize,
-    Conditions,
-    Context,
-)
+from kubeforge.apiserver.admission.expressions import Authorize, Conditions, Context
 from kubeforge.apiserver.admission.matching import Match, Matcher, Rule, Selector
 from kubeforge.apiserver.admission.review import REVIEW_VERSIONS, read_answer, review_request
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.resource import ResourceType
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.storage import patch as patching
+from kubeforge.apiserver.types.admissioncel import WEBHOOK_VARIABLES
+from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge.apiserver.webhookclient.client import CallFailed, ClientConfig, WebhookClient
 
 __all__ = [
     "Environment",

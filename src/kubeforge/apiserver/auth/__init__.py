@@ -20,13 +20,13 @@ from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
 from kubeforge.apiserver.auth.reviews import Reviews
 from kubeforge.apiserver.auth.serviceaccounts import PodAdmission, token_request
 from kubeforge.apiserver.auth.tokens import TokenIssuer
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.requestinfo import RequestInfo
-from kubeforge.apiserver.resource import ResourceType
-from kubeforge.apiserver.rest import Rest
-from kubeforge.apiserver.store import StoredObject
-from kubeforge.apiserver.user import ADMIN, ANONYMOUS, UserInfo
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.handlers.writes import Rest
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge.apiserver.request.user import ADMIN, ANONYMOUS, UserInfo
+from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.types.resource import ResourceType
 
 __all__ = ["ADMIN", "ANONYMOUS", "Attributes", "Auth", "TokenIssuer", "UserInfo"]
 

@@ -19,9 +19,7 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from kubeforge.apiserver.auth.tokens import TokenClaims, TokenError, TokenIssuer
-from kubeforge.apiserver.resource import GroupResource
-from kubeforge.apiserver.store import Store
-from kubeforge.apiserver.user import (
+from kubeforge.apiserver.request.user import (
     ADMIN,
     ANONYMOUS,
     AUTHENTICATED,
@@ -29,6 +27,8 @@ from kubeforge.apiserver.user import (
     service_account_groups,
     service_account_user,
 )
+from kubeforge.apiserver.storage.store import Store
+from kubeforge.apiserver.types.resource import GroupResource
 
 __all__ = ["AuthResult", "Authenticator", "certificate_user"]
 

@@ -19,9 +19,9 @@ from typing import Any
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
 from kubeforge.apiserver.auth.rules import Rule, compact, parse_rules, rule_string, uncovered
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.user import UserInfo
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.user import UserInfo
 
 __all__ = ["EscalationCheck"]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.errors import StatusError
+from kubeforge.apiserver.request.errors import StatusError
 
 __all__ = ["forbidden", "forbidden_text"]
 

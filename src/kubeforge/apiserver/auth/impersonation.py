@@ -15,8 +15,8 @@ from urllib.parse import unquote
 
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.forbidden import forbidden
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.user import (
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.user import (
     ANONYMOUS_NAME,
     AUTHENTICATED,
     UNAUTHENTICATED,

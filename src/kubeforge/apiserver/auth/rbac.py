@@ -16,9 +16,9 @@ from typing import Any
 from kubeforge.api.rbac import RBAC_GROUP
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.rules import Rule, parse_rules
-from kubeforge.apiserver.resource import GroupResource
-from kubeforge.apiserver.store import Store, StoredObject
-from kubeforge.apiserver.user import UserInfo, split_service_account
+from kubeforge.apiserver.request.user import UserInfo, split_service_account
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.resource import GroupResource
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer"]
 

@@ -13,10 +13,10 @@ from typing import Any
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.auth.authenticator import Authenticator
 from kubeforge.apiserver.auth.rbac import RBACAuthorizer
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.user import UserInfo
-from kubeforge.apiserver.validation.authorization import validate_access_review
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.user import UserInfo
+from kubeforge.apiserver.types.validation.authorization import validate_access_review
 
 __all__ = ["Reviews"]
 

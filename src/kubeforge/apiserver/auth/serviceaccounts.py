@@ -16,13 +16,13 @@ import secrets
 from typing import Any
 
 from kubeforge.api.timestamps import format_time, now_rfc3339
+from kubeforge.apiserver.auth.tokenrequest import read_token_request, validate_token_request
 from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
-from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.call import Call
-from kubeforge.apiserver.errors import StatusError
-from kubeforge.apiserver.resource import GroupResource, ResourceType
-from kubeforge.apiserver.store import Store
-from kubeforge.apiserver.tokenrequest import read_token_request, validate_token_request
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.storage.store import Store
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = [
     "MOUNT_PATH",

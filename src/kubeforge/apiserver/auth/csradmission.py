@@ -1,0 +1,100 @@
+"""Who may approve and sign CertificateSigningRequests, and what may be asked for.
+
+The three admission plugins kube-apiserver runs for CSRs (plugin/pkg/admission/certificates):
+- CertificateApproval: a write through `/approval` needs the `approve` verb on the request's
+  signer (`signers` in certificates.k8s.io, named after the signer, or `<domain>/*`);
+- CertificateSigning: a `/status` write that changes the certificate needs `sign` likewise;
+- CertificateSubjectRestriction: nobody may ask the kube-apiserver-client signer for a
+  certificate in the `system:masters` group.
+Update and patch rights on the subresources alone are not enough, so a user who may write
+`certificatesigningrequests/approval` still approves only for signers they are trusted with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cryptography.x509.oid import NameOID
+
+from kubeforge.api.access import as_dict, as_str
+from kubeforge.apiserver.auth.attributes import Attributes
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.user import MASTERS, UserInfo
+from kubeforge.apiserver.types.validation.certificates import decode_pem_field, parse_csr
+
+__all__ = ["KUBE_APISERVER_CLIENT", "CertificateAdmission"]
+
+GROUP = "certificates.k8s.io"
+KUBE_APISERVER_CLIENT = "kubernetes.io/kube-apiserver-client"
+
+
+def _signer(obj: dict[str, Any]) -> str:
+    return as_str(as_dict(obj.get("spec")).get("signerName"))
+
+
+class CertificateAdmission:
+    """A Rest admission step for CertificateSigningRequest writes."""
+
+    def __init__(self, allowed: Callable[[Attributes], tuple[bool, str]]) -> None:
+        self.allowed = allowed
+
+    def _may(self, user: UserInfo, verb: str, signer: str) -> bool:
+        """IsAuthorizedForSignerName: the signer by name, or every signer of its domain."""
+        for name in (signer, signer.split("/")[0] + "/*"):
+            attrs = Attributes(user, verb, True, GROUP, "*", "signers", "", "", name)
+            if self.allowed(attrs)[0]:
+                return True
+        return False
+
+    def __call__(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        rt = call.rt
+        if rt.group != GROUP or rt.plural != "certificatesigningrequests":
+            return
+        sub = call.info.subresource
+        name = as_str(obj["metadata"].get("name"))
+        if old is None and not sub:
+            self._restrict_subject(obj, name)
+        elif sub == "approval":
+            # The new object's signer: an attempt to change it is refused by validation.
+            signer = _signer(obj)
+            if not self._may(call.user, "approve", signer):
+                raise StatusError.forbidden(
+                    GROUP,
+                    rt.plural,
+                    name,
+                    f'user not permitted to approve requests with signerName "{signer}"',
+                )
+        elif sub == "status" and old is not None:
+            certificate = as_dict(obj.get("status")).get("certificate")
+            if certificate == as_dict(old.get("status")).get("certificate"):
+                return
+            signer = _signer(old)
+            if not self._may(call.user, "sign", signer):
+                raise StatusError.forbidden(
+                    GROUP,
+                    rt.plural,
+                    name,
+                    f'user not permitted to sign requests with signerName "{signer}"',
+                )
+
+    @staticmethod
+    def _restrict_subject(obj: dict[str, Any], name: str) -> None:
+        signer = _signer(obj)
+        if signer != KUBE_APISERVER_CLIENT:
+            return
+        try:
+            csr = parse_csr(decode_pem_field(as_dict(obj.get("spec")).get("request")))
+        except ValueError as exc:
+            raise StatusError.forbidden(
+                GROUP, "certificatesigningrequests", name, f"failed to parse CSR: {exc}"
+            ) from None
+        organizations = csr.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
+        if any(o.value == MASTERS for o in organizations):
+            raise StatusError.forbidden(
+                GROUP,
+                "certificatesigningrequests",
+                name,
+                f"use of {signer} signer with {MASTERS} group is not allowed",
+            )

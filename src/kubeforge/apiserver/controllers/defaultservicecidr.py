@@ -1,0 +1,48 @@
+"""The default ServiceCIDR, `kubernetes`: the range Service cluster IPs come from.
+
+kube-apiserver creates it from its --service-cluster-ip-range and marks it Ready
+(pkg/controlplane/controller/defaultservicecidr/default_servicecidr_controller.go), so
+`kubectl get servicecidrs` shows where Service addresses are allocated.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.apiserver.handlers.call import Call
+from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge.apiserver.storage.statuswrites import set_condition
+
+__all__ = ["DEFAULT_NAME", "ensure_default_service_cidr"]
+
+DEFAULT_NAME = "kubernetes"
+_MANAGER = {"fieldManager": "kube-apiserver"}
+
+
+def ensure_default_service_cidr(rest: Rest, service_cidr: str) -> None:
+    """Create the `kubernetes` ServiceCIDR (Ready) if it is missing."""
+    rt = rest.registry.get("networking.k8s.io", "v1", "servicecidrs")
+    assert rt is not None
+    if rest.store.get(rt.group_resource, "", DEFAULT_NAME) is not None:
+        return
+    network = ipaddress.ip_network(service_cidr, strict=False)
+    body = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": DEFAULT_NAME},
+        "spec": {"cidrs": [str(network)]},
+    }
+    create = RequestInfo("networking.k8s.io", "v1", None, "servicecidrs", None, None, "create")
+    run_now(rest.create(Call(create, rt, _MANAGER), body))
+    stored = rest.store.get(rt.group_resource, "", DEFAULT_NAME)
+    assert stored is not None
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "lastTransitionTime": now_rfc3339(),
+        "reason": "",
+        "message": "Kubernetes default Service CIDR is ready",
+    }
+    set_condition(rest, rt, stored, ready)

@@ -1,0 +1,33 @@
+"""Status the server writes about its own objects (an APIService's availability, a
+FlowSchema's Dangling condition): committed straight to the store and announced to the
+observers, without the request pipeline, since nothing a client sent needs decoding,
+defaulting or admission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubeforge.apiserver.handlers.writes import Rest
+from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.types.resource import ResourceType
+
+__all__ = ["set_condition"]
+
+
+def set_condition(
+    rest: Rest, rt: ResourceType, stored: StoredObject, condition: dict[str, Any]
+) -> None:
+    """Replace the status condition of `condition`'s type on `stored` (others are kept)."""
+    obj = stored.thaw()
+    status = obj.get("status")
+    status = dict(status) if isinstance(status, dict) else {}
+    conditions = status.get("conditions")
+    others = [
+        c
+        for c in (conditions if isinstance(conditions, list) else [])
+        if not (isinstance(c, dict) and c.get("type") == condition["type"])
+    ]
+    status["conditions"] = [*others, condition]
+    obj["status"] = status
+    updated = rest.store.update(rt.group_resource, obj, stored)
+    rest.notify(rt, "MODIFIED", updated, stored)
