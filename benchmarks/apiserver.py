@@ -138,7 +138,7 @@ async def serve_kubeforge(info_path: Path, events: int) -> None:
                     "metadata": {"name": f"f-{i}"},
                     "data": {"key": "z" * 200},
                 }
-                run_now(server.rest.create(Call(info, rt, {}), body))
+                run_now(server.writes.create(Call(info, rt, {}), body))
                 if i % 50 == 49:
                     await asyncio.sleep(0)  # let the watch streams flush
 

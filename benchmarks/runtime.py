@@ -42,7 +42,7 @@ async def serve(info: Path, count: int) -> None:
     request = RequestInfo("", "v1", "default", "configmaps", None, None, "create")
     for i in range(count):
         body = {"metadata": {"name": f"cm-{i:06}", "labels": {"app": "bench"}}, "data": {"k": PAD}}
-        run_now(server.rest.create(Call(request, rt, {}), body))
+        run_now(server.writes.create(Call(request, rt, {}), body))
     await server.start()
     tune_gc()
     server.write_kubeconfig(info.with_suffix(".kubeconfig"))

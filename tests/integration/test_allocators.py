@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.server import ServerConfig
+from kubeforge.apiserver.config import ServerConfig
 from kubeforge.apiserver.storage.persistence import SQLiteBackend
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect

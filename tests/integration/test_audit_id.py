@@ -53,7 +53,7 @@ async def test_an_internal_error_shows_no_internals_and_is_logged_under_its_id(
     def broken(*_: Any) -> None:
         raise ssl.SSLError("secret detail /srv/private/key.pem")
 
-    server.rest.mutators.append(broken)
+    server.writes.mutators.append(broken)
     with caplog.at_level(logging.ERROR, logger="kubeforge.apiserver"):
         reply = await http.post(CMS, {"metadata": {"name": "boom"}})
     assert reply.status == 500

@@ -14,8 +14,8 @@ import yaml
 
 from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.auth.tokens import LEEWAY
+from kubeforge.apiserver.config import ServerConfig
 from kubeforge.apiserver.kubeconfig import write_kubeconfig
-from kubeforge.apiserver.server import ServerConfig
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

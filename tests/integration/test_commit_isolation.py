@@ -62,8 +62,8 @@ async def test_an_observer_that_fails_leaves_the_commit_standing(
     def listening(rt: Any, kind: str, new: Any, old: Any) -> None:
         heard.append(f"{kind} {new.key[1]}")
 
-    server.rest.observers[:0] = [failing]
-    server.rest.observers.append(listening)
+    server.commits.observers[:0] = [failing]
+    server.commits.observers.append(listening)
     reply = await http.post(CMS, configmap("kept"))
     assert reply.status == 201, reply.body
     assert (await http.get(f"{CMS}/kept")).status == 200

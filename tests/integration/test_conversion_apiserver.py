@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.server import ServerConfig
+from kubeforge.apiserver.config import ServerConfig
 from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer, never, webhook_server
 from tests.integration.conversion_support import (

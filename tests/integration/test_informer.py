@@ -114,17 +114,17 @@ async def test_a_410_relists_and_reports_exactly_what_changed(
         return Call(RequestInfo("", "v1", "default", "configmaps", name, None, verb), rt, {})
 
     server.watches.close_all()
-    run_now(server.rest.create(call("create", None), cm("new", v="1")))
+    run_now(server.writes.create(call("create", None), cm("new", v="1")))
     change = server.store.get(rt.group_resource, "default", "change")
     assert change is not None
     run_now(
-        server.rest.write_update(
+        server.writes.write_update(
             call("update", "change"), dict(change.thaw(), data={"v": "2"}), change
         )
     )
     drop = server.store.get(rt.group_resource, "default", "drop")
     assert drop is not None
-    run_now(server.rest.delete_stored(call("delete", "drop"), drop, {}))
+    run_now(server.writes.delete_stored(call("delete", "drop"), drop, {}))
     server.store.compact()
 
     async def relisted() -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.handlers.subresources import LogRequest
+from kubeforge.apiserver.handlers.pods import LogRequest
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig

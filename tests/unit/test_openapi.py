@@ -12,6 +12,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from kubeforge.apiserver.discovery import documents
 from kubeforge.apiserver.discovery.openapi import OpenAPIV3, crd_schema_name, gv_path
 from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.types.registry import Registry
@@ -339,9 +340,9 @@ class FakeServer:
         if path == "/version":
             return self.json({"major": "1", "minor": "33", "gitVersion": "v1.33.0"})
         if path == "/api":
-            return self.json(self.registry.api_versions("127.0.0.1"))
+            return self.json(documents.api_versions("127.0.0.1"))
         if path == "/apis":
-            return self.json(self.registry.api_group_list())
+            return self.json(documents.api_group_list(self.registry))
         if path == "/openapi/v3":
             return self.json(self.openapi.index())
         if path.startswith("/openapi/v3/"):
@@ -350,9 +351,9 @@ class FakeServer:
                 return web.Response(body=data, content_type="application/json")
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
-            return self.maybe(self.registry.api_resource_list("", parts[1]))
+            return self.maybe(documents.api_resource_list(self.registry, "", parts[1]))
         if parts[0] == "apis" and len(parts) == 3:
-            return self.maybe(self.registry.api_resource_list(parts[1], parts[2]))
+            return self.maybe(documents.api_resource_list(self.registry, parts[1], parts[2]))
         if request.method == "POST":
             obj = orjson.loads(body)
             self.objects[f"{path}/{obj['metadata']['name']}"] = obj

@@ -14,6 +14,7 @@ import orjson
 import pytest
 from aiohttp import web
 
+from kubeforge.apiserver.discovery import documents
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
 from kubeforge.apiserver.types.registry import Registry
@@ -348,14 +349,14 @@ class Recorder:
         if path == "/version":
             return {"major": "1", "minor": "33", "gitVersion": "v1.33.0"}
         if path == "/api":
-            return self.registry.api_versions(host)
+            return documents.api_versions(host)
         if path == "/apis":
-            return self.registry.api_group_list()
+            return documents.api_group_list(self.registry)
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) == 2:
-            return self.registry.api_resource_list("", parts[1])
+            return documents.api_resource_list(self.registry, "", parts[1])
         if parts[0] == "apis" and len(parts) == 3:
-            return self.registry.api_resource_list(parts[1], parts[2])
+            return documents.api_resource_list(self.registry, parts[1], parts[2])
         return None
 
     async def post(self, request: web.Request) -> web.Response:
@@ -532,7 +533,9 @@ def test_generator_reproduces_the_shipped_go_derived_tables() -> None:
     gen = load_generator()
     binary = find_kubectl("1.33", exact=True)
     go_messages, lists = gen.load_go(gen.GoBinary(Path(binary)))
-    shipped = orjson.loads((REPO / "src/kubeforge/apiserver/request/data/proto_messages.json").read_bytes())
+    shipped = orjson.loads(
+        (REPO / "src/kubeforge/apiserver/request/data/proto_messages.json").read_bytes()
+    )
     assert sorted(lists) == shipped["lists"]
     for name, fields in go_messages.items():
         # .proto files may add fields the Go side skips (RawExtension.raw is `json:"-"`).

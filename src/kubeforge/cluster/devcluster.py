@@ -19,8 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from kubeforge.apiserver.config import ServerConfig
 from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.apiserver.server import APIServer, ServerConfig
+from kubeforge.apiserver.server import APIServer
 from kubeforge.apiserver.storage.persistence import SQLiteBackend
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
@@ -77,9 +78,7 @@ class DevCluster:
         router = ServiceRouter(
             lambda: self.server.store,
             self.host_ports,
-            lambda namespace, name, port: self.server.admission.resolve_service(
-                namespace, name, port
-            ),
+            lambda namespace, name, port: self.server.services.resolve(namespace, name, port),
         )
         self.backend = SQLiteBackend(data_dir) if data_dir is not None else None
         config = ServerConfig(

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
 from kubeforge.api.timestamps import format_nano_time
-from kubeforge.apiserver.handlers.subresources import LogRequest
+from kubeforge.apiserver.handlers.pods import LogRequest
 
 __all__ = ["MAX_BYTES", "PodLogs"]
 

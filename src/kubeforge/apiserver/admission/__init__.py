@@ -1,20 +1,15 @@
 """Admission: calling mutating and validating webhooks, and ValidatingAdmissionPolicies.
 
 `chain` holds the server's admission (configurations kept compiled, the per-request entry
-points), `matching` the rules and selectors, `expressions` the CEL environment, `webhooks`
-and `policy` the two kinds of admission, `review` and `client` the calls to webhooks.
+points the handlers call through `handlers/call.py`'s protocols), `matching` the rules and
+selectors, `expressions` the evaluation of CEL, `webhooks` and `policy` the two kinds of
+admission, `review` the AdmissionReviews sent and read.
+
+May import: handlers (the request, `Call`), storage, types, webhookclient, request.
 """
 
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.chain import Admission, RequestAdmission
 from kubeforge.apiserver.admission.expressions import Authorize, allow_all
-from kubeforge.apiserver.webhookclient.client import ServiceResolver
 
-__all__ = [
-    "Admission",
-    "Attributes",
-    "Authorize",
-    "RequestAdmission",
-    "ServiceResolver",
-    "allow_all",
-]
+__all__ = ["Admission", "Attributes", "Authorize", "RequestAdmission", "allow_all"]

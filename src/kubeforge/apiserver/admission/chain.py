@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import unicodedata
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -38,17 +38,17 @@ from kubeforge.apiserver.admission.webhooks import (
     internal_error,
     parse_webhooks,
 )
+from kubeforge.apiserver.handlers.call import Call
 from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.storage.codec import Codec
 from kubeforge.apiserver.storage.managedfields import managed_fields_error
 from kubeforge.apiserver.storage.patch import json_copy
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.store import Store, StoredObject
 from kubeforge.apiserver.types.builtin_schemas import DecodeError
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
-from kubeforge.apiserver.webhookclient.client import ServiceResolver, WebhookClient
-
-if TYPE_CHECKING:
-    from kubeforge.apiserver.handlers.call import Call
-    from kubeforge.apiserver.handlers.writes import Rest
+from kubeforge.apiserver.types.typesupport import TypeSupport
+from kubeforge.apiserver.webhookclient.client import WebhookClient
 
 __all__ = ["Admission", "RequestAdmission"]
 
@@ -90,7 +90,6 @@ _INVALID_MANAGED_FIELDS = (
     ".metadata.managedFields was in an invalid state after admission; this could be caused "
     "by an outdated mutating admission controller; please fix your requests: "
 )
-_SERVICES = GroupResource("", "services")
 
 
 class Admission:
@@ -98,14 +97,18 @@ class Admission:
 
     def __init__(
         self,
-        rest: Rest,
-        resolve_service: ServiceResolver | None = None,
+        store: Store,
+        registry: Registry,
+        types: TypeSupport,
+        codec: Codec,
+        client: WebhookClient,
         authorize: Authorize = allow_all,
     ) -> None:
-        self.rest = rest
-        self.store = rest.store
-        self.registry = rest.registry
-        self.client = WebhookClient(resolve_service or self.resolve_service)
+        self.store = store
+        self.registry = registry
+        self.types = types
+        self.codec = codec
+        self.client = client
         # Answers the CEL `authorizer` of matchConditions and policies.
         self.authorize = authorize
         self.mutating: tuple[Webhook, ...] = ()
@@ -116,17 +119,14 @@ class Admission:
         # Per resource, subresource and operations: whether webhooks, and policies, may apply.
         self._candidates: dict[tuple[int, str, tuple[str, ...]], tuple[bool, bool]] = {}
         self._registry_generation = -1
-        rest.observers.append(self._observe)
         self.reload()
-
-    async def close(self) -> None:
-        await self.client.close()
 
     # configurations ---------------------------------------------------------------------
 
-    def _observe(
+    def observe(
         self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
     ) -> None:
+        """Recompile the configurations when one of them was committed."""
         if rt.group == GROUP:
             self.reload()
 
@@ -256,18 +256,18 @@ class Admission:
         """The request's object in the version a webhook or policy matched (through the
         conversion webhook of a CRD that has one); a failure is an internal error, as
         kube-apiserver's VersionedAttributes conversion reports it."""
-        rest = self.rest
+        codec = self.codec
         if target.webhook_conversion is None:
-            return rest.to_served(target, rest.to_storage(source, json_copy(obj)))
+            return codec.to_served(target, codec.to_storage(source, json_copy(obj)))
         try:
-            return await rest.read_object_as(target, json_copy(obj))
+            return await codec.read_object_as(target, json_copy(obj))
         except StatusError as exc:
             raise internal_error(exc.message) from None
 
     def redecode(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """A patched object decoded again: unknown fields dropped, defaults applied; what a
         typed decoder cannot read is the webhook's fault (500, as upstream)."""
-        types = self.rest.types
+        types = self.types
         if rt.schema is None and rt.definition is not None:
             try:
                 types.schemas.validate(rt.definition, obj)
@@ -295,7 +295,7 @@ class Admission:
         gr = rt.group_resource
         if name is not None:
             stored = self.store.get(gr, namespace or "", name)
-            return [] if stored is None else [await self.rest.read_as(rt, stored)]
+            return [] if stored is None else [await self.codec.read_as(rt, stored)]
         found = []
         for stored in self.store.current(gr, namespace)[0]:
             labels = stored.obj["metadata"].get("labels") or {}
@@ -303,27 +303,8 @@ class Admission:
                 found.append(stored)
         return [
             obj if isinstance(obj, dict) else orjson.loads(obj)
-            for obj in await self.rest.read_all(rt, found)
+            for obj in await self.codec.read_all(rt, found)
         ]
-
-    def resolve_service(self, namespace: str, name: str, port: int) -> tuple[str, int]:
-        """Where a webhook's service reference leads: this machine, at the port the Service
-        sends that port to. Workloads of this server's cluster (a webhook server run by
-        `kubeforge run`, a pod run as a local process) listen on this machine, so a cluster
-        IP is mapped to loopback. ExternalName services lead to their external name."""
-        stored = self.store.get(_SERVICES, namespace, name)
-        if stored is None:
-            raise LookupError(f'service "{name}" not found')
-        spec = stored.obj.get("spec") or {}
-        if spec.get("type") == "ExternalName":
-            return str(spec.get("externalName") or ""), port
-        if spec.get("clusterIP") == "None":
-            raise LookupError('cannot route to service with ClusterIP "None"')
-        for entry in spec.get("ports") or ():
-            if entry.get("port") == port:
-                target = entry.get("targetPort")
-                return "127.0.0.1", target if isinstance(target, int) else port
-        raise LookupError(f'no service port {port} found for service "{name}"')
 
 
 def _printable(text: str) -> str:
@@ -401,7 +382,7 @@ class RequestAdmission:
         kind: GVK | None = None,
     ) -> dict[str, Any]:
         """Run the mutating webhooks; the object as they left it. The write path then holds
-        it to the rules it holds a client's object to (Rest.prepare_create, write_update)."""
+        it to the rules it holds a client's object to (Writes.prepare_create, write_update)."""
         admission = self.admission
         attrs = self.attributes(operation, obj, old, kind)
         if self.webhooks and admission.mutating:

@@ -2,8 +2,13 @@
 
 `Auth` ties the parts together the way kube-apiserver's filters do: authenticate (client
 certificate, bearer token, anonymous), apply impersonation, then authorize the request
-(system:masters first, then RBAC). It also answers the review APIs and TokenRequest, and
-checks RBAC writes for escalation.
+(system:masters first, then RBAC). It also answers the review APIs and TokenRequest, checks
+RBAC writes for escalation (`escalation.py`), and holds the admission plugins that ask the
+authorizer or read ServiceAccounts (`csradmission.py`, `serviceaccounts.py`); the server adds
+those to the write pipeline and its RBAC cache (`observe`) to the commit observers.
+
+May import: admission (its `Authorize` shape is met by `check`), handlers, storage, types,
+request.
 """
 
 from __future__ import annotations
@@ -21,14 +26,14 @@ from kubeforge.apiserver.auth.reviews import Reviews
 from kubeforge.apiserver.auth.serviceaccounts import PodAdmission, token_request
 from kubeforge.apiserver.auth.tokens import TokenIssuer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.request.user import ADMIN, ANONYMOUS, UserInfo
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.request.user import UserInfo
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.types.resource import ResourceType
 
-__all__ = ["ADMIN", "ANONYMOUS", "Attributes", "Auth", "TokenIssuer", "UserInfo"]
+__all__ = ["Auth"]
 
 
 class Auth:
@@ -36,24 +41,26 @@ class Auth:
 
     def __init__(
         self,
-        rest: Rest,
+        store: Store,
+        schemas: BuiltinSchemas,
         admin_token: str,
         issuer: TokenIssuer,
         anonymous_paths: frozenset[str] | None = None,
     ) -> None:
-        self.store = rest.store
-        self.schemas = rest.types.schemas
+        self.store = store
+        self.schemas = schemas
         self.issuer = issuer
-        self.authenticator = Authenticator(admin_token, issuer, rest.store, anonymous_paths)
-        self.rbac = RBACAuthorizer(rest.store)
+        self.authenticator = Authenticator(admin_token, issuer, store, anonymous_paths)
+        self.rbac = RBACAuthorizer(store)
         self.reviews = Reviews(self.authenticator, self.rbac, self.decide)
-        self.pods = PodAdmission(rest.store)
-        rest.observers.append(self._observe)
-        rest.admitters.append(EscalationCheck(self.rbac, self.decide))
+        # The ServiceAccount admission plugin for pods, and the RBAC escalation check.
+        self.pods = PodAdmission(store)
+        self.escalation = EscalationCheck(self.rbac, self.decide)
 
-    def _observe(
+    def observe(
         self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
     ) -> None:
+        """Keep the RBAC cache current with committed roles and bindings."""
         if rt.group == RBAC_GROUP:
             self.rbac.observe(rt.group_resource, event, new)
 

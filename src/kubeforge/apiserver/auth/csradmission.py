@@ -35,7 +35,8 @@ def _signer(obj: dict[str, Any]) -> str:
 
 
 class CertificateAdmission:
-    """A Rest admission step for CertificateSigningRequest writes."""
+    """An admitter of the write pipeline (handlers/writes.py) for CertificateSigningRequest
+    writes."""
 
     def __init__(self, allowed: Callable[[Attributes], tuple[bool, str]]) -> None:
         self.allowed = allowed

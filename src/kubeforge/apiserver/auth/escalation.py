@@ -33,7 +33,7 @@ _FULL_AUTHORITY = (Rule(("*",), ("*",), ("*",)), Rule(("*",), urls=("*",)))
 
 
 class EscalationCheck:
-    """A Rest admission step for writes of RBAC objects."""
+    """An admitter of the write pipeline (handlers/writes.py) for writes of RBAC objects."""
 
     def __init__(
         self, rbac: RBACAuthorizer, allowed: Callable[[Attributes], tuple[bool, str]]

@@ -117,7 +117,7 @@ class RBACAuthorizer:
     # keeping the index ----------------------------------------------------------------
 
     def observe(self, gr: GroupResource, event: str, new: StoredObject) -> None:
-        """Follow a committed write (a Rest observer, filtered to the RBAC group)."""
+        """Follow a committed write (a commit observer, filtered to the RBAC group)."""
         self._decisions.clear()
         if event == "DELETED":
             self._remove(gr, new.obj)

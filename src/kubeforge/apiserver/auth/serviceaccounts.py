@@ -139,7 +139,7 @@ def _bound_object(
 
 
 class PodAdmission:
-    """The ServiceAccount admission plugin for pods (a Rest mutator)."""
+    """The ServiceAccount admission plugin for pods (a mutator of the write pipeline)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store

@@ -18,11 +18,14 @@ from typing import Any
 from kubeforge.api.access import as_int
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import go_string_slice
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.codec import Codec
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "NODE_PORT_RANGE", "ServiceAllocators", "advertised_address"]
@@ -86,15 +89,22 @@ def _invalid(name: str, error: FieldError) -> StatusError:
 
 
 class ServiceAllocators:
-    """Allocates Services' cluster IPs and node ports (a `Rest` mutator and observer)."""
+    """Allocates Services' cluster IPs and node ports (a mutator of the write pipeline and
+    a commit observer: the server adds `mutate` and `observe`)."""
 
     def __init__(
         self,
-        rest: Rest,
+        store: Store,
+        registry: Registry,
+        codec: Codec,
+        writer: Writer,
         service_cidr: str = DEFAULT_SERVICE_CIDR,
         node_ports: tuple[int, int] = NODE_PORT_RANGE,
     ) -> None:
-        self.rest = rest
+        self.store = store
+        self.registry = registry
+        self.codec = codec
+        self.writer = writer
         self.network = ipaddress.ip_network(service_cidr, strict=False)
         self.cidr = str(self.network)
         base = int(self.network.network_address)
@@ -111,10 +121,8 @@ class ServiceAllocators:
         self._ips: dict[int, int] = {}
         self._ports: dict[int, int] = {}
         self._random = random.Random()
-        for stored in rest.store.current(_SERVICES)[0]:
+        for stored in store.current(_SERVICES)[0]:
             self._hold(stored.obj, 1)
-        rest.mutators.append(self.mutate)
-        rest.observers.append(self.observe)
 
     @property
     def first_ip(self) -> str:
@@ -373,8 +381,7 @@ class ServiceAllocators:
         paths: tuple[tuple[str, ...], ...],
     ) -> None:
         """Create the object, or bring the fields at `paths` back to `body`'s values."""
-        rest = self.rest
-        rt = rest.registry.get(group, version, plural)
+        rt = self.registry.get(group, version, plural)
         if rt is None:
             return
         body = {"apiVersion": rt.api_version, "kind": rt.kind, **body}
@@ -382,19 +389,19 @@ class ServiceAllocators:
         ns, name = meta["namespace"], meta["name"]
         query = {"fieldManager": _MANAGER}
         try:
-            current = rest.store.get(rt.group_resource, ns, name)
+            current = self.store.get(rt.group_resource, ns, name)
             if current is None:
                 info = RequestInfo(group, version, ns, plural, name, None, "create")
-                run_now(rest.create(Call(info, rt, query), body))
+                run_now(self.writer.create(Call(info, rt, query), body))
                 return
-            obj = rest.served(rt, current)
+            obj = self.codec.served(rt, current)
             stale = [p for p in paths if _get(obj, p) != _get(body, p)]
             if not stale:
                 return
             for path in stale:
                 _set(obj, path, _get(body, path))
             info = RequestInfo(group, version, ns, plural, name, None, "update")
-            run_now(rest.write_update(Call(info, rt, query), obj, current))
+            run_now(self.writer.write_update(Call(info, rt, query), obj, current))
         except StatusError as exc:
             log.warning("could not write %s %s/%s: %s", rt.plural, ns, name, exc.message)
 

@@ -13,11 +13,14 @@ from typing import Any
 
 from kubeforge.api.access import as_dict
 from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.statuswrites import set_condition
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["APFConfiguration", "mandatory_objects"]
@@ -123,12 +126,14 @@ def _dangling(level: str, exists: bool) -> tuple[str, str, str]:
 class APFConfiguration:
     """Creates the mandatory objects and keeps the FlowSchemas' Dangling condition."""
 
-    def __init__(self, rest: Rest) -> None:
-        self.rest = rest
-        rest.observers.append(self._observe)
+    def __init__(self, store: Store, commits: Commits, registry: Registry, writer: Writer) -> None:
+        self.store = store
+        self.commits = commits
+        self.registry = registry
+        self.writer = writer
 
     def _type(self, plural: str) -> ResourceType:
-        rt = self.rest.registry.get(GROUP, "v1", plural)
+        rt = self.registry.get(GROUP, "v1", plural)
         assert rt is not None
         return rt
 
@@ -137,21 +142,22 @@ class APFConfiguration:
         for obj in mandatory_objects():
             plural = obj["kind"].lower() + "s"
             rt = self._type(plural)
-            if self.rest.store.get(rt.group_resource, "", obj["metadata"]["name"]) is not None:
+            if self.store.get(rt.group_resource, "", obj["metadata"]["name"]) is not None:
                 continue
             info = RequestInfo(GROUP, "v1", None, plural, None, None, "create")
-            run_now(self.rest.create(Call(info, rt, _MANAGER), obj))
+            run_now(self.writer.create(Call(info, rt, _MANAGER), obj))
 
-    def _observe(
+    def observe(
         self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
     ) -> None:
+        """Keep FlowSchemas' Dangling condition current as schemas and levels change."""
         if rt.group != GROUP:  # every commit passes here; most leave at once
             return
         if rt.plural == _FLOW_SCHEMAS.resource and event != "DELETED":
             self._mark(new)
         elif rt.plural == _LEVELS.resource and event in ("ADDED", "DELETED"):
             name = new.obj["metadata"]["name"]
-            schemas, _ = self.rest.store.current(_FLOW_SCHEMAS)
+            schemas, _ = self.store.current(_FLOW_SCHEMAS)
             for stored in schemas:
                 spec = as_dict(stored.obj.get("spec"))
                 if as_dict(spec.get("priorityLevelConfiguration")).get("name") == name:
@@ -162,7 +168,7 @@ class APFConfiguration:
             as_dict(as_dict(stored.obj.get("spec")).get("priorityLevelConfiguration")).get("name")
             or ""
         )
-        exists = self.rest.store.get(_LEVELS, "", level) is not None
+        exists = self.store.get(_LEVELS, "", level) is not None
         status, reason, message = _dangling(level, exists)
         conditions = as_dict(stored.obj.get("status")).get("conditions") or []
         current = next((c for c in conditions if c.get("type") == "Dangling"), None)
@@ -178,4 +184,4 @@ class APFConfiguration:
             "reason": reason,
             "message": message,
         }
-        set_condition(self.rest, self._type("flowschemas"), stored, condition)
+        set_condition(self.commits, self._type("flowschemas"), stored, condition)

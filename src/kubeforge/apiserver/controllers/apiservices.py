@@ -18,12 +18,15 @@ from typing import Any
 
 from kubeforge.api.access import as_dict
 from kubeforge.api.timestamps import now_rfc3339
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.controllers.writer import Writer
+from kubeforge.apiserver.handlers.call import Call, stored_object
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.statuswrites import set_condition
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["PRIORITIES", "LocalAPIServices"]
@@ -100,12 +103,14 @@ def _availability(obj: dict[str, Any], services: Any) -> tuple[str, str, str]:
 class LocalAPIServices:
     """Registers the local APIServices and keeps every APIService's availability current."""
 
-    def __init__(self, rest: Rest) -> None:
-        self.rest = rest
-        rest.observers.append(self._observe)
+    def __init__(self, store: Store, commits: Commits, registry: Registry, writer: Writer) -> None:
+        self.store = store
+        self.commits = commits
+        self.registry = registry
+        self.writer = writer
 
     def _type(self) -> ResourceType:
-        rt = self.rest.registry.get(GROUP, "v1", "apiservices")
+        rt = self.registry.get(GROUP, "v1", "apiservices")
         assert rt is not None
         return rt
 
@@ -115,11 +120,11 @@ class LocalAPIServices:
         return Call(info, rt, _MANAGER)
 
     def _stored(self, name: str) -> StoredObject | None:
-        return self.rest.store.get(self._type().group_resource, "", name)
+        return self.store.get(self._type().group_resource, "", name)
 
     def register_builtin(self) -> None:
         """Create the APIServices of the built-in group versions that are missing."""
-        for rt in list(self.rest.registry):
+        for rt in list(self.registry):
             if rt.is_crd or (rt.group, rt.version) not in PRIORITIES:
                 continue
             priorities = PRIORITIES[(rt.group, rt.version)]
@@ -130,16 +135,17 @@ class LocalAPIServices:
         """CRD group versions have an APIService exactly while some CRD serves them."""
         wanted = {
             (rt.group, rt.version)
-            for rt in self.rest.registry
+            for rt in self.registry
             if rt.is_crd and (rt.group, rt.version) not in PRIORITIES
         }
-        objects, _ = self.rest.store.current(self._type().group_resource)
+        objects, _ = self.store.current(self._type().group_resource)
         for stored in objects:
             meta = stored.obj["metadata"]
             spec = as_dict(stored.obj.get("spec"))
             key = (str(spec.get("group") or ""), str(spec.get("version") or ""))
             if as_dict(meta.get("labels")).get(AUTOMANAGED) == "true" and key not in wanted:
-                run_now(self.rest.delete(self._call("delete", meta["name"]), {}))
+                call = self._call("delete", meta["name"])
+                run_now(self.writer.delete_stored(call, stored_object(self.store, call), {}))
         for group, version in sorted(wanted):
             self._ensure(_api_service(group, version, _CRD_PRIORITIES, "true"))
 
@@ -148,14 +154,15 @@ class LocalAPIServices:
         if self._stored(name) is not None:
             return
         try:
-            run_now(self.rest.create(self._call("create", None), obj))
+            run_now(self.writer.create(self._call("create", None), obj))
         except StatusError as exc:
             if exc.code != 409:
                 raise
 
-    def _observe(
+    def observe(
         self, rt: ResourceType, event: str, new: StoredObject, old: StoredObject | None
     ) -> None:
+        """Follow CRDs and APIServices as they are committed."""
         # Every commit passes here: a string comparison turns the others away.
         group = rt.group
         if group == _CRDS.group and rt.plural == _CRDS.resource:
@@ -165,7 +172,7 @@ class LocalAPIServices:
 
     def _update_availability(self, stored: StoredObject) -> None:
         """Set the Available condition (what kube's availability controller does)."""
-        store = self.rest.store
+        store = self.store
 
         def service(namespace: str, name: str) -> StoredObject | None:
             return store.get(_SERVICES, namespace, name)
@@ -185,4 +192,4 @@ class LocalAPIServices:
             "reason": reason,
             "message": message,
         }
-        set_condition(self.rest, self._type(), stored, condition)
+        set_condition(self.commits, self._type(), stored, condition)

@@ -14,12 +14,16 @@ from typing import Any
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.structural import structural_errors
 from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.commits import Commits
+from kubeforge.apiserver.storage.store import Store, StoredObject
 from kubeforge.apiserver.types.conversion import CRDConversion
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import ResourceType, ScalePaths, Subresource
+from kubeforge.apiserver.types.typesupport import TypeSupport
 
 __all__ = ["CRDController", "resource_types_for"]
 
@@ -100,16 +104,27 @@ def _condition(type_: str, status: str, reason: str, message: str) -> dict[str, 
 
 
 class CRDController:
-    """Keeps the registry in step with CRD objects (runs inside the server's write path)."""
+    """Keeps the registry in step with CRD objects (runs inside the server's write path: the
+    server adds `observe` to the commit observers and `validate` to the write pipeline)."""
 
-    def __init__(self, rest: Rest, on_change: Any = None) -> None:
-        self.rest = rest
+    def __init__(
+        self,
+        store: Store,
+        commits: Commits,
+        registry: Registry,
+        types: TypeSupport,
+        writer: Writer,
+        on_change: Any = None,
+    ) -> None:
+        self.store = store
+        self.commits = commits
+        self.registry = registry
+        self.types = types
+        self.writer = writer
         self.on_change = on_change
-        rest.observers.append(self.observe)
-        rest.validators.append(self.validate)
 
     def crd_type(self) -> ResourceType:
-        rt = self.rest.registry.get(CRD_GROUP, "v1", "customresourcedefinitions")
+        rt = self.registry.get(CRD_GROUP, "v1", "customresourcedefinitions")
         assert rt is not None
         return rt
 
@@ -138,7 +153,7 @@ class CRDController:
         names = spec.get("names") or {}
         mine = crd["metadata"].get("name")
         errors = []
-        for rt in self.rest.registry:
+        for rt in self.registry:
             if rt.group != group or rt.crd_name == mine:
                 continue
             if rt.plural == names.get("plural"):
@@ -155,10 +170,10 @@ class CRDController:
     def register(self, crd: dict[str, Any]) -> None:
         """Serve (or re-serve, after a change) the versions of one CRD."""
         name = crd["metadata"]["name"]
-        registry = self.rest.registry
+        registry = self.registry
         before = {rt.version: rt for rt in registry if rt.crd_name == name}
         for rt in before.values():
-            self.rest.types.forget(rt)
+            self.types.forget(rt)
         registry.remove_crd(name)
         served = resource_types_for(crd)
         for rt in served:
@@ -167,22 +182,22 @@ class CRDController:
             # A changed CRD ends the watches on its objects, as kube-apiserver replaces a
             # CRD's storage: a watch keeps the type it started with (its schemas, its
             # conversion), and its client watches again from where it was.
-            self.rest.store.drop(next(iter(before.values())).group_resource)
+            self.store.drop(next(iter(before.values())).group_resource)
         if self.on_change is not None:
             self.on_change()
 
     def unregister(self, crd: dict[str, Any]) -> None:
         name = crd["metadata"]["name"]
-        for rt in [t for t in self.rest.registry if t.crd_name == name]:
-            self.rest.types.forget(rt)
-            self.rest.store.drop(rt.group_resource)
-        self.rest.registry.remove_crd(name)
+        for rt in [t for t in self.registry if t.crd_name == name]:
+            self.types.forget(rt)
+            self.store.drop(rt.group_resource)
+        self.registry.remove_crd(name)
         if self.on_change is not None:
             self.on_change()
 
     def restore(self) -> None:
         """Serve every stored CRD (after loading a persisted store)."""
-        crds, _ = self.rest.store.current(self.crd_type().group_resource)
+        crds, _ = self.store.current(self.crd_type().group_resource)
         for stored in crds:
             if not stored.obj["metadata"].get("deletionTimestamp"):
                 self.register(stored.thaw())
@@ -256,8 +271,7 @@ class CRDController:
 
     def _write(self, crd: dict[str, Any], old: StoredObject) -> None:
         rt = self.crd_type()
-        stored = self.rest.store.update(rt.group_resource, crd, old)
-        self.rest.notify(rt, "MODIFIED", stored, old)
+        self.commits.update(rt, crd, old)
 
     def _terminate(self, stored: StoredObject) -> None:
         """A deleting CRD: refuse new instances, delete existing ones, then let it go."""
@@ -280,7 +294,7 @@ class CRDController:
         self._maybe_finish(name)
 
     def _instance_type(self, crd_name: str) -> ResourceType | None:
-        for rt in self.rest.registry:
+        for rt in self.registry:
             if rt.crd_name == crd_name:
                 return rt
         return None
@@ -289,21 +303,21 @@ class CRDController:
         rt = self._instance_type(crd_name)
         if rt is None:
             return
-        objects, _ = self.rest.store.current(rt.group_resource)
+        objects, _ = self.store.current(rt.group_resource)
         for stored in objects:
             ns, name = stored.key
             info = RequestInfo(rt.group, rt.version, ns or None, rt.plural, name, None, "delete")
-            current = self.rest.store.get(rt.group_resource, ns, name)
+            current = self.store.get(rt.group_resource, ns, name)
             if current is not None:
-                run_now(self.rest.delete_stored(Call(info, rt, {}), current, {}, answer=False))
+                run_now(self.writer.delete_stored(Call(info, rt, {}), current, {}, answer=False))
 
     def _maybe_finish(self, crd_name: str) -> None:
         crd_rt = self.crd_type()
-        stored = self.rest.store.get(crd_rt.group_resource, "", crd_name)
+        stored = self.store.get(crd_rt.group_resource, "", crd_name)
         if stored is None or not stored.obj["metadata"].get("deletionTimestamp"):
             return
         rt = self._instance_type(crd_name)
-        if rt is not None and self.rest.store.current(rt.group_resource)[0]:
+        if rt is not None and self.store.current(rt.group_resource)[0]:
             return  # instances are still finalizing
         crd = stored.thaw()
         finalizers = [f for f in crd["metadata"].get("finalizers") or [] if f != CLEANUP_FINALIZER]
@@ -320,12 +334,11 @@ class CRDController:
             self._write(crd, stored)
             return
         crd["metadata"].pop("finalizers", None)
-        deleted = self.rest.store.delete(crd_rt.group_resource, stored, crd)
-        self.rest.notify(crd_rt, "DELETED", deleted, stored)
+        self.commits.delete(crd_rt, stored, crd)
 
     def refuses_instances(self, rt: ResourceType) -> bool:
         """Whether new instances of `rt` must be refused (its CRD is being deleted)."""
         if not rt.crd_name:
             return False
-        stored = self.rest.store.get(self.crd_type().group_resource, "", rt.crd_name)
+        stored = self.store.get(self.crd_type().group_resource, "", rt.crd_name)
         return stored is not None and bool(stored.obj["metadata"].get("deletionTimestamp"))

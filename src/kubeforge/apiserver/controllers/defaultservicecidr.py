@@ -10,10 +10,14 @@ from __future__ import annotations
 import ipaddress
 
 from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.statuswrites import set_condition
+from kubeforge.apiserver.storage.store import Store
+from kubeforge.apiserver.types.registry import Registry
 
 __all__ = ["DEFAULT_NAME", "ensure_default_service_cidr"]
 
@@ -21,11 +25,13 @@ DEFAULT_NAME = "kubernetes"
 _MANAGER = {"fieldManager": "kube-apiserver"}
 
 
-def ensure_default_service_cidr(rest: Rest, service_cidr: str) -> None:
+def ensure_default_service_cidr(
+    store: Store, commits: Commits, registry: Registry, writer: Writer, service_cidr: str
+) -> None:
     """Create the `kubernetes` ServiceCIDR (Ready) if it is missing."""
-    rt = rest.registry.get("networking.k8s.io", "v1", "servicecidrs")
+    rt = registry.get("networking.k8s.io", "v1", "servicecidrs")
     assert rt is not None
-    if rest.store.get(rt.group_resource, "", DEFAULT_NAME) is not None:
+    if store.get(rt.group_resource, "", DEFAULT_NAME) is not None:
         return
     network = ipaddress.ip_network(service_cidr, strict=False)
     body = {
@@ -35,8 +41,8 @@ def ensure_default_service_cidr(rest: Rest, service_cidr: str) -> None:
         "spec": {"cidrs": [str(network)]},
     }
     create = RequestInfo("networking.k8s.io", "v1", None, "servicecidrs", None, None, "create")
-    run_now(rest.create(Call(create, rt, _MANAGER), body))
-    stored = rest.store.get(rt.group_resource, "", DEFAULT_NAME)
+    run_now(writer.create(Call(create, rt, _MANAGER), body))
+    stored = store.get(rt.group_resource, "", DEFAULT_NAME)
     assert stored is not None
     ready = {
         "type": "Ready",
@@ -45,4 +51,4 @@ def ensure_default_service_cidr(rest: Rest, service_cidr: str) -> None:
         "reason": "",
         "message": "Kubernetes default Service CIDR is ready",
     }
-    set_condition(rest, rt, stored, ready)
+    set_condition(commits, rt, stored, ready)

@@ -24,11 +24,13 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
 from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import run_now
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.codec import Codec
+from kubeforge.apiserver.storage.store import Store, StoredObject
 from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
@@ -219,12 +221,21 @@ def _gc_finalizers(meta: dict[str, Any]) -> tuple[bool, bool]:
 class GarbageCollector:
     """Deletes dependents whose owners are gone; runs foreground and orphan deletion."""
 
-    def __init__(self, rest: Rest, absent_owner_grace: float = 0.1) -> None:
-        self.rest = rest
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        codec: Codec,
+        writer: Writer,
+        absent_owner_grace: float = 0.1,
+    ) -> None:
+        self.store = store
+        self.codec = codec
+        self.writer = writer
         # How long a reference to an unknown uid may stay unresolved before it is treated
         # as absent (the real collector looks the owner up before acting).
         self.absent_owner_grace = absent_owner_grace
-        self.types = StorageTypes(rest.registry)
+        self.types = StorageTypes(registry)
         self._where: dict[str, Where] = {}
         self._owners: dict[str, tuple[OwnerRef, ...]] = {}
         # owner uid -> {dependent uid: whether that dependent blocks the owner's deletion}
@@ -232,7 +243,7 @@ class GarbageCollector:
         self._warned: set[tuple[str, str]] = set()
         self._scanned = False
         self.queue = WorkQueue(self._process, "garbage collector")
-        rest.observers.append(self.observe)
+        self.registry = registry
 
     # lifecycle ----------------------------------------------------------------------------
 
@@ -240,7 +251,7 @@ class GarbageCollector:
         """Learn what is stored (first start) and start collecting."""
         if not self._scanned:
             self._scanned = True
-            store = self.rest.store
+            store = self.store
             for rt in self.types:
                 gr = rt.group_resource
                 for stored in store.current(gr)[0]:
@@ -347,7 +358,7 @@ class GarbageCollector:
             return _INVALID, None
         if name != ref.name:
             return _ABSENT, None
-        stored = self.rest.store.get(gr, owner_ns, name)
+        stored = self.store.get(gr, owner_ns, name)
         if stored is None or stored.obj.get("kind") != ref.kind:
             return _ABSENT, None
         meta = stored.obj["metadata"]
@@ -363,7 +374,7 @@ class GarbageCollector:
         where = self._where.get(uid)
         if where is None:
             return None
-        stored = self.rest.store.get(*where)
+        stored = self.store.get(*where)
         if stored is None or stored.obj["metadata"].get("uid") != uid:
             return None
         return stored
@@ -454,7 +465,7 @@ class GarbageCollector:
         rt = self._type_of(uid)
         ns, name = stored.key
         options = {"propagationPolicy": policy, "preconditions": {"uid": uid}}
-        await self.rest.delete_stored(
+        await self.writer.delete_stored(
             controller_call(rt, ns, name, "delete"), stored, options, answer=False
         )
 
@@ -463,7 +474,7 @@ class GarbageCollector:
         if stored is None:
             return
         rt = self._type_of(uid)
-        obj = await self.rest.read_as(rt, stored)
+        obj = await self.codec.read_as(rt, stored)
         meta = obj["metadata"]
         refs = meta.get("ownerReferences") or []
         kept = [r for r in refs if not (isinstance(r, dict) and r.get("uid") in owners)]
@@ -474,7 +485,7 @@ class GarbageCollector:
         else:
             del meta["ownerReferences"]
         ns, name = stored.key
-        await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+        await self.writer.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
     def _waiting(self, uid: str) -> bool:
         """Whether an object is being deleted in the foreground."""
@@ -486,7 +497,7 @@ class GarbageCollector:
         if stored is None:
             return
         rt = self._type_of(uid)
-        obj = await self.rest.read_as(rt, stored)
+        obj = await self.codec.read_as(rt, stored)
         changed = False
         for ref in obj["metadata"].get("ownerReferences") or ():
             if isinstance(ref, dict) and ref.get("blockOwnerDeletion") is True:
@@ -494,12 +505,12 @@ class GarbageCollector:
                 changed = True
         if changed:
             ns, name = stored.key
-            await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+            await self.writer.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
     async def _remove_finalizer(self, stored: StoredObject, finalizer: str) -> None:
         uid = str(stored.obj["metadata"]["uid"])
         rt = self._type_of(uid)
-        obj = await self.rest.read_as(rt, stored)
+        obj = await self.codec.read_as(rt, stored)
         meta = obj["metadata"]
         finalizers = [f for f in meta.get("finalizers") or () if f != finalizer]
         if finalizers:
@@ -507,7 +518,7 @@ class GarbageCollector:
         else:
             meta.pop("finalizers", None)
         ns, name = stored.key
-        await self.rest.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
+        await self.writer.write_update(controller_call(rt, ns, name, "patch"), obj, stored)
 
     def _warn_invalid(self, stored: StoredObject, ref: OwnerRef) -> None:
         """Record a Warning event for a reference to an owner the dependent cannot have
@@ -517,7 +528,7 @@ class GarbageCollector:
         if (uid, ref.uid) in self._warned:
             return
         self._warned.add((uid, ref.uid))
-        events = self.rest.registry.get("", "v1", "events")
+        events = self.registry.get("", "v1", "events")
         if events is None:
             return
         ns, name = stored.key
@@ -549,6 +560,6 @@ class GarbageCollector:
             "count": 1,
         }
         try:
-            run_now(self.rest.create(controller_call(events, event_ns, "", "create"), body))
+            run_now(self.writer.create(controller_call(events, event_ns, "", "create"), body))
         except StatusError as exc:
             log.debug("could not record an event for %s: %s", name, exc.message)

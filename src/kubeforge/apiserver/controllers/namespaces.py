@@ -11,6 +11,7 @@ It looks again whenever something in a terminating namespace changes or goes.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from kubeforge.api.timestamps import now_rfc3339
@@ -20,15 +21,21 @@ from kubeforge.apiserver.controllers.gc import (
     WorkQueue,
     controller_call,
 )
+from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.subresources import Subresources
-from kubeforge.apiserver.handlers.writes import Rest, run_now
+from kubeforge.apiserver.handlers.writes import Written, run_now
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge.apiserver.storage.codec import Codec
+from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 
-__all__ = ["NamespaceController"]
+__all__ = ["Finalize", "NamespaceController"]
+
+# The namespace's finalize subresource (handlers/subresources.py): (call, the Namespace with
+# the finalizers that remain).
+Finalize = Callable[[Call, dict[str, Any]], Coroutine[Any, Any, Written]]
 
 FINALIZER = "kubernetes"
 _NAMESPACES = GroupResource("", "namespaces")
@@ -121,21 +128,29 @@ def _same(new: list[dict[str, Any]], old: Any) -> bool:
 class NamespaceController:
     """Deletes the content of terminating namespaces and then finalizes them."""
 
-    def __init__(self, rest: Rest, subresources: Subresources) -> None:
-        self.rest = rest
-        self.subresources = subresources
-        self.types = StorageTypes(rest.registry)
+    def __init__(
+        self,
+        store: Store,
+        registry: Registry,
+        codec: Codec,
+        writer: Writer,
+        finalize: Finalize,
+    ) -> None:
+        self.store = store
+        self.codec = codec
+        self.writer = writer
+        self.finalize = finalize
+        self.types = StorageTypes(registry)
         # Names of namespaces being deleted: changes inside them trigger a new look.
         self.terminating: set[str] = set()
         self.queue = WorkQueue(self._sync, "namespace controller")
         self._scanned = False
-        rest.observers.append(self.observe)
 
     def start(self) -> None:
         """Pick up namespaces already terminating (first start) and start working."""
         if not self._scanned:
             self._scanned = True
-            for stored in self.rest.store.current(_NAMESPACES)[0]:
+            for stored in self.store.current(_NAMESPACES)[0]:
                 if stored.obj["metadata"].get("deletionTimestamp"):
                     self._terminating(stored.key[1])
         self.queue.start()
@@ -171,7 +186,7 @@ class NamespaceController:
 
     async def _sync(self, name: str) -> None:
         ns_type = self._namespace_type()
-        stored = self.rest.store.get(_NAMESPACES, "", name)
+        stored = self.store.get(_NAMESPACES, "", name)
         if stored is None or not stored.obj["metadata"].get("deletionTimestamp"):
             self.terminating.discard(name)
             return
@@ -181,7 +196,7 @@ class NamespaceController:
         remaining: Counter[str] = Counter()
         finalizers: Counter[str] = Counter()
         failures: list[str] = []
-        store = self.rest.store
+        store = self.store
         for rt in self.types:
             if not rt.namespaced:
                 continue
@@ -194,7 +209,7 @@ class NamespaceController:
                     continue
                 call = controller_call(rt, name, obj.key[1], "delete")
                 try:
-                    await self.rest.delete_stored(
+                    await self.writer.delete_stored(
                         call, obj, {"propagationPolicy": "Background"}, answer=False
                     )
                 except StatusError as exc:
@@ -211,16 +226,14 @@ class NamespaceController:
         rest_finalizers = [f for f in spec_finalizers if f != FINALIZER]
         info = RequestInfo("", ns_type.version, None, "namespaces", name, "finalize", "update")
         call = Call(info, ns_type, {}, CONTROLLER_AGENT)
-        run_now(
-            self.subresources.finalize_namespace(call, {"spec": {"finalizers": rest_finalizers}})
-        )
+        run_now(self.finalize(call, {"spec": {"finalizers": rest_finalizers}}))
 
     def _write_conditions(
         self, rt: ResourceType, name: str, conditions: list[dict[str, Any]]
     ) -> StoredObject | None:
         """Record the conditions in the namespace's status (when they say something new);
         the namespace as it now is."""
-        stored = self.rest.store.get(_NAMESPACES, "", name)
+        stored = self.store.get(_NAMESPACES, "", name)
         if stored is None:
             return None
         status = stored.obj.get("status") or {}
@@ -234,8 +247,8 @@ class NamespaceController:
             condition["lastTransitionTime"] = (
                 before.get("lastTransitionTime", now) if before and same_status else now
             )
-        obj = self.rest.served(rt, stored)
+        obj = self.codec.served(rt, stored)
         obj.setdefault("status", {})["conditions"] = conditions
         info = RequestInfo("", rt.version, None, "namespaces", name, "status", "update")
-        run_now(self.rest.write_update(Call(info, rt, {}, CONTROLLER_AGENT), obj, stored))
-        return self.rest.store.get(_NAMESPACES, "", name)
+        run_now(self.writer.write_update(Call(info, rt, {}, CONTROLLER_AGENT), obj, stored))
+        return self.store.get(_NAMESPACES, "", name)

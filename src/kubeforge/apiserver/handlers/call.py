@@ -1,22 +1,52 @@
-"""One API request as the resource handlers see it: target, options and collected warnings."""
+"""One API request as the resource handlers see it: target, options and collected warnings,
+and the admission it goes through.
+
+Admission is above the handlers: they know it only as the two protocols below, which the
+server's admission (`admission/chain.py`) meets.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
 from kubeforge.apiserver.request.user import ADMIN, UserInfo
+from kubeforge.apiserver.storage.store import Store, StoredObject
 from kubeforge.apiserver.types.resource import ResourceType
 
-if TYPE_CHECKING:
-    from kubeforge.apiserver.admission import RequestAdmission
-
-__all__ = ["Call"]
+__all__ = ["Admissions", "Admitting", "Call", "stored_object"]
 
 _FIELD_VALIDATION = ("Strict", "Warn", "Ignore")
+
+
+class Admitting(Protocol):
+    """The admission of one request, at the points the write path names: `mutate` after
+    decoding and defaulting, `validate` after validation, `delete` before a deletion,
+    `connect` before a connection."""
+
+    async def mutate(
+        self, operation: str, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
+
+    async def validate(
+        self, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None
+    ) -> None: ...
+
+    async def delete(self, old: dict[str, Any], options: Mapping[str, Any]) -> None: ...
+
+    async def connect(self, options: dict[str, Any]) -> None: ...
+
+
+class Admissions(Protocol):
+    """Starts the admission of a request: None when no webhook or policy may apply to it
+    (judged from its resource, subresource and the operations it may be)."""
+
+    def begin(
+        self, call: Call, operations: tuple[str, ...], name: str | None = None
+    ) -> Admitting | None: ...
 
 
 @dataclass
@@ -32,7 +62,7 @@ class Call:
     user: UserInfo = ADMIN
     # Set when admission webhooks or policies may apply to this request; the server's own
     # writes (bootstrap, garbage collection, namespace cleanup) leave it unset.
-    admission: RequestAdmission | None = None
+    admission: Admitting | None = None
     # The request's Audit-Id, for answers that are streamed (their headers go out early).
     audit_id: str = ""
 
@@ -103,3 +133,11 @@ class Call:
             )
             raise StatusError.bad_request(lead + "strict decoding error: " + ", ".join(messages))
         self.warnings.extend(messages)
+
+
+def stored_object(store: Store, call: Call) -> StoredObject:
+    """The object the request names, or 404."""
+    stored = store.get(call.rt.group_resource, call.namespace, call.name)
+    if stored is None:
+        raise StatusError.not_found(call.rt.group, call.rt.plural, call.name)
+    return stored

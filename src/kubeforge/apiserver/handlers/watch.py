@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial as bind
 from typing import Any
 
 import orjson
 
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.http.server import Request, ResponseStream
+from kubeforge.apiserver.handlers.exchange import include_object, negotiated, partial
+from kubeforge.apiserver.http.server import Request, Response, ResponseStream
+from kubeforge.apiserver.printing.tables import to_table
 from kubeforge.apiserver.request.encoding import Negotiated
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.queryparams import query_bool, query_flag
+from kubeforge.apiserver.storage.codec import Codec
 from kubeforge.apiserver.storage.listing import BatchConverter, Selection, parse_resource_version
 from kubeforge.apiserver.storage.store import Event, Expired, Store, StoredObject, Watcher
 
@@ -33,14 +37,43 @@ Predicate = Callable[[dict[str, Any]], bool]
 class WatchStreams:
     """Serves watch requests and can end them all (on shutdown or when a type goes away)."""
 
-    def __init__(self, store: Store, bookmark_interval: float = 60.0) -> None:
+    def __init__(self, store: Store, codec: Codec, bookmark_interval: float = 60.0) -> None:
         self.store = store
+        self.codec = codec
         self.bookmark_interval = bookmark_interval
         self.active: set[Watcher] = set()
 
     def close_all(self) -> None:
         for watcher in list(self.active):
             watcher.close()
+
+    def watch(self, request: Request, call: Call) -> Awaitable[Response | ResponseStream]:
+        """A watch of a collection or one object, as JSON events, Tables or metadata only."""
+        rt = call.rt
+        answer = negotiated(request, {"Table", "PartialObjectMetadata"})
+        table = None
+        served: Callable[[StoredObject], dict[str, Any]] = bind(self.codec.served, rt)
+        raw_ok = rt.from_storage is None
+        if answer.as_kind == "Table":
+            include = include_object(call)
+            version = answer.version or "v1"
+
+            def table(objs: list[dict[str, Any]], no_headers: bool) -> dict[str, Any]:
+                return to_table(
+                    rt, objs, include_object=include, table_version=version, no_headers=no_headers
+                )
+
+        elif answer.as_kind == "PartialObjectMetadata":
+            version = answer.version or "v1"
+
+            def served(stored: StoredObject) -> dict[str, Any]:
+                return partial(stored.obj, version)
+
+            raw_ok = False
+        convert = None
+        if rt.webhook_conversion is not None and answer.as_kind != "PartialObjectMetadata":
+            convert = self.codec.converter(rt)
+        return self.serve(request, call, answer, served, raw_ok, table, convert)
 
     async def serve(
         self,

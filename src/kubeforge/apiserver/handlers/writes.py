@@ -1,26 +1,29 @@
-"""The write and read verbs for objects: create, get, update, patch, delete.
+"""The write pipeline every create, update and delete ends in, whoever asks for it.
 
-Each write runs the same pipeline a real API server runs: decode (drop unknown fields,
-default), mutating admission, system metadata, strategy (status handling, generation),
-field ownership, validation, validating admission, and then one atomic commit to the store.
+As kube-apiserver's generic registry store does (k8s.io/apiserver pkg/registry/generic/
+registry/store.go), each write runs the same steps: decode (drop unknown fields, default),
+mutating admission, system metadata, strategy (status handling, generation), field
+ownership, validation, validating admission, and then one atomic commit (`storage/commits.py`).
+The verb handlers (`create.py`, `update.py`, `patch.py`, `delete.py`, the subresources) read
+a request into an object and hand it here; the server's own loops write through the same
+three operations (`create`, `write_update`, `delete_stored`).
 
 The writes are coroutines because admission and conversion call webhooks. A write the
 request's admission does not apply to (`call.admission` unset: the server's own writes, and
 every request when no webhook or policy may match) of a type no conversion webhook converts
-never suspends, and `run_now` finishes it at once.
+never suspends, and `run_now` finishes it at once. Anything awaited before a commit is
+followed by a check that the object is still the one the write started from. Only metadata
+changes when an object is marked for deletion, so that write keeps the version the object is
+stored in.
 
-Objects of a CRD whose conversion webhook converts them are read in the request's version
-(`read_as`), written in the storage version (`storage_form`) and answered in the request's
-version (`answer`), each a call to the webhook when the versions differ; anything awaited
-before a commit is followed by a check that the object is still the one the write started
-from. Only metadata changes when an object is marked for deletion, so that write keeps the
-version the object is stored in.
+Besides admission, a few checks and changes belong to particular kinds and come from the
+stages above (the server adds them): mutators (a Service's cluster IP), validators (a CRD's
+schema) and admitters (RBAC escalation, who may approve a CertificateSigningRequest).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -31,11 +34,11 @@ from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import validate_object_meta, validate_object_meta_update
 from kubeforge.api.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request import nesting
 from kubeforge.apiserver.request.errors import StatusError, status_success
 from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
-from kubeforge.apiserver.request.queryparams import query_flag
 from kubeforge.apiserver.storage import managedfields, patch, preconditions
+from kubeforge.apiserver.storage.codec import Codec
+from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.objectmeta import (
     carry_system_fields,
     fill_system_fields,
@@ -43,20 +46,17 @@ from kubeforge.apiserver.storage.objectmeta import (
     spec_changed,
 )
 from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
-from kubeforge.apiserver.types.conversion import Conversions, invalid_source_version
+from kubeforge.apiserver.types.builtin_schemas import STRICT_INTEGERS
 from kubeforge.apiserver.types.customobjects import settle_numbers
-from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import GroupResource, ResourceType
 from kubeforge.apiserver.types.typesupport import TypeSupport
 
-__all__ = ["Admitter", "Mutator", "Observer", "Rest", "Validator", "run_now"]
+__all__ = ["Admitter", "Mutator", "Validator", "Writes", "Written", "run_now"]
 
-log = logging.getLogger("kubeforge.apiserver")
 T = TypeVar("T")
 
-# Called after every commit: (type, event type, new state, previous state).
-Observer = Callable[[ResourceType, str, StoredObject, StoredObject | None], None]
+# What a write answers: the status code and the object (its stored bytes when they serve).
+Written = tuple[int, bytes | dict[str, Any]]
 # Server-side changes made before validation (e.g. allocating a Service's cluster IP):
 # (type, new object, old object or None on create).
 Mutator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], None]
@@ -65,16 +65,8 @@ Validator = Callable[[ResourceType, dict[str, Any], dict[str, Any] | None], list
 # Checks that depend on who writes (e.g. RBAC escalation), after validation: raise to refuse.
 Admitter = Callable[[Call, dict[str, Any], dict[str, Any] | None], None]
 
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-CUSTOM_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH)
-BUILTIN_PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
-
 _GC_FINALIZERS = ("orphan", "foregroundDeletion")
 _NAMESPACES = GroupResource("", "namespaces")
-_PATCH_REJECTED = "the server rejected our request due to an error in our request"
 
 
 def run_now(write: Coroutine[Any, Any, T]) -> T:
@@ -88,125 +80,21 @@ def run_now(write: Coroutine[Any, Any, T]) -> T:
     raise RuntimeError("a write without admission waited for something")
 
 
-class Rest:
-    """Object verbs over one store and registry."""
+class Writes:
+    """Creates, updates and deletes objects of every served type."""
 
-    def __init__(self, store: Store, registry: Registry, types: TypeSupport) -> None:
+    def __init__(self, store: Store, commits: Commits, types: TypeSupport, codec: Codec) -> None:
         self.store = store
-        self.registry = registry
+        self.commits = commits
         self.types = types
-        self.observers: list[Observer] = []
-        self.validators: list[Validator] = []
+        self.codec = codec
         self.mutators: list[Mutator] = []
+        self.validators: list[Validator] = []
         self.admitters: list[Admitter] = []
         # Namespaces that accept no new objects (set while they terminate).
         self.protected_namespaces = frozenset({"default", "kube-system", "kube-public"})
-        # Conversion webhooks (the server sets it up with its webhook client).
-        self.conversions: Conversions | None = None
 
-    # Conversion between the served version and the stored form --------------------------
-
-    def served(self, rt: ResourceType, stored: StoredObject) -> dict[str, Any]:
-        """A private copy of a stored object, in the version `rt` serves (for types no
-        conversion webhook converts; `read_as` converts any)."""
-        obj = stored.thaw()
-        return self.to_served(rt, obj)
-
-    def to_served(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rt.from_storage is not None:
-            return rt.from_storage(obj)
-        wanted = rt.api_version
-        current = obj.get("apiVersion")
-        if current != wanted:
-            conversion = rt.conversion
-            if conversion is not None and (
-                conversion.webhook is not None or current not in conversion.api_versions
-            ):
-                if conversion.webhook is None:
-                    raise invalid_source_version(str(current))
-                raise RuntimeError(
-                    f"{rt.qualified()} converts through a webhook: read it with read_as"
-                )
-            obj["apiVersion"] = wanted
-        return obj
-
-    def _conversions(self) -> Conversions:
-        if self.conversions is None:
-            raise RuntimeError("this server has no webhook client for conversion webhooks")
-        return self.conversions
-
-    async def read_as(self, rt: ResourceType, stored: StoredObject) -> dict[str, Any]:
-        """A private copy of a stored object in the version `rt` serves, converted by its
-        CRD's conversion webhook when it has one."""
-        obj = stored.thaw()
-        conversion = rt.webhook_conversion
-        if conversion is None or obj.get("apiVersion") == rt.api_version:
-            return self.to_served(rt, obj)
-        converted = await self._conversions().convert(conversion, [obj], rt.version)
-        return converted[0]
-
-    async def read_all(
-        self, rt: ResourceType, objects: list[StoredObject]
-    ) -> list[bytes | dict[str, Any]]:
-        """A list's items in `rt`'s version: the stored bytes of those already in it, the
-        others converted (through the webhook in one review)."""
-        conversion = rt.webhook_conversion
-        if conversion is None:
-            return [self.served_raw(rt, stored) for stored in objects]
-        wanted = rt.api_version
-        pending = [s.thaw() for s in objects if s.obj.get("apiVersion") != wanted]
-        converted = iter(
-            await self._conversions().convert(conversion, pending, rt.version, listing=True)
-        )
-        return [
-            stored.raw if stored.obj.get("apiVersion") == wanted else next(converted)
-            for stored in objects
-        ]
-
-    async def answer(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
-        """`served_raw` for any type: what a write or read answers with."""
-        if rt.webhook_conversion is None or stored.obj.get("apiVersion") == rt.api_version:
-            return self.served_raw(rt, stored)
-        return await self.read_as(rt, stored)
-
-    async def storage_form(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """`obj` (the caller's to change) in the version it is stored in."""
-        conversion = rt.webhook_conversion
-        if conversion is None:
-            return self.to_storage(rt, obj)
-        converted = await self._conversions().convert(conversion, [obj], conversion.storage)
-        return converted[0]
-
-    async def read_object_as(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        """An object of `rt`'s storage (the caller's to change) in `rt`'s version."""
-        conversion = rt.webhook_conversion
-        if conversion is None:
-            return self.to_served(rt, obj)
-        return (await self._conversions().convert(conversion, [obj], rt.version))[0]
-
-    def served_raw(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
-        """The stored bytes when they already are in the served version, else a converted copy."""
-        if rt.from_storage is None and stored.obj.get("apiVersion") == rt.api_version:
-            return stored.raw
-        return self.served(rt, stored)
-
-    def to_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-        if rt.to_storage is not None:
-            return rt.to_storage(obj)
-        if rt.is_crd and rt.storage_version and rt.storage_version != rt.version:
-            obj["apiVersion"] = f"{rt.group}/{rt.storage_version}"
-        return obj
-
-    # Helpers ----------------------------------------------------------------------------
-
-    def _not_found(self, rt: ResourceType, name: str) -> StatusError:
-        return StatusError.not_found(rt.group, rt.plural, name)
-
-    def _get_stored(self, call: Call) -> StoredObject:
-        stored = self.store.get(call.rt.group_resource, call.namespace, call.name)
-        if stored is None:
-            raise self._not_found(call.rt, call.name)
-        return stored
+    # what every write does ----------------------------------------------------------------
 
     def still_current(self, call: Call, name: str, old: StoredObject | None) -> None:
         """After waiting for admission, the object must still be the one the write started
@@ -214,7 +102,7 @@ class Rest:
         if self.store.get(call.rt.group_resource, call.namespace, name) is not old:
             raise StatusError.stale(call.rt.group, call.rt.plural, name)
 
-    def _check_type_meta(
+    def check_type_meta(
         self, rt: ResourceType, obj: Any, patched: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """The body's kind and apiVersion checked and filled in, and its metadata decoded as
@@ -261,7 +149,8 @@ class Rest:
             ) from None
         return obj
 
-    def _check_namespace(self, call: Call, obj: dict[str, Any]) -> None:
+    def check_namespace(self, call: Call, obj: dict[str, Any]) -> None:
+        """The object's namespace is the request's (a cluster-scoped object has none)."""
         meta = obj["metadata"]
         rt = call.rt
         if not rt.namespaced:
@@ -301,17 +190,21 @@ class Rest:
                 ],
             )
 
-    def _decode(
+    def decode(
         self,
         call: Call,
         obj: dict[str, Any],
         prefix: str = "",
         integers: str = STRICT_INTEGERS,
     ) -> None:
+        """Decode `obj` as its type (unknown fields dropped, defaults applied); the dropped
+        fields are reported as the request's fieldValidation asks."""
         unknown = self.types.decode(call.rt, obj, integers)
         call.report_unknown_fields(unknown, prefix)
 
-    def _validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    def validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """The kind's own changes (mutators), then metadata, type and kind-specific
+        validation (422 with every error), then the admitters."""
         rt = call.rt
         for mutate in self.mutators:
             mutate(rt, obj, old)
@@ -332,11 +225,10 @@ class Rest:
         for admit in self.admitters:
             admit(call, obj, old)
 
-    def _commit_create(self, call: Call, obj: dict[str, Any]) -> StoredObject:
+    def commit_create(self, call: Call, obj: dict[str, Any]) -> StoredObject:
+        """Store a new object (converted to its storage form)."""
         rt = call.rt
-        stored = self.store.create(rt.group_resource, self.to_storage(rt, obj))
-        self.notify(rt, "ADDED", stored, None)
-        return stored
+        return self.commits.create(rt, self.codec.to_storage(rt, obj))
 
     def _commit_update(self, call: Call, obj: dict[str, Any], old: StoredObject) -> StoredObject:
         rt = call.rt
@@ -348,38 +240,17 @@ class Rest:
             and old_meta.get("deletionGracePeriodSeconds") == 0
         ):
             # The last finalizer is gone: the object leaves with this final state.
-            deleted = self.store.delete(rt.group_resource, old, self.to_storage(rt, obj))
-            self.notify(rt, "DELETED", deleted, old)
-            return deleted
-        stored = self.store.update(rt.group_resource, self.to_storage(rt, obj), old)
-        self.notify(rt, "MODIFIED", stored, old)
-        return stored
+            return self.commits.delete(rt, old, self.codec.to_storage(rt, obj))
+        return self.commits.update(rt, self.codec.to_storage(rt, obj), old)
 
-    def notify(
-        self, rt: ResourceType, kind: str, new: StoredObject, old: StoredObject | None
-    ) -> None:
-        """Tell every observer of a committed change. The commit stands whatever an observer
-        does, so one that fails is logged and the others still hear of it."""
-        for observer in self.observers:
-            try:
-                observer(rt, kind, new, old)
-            except Exception:
-                log.exception(
-                    "an observer of %s failed on %s %s at revision %d",
-                    rt.qualified(),
-                    kind,
-                    "/".join(p for p in new.key if p),
-                    new.rv,
-                )
+    # create ------------------------------------------------------------------------------
 
-    # create -----------------------------------------------------------------------------
-
-    async def create(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
+    async def create(self, call: Call, body: Any) -> Written:
         """POST to a collection: 201 with the stored object."""
         rt = call.rt
-        obj = self._check_type_meta(rt, body)
-        self._decode(call, obj)
-        self._check_namespace(call, obj)
+        obj = self.check_type_meta(rt, body)
+        self.decode(call, obj)
+        self.check_namespace(call, obj)
         if call.info.verb == "create":
             self.namespace_lifecycle(call)
         if call.admission is not None:
@@ -396,13 +267,13 @@ class Rest:
         if generated:
             meta["name"] = generate_name(str(meta["generateName"]))
         self.prepare_create(call, obj)
-        self._validate(call, obj, None)
+        self.validate(call, obj, None)
         if call.admission is not None:
             await call.admission.validate("CREATE", obj, None)
         if rt.webhook_conversion is not None:
             # Converted (and refused, when the webhook fails) before anything is stored;
             # a dry run converts too, as the storage codec would.
-            stored_form = await self.storage_form(rt, patch.json_copy(obj))
+            stored_form = await self.codec.storage_form(rt, patch.json_copy(obj))
 
         if not call.dry_run:
             # Storage refuses a version before it looks for the key; a dry run never reaches
@@ -423,11 +294,11 @@ class Rest:
             return 201, obj
         meta.pop("resourceVersion", None)
         if rt.webhook_conversion is None:
-            stored = self._commit_create(call, obj)
-            return 201, self.served_raw(rt, stored)
+            stored = self.commit_create(call, obj)
+            return 201, self.codec.served_raw(rt, stored)
         stored_form["metadata"]["name"] = meta["name"]
-        stored = self._commit_create(call, stored_form)
-        return 201, await self.answer(rt, stored)
+        stored = self.commit_create(call, stored_form)
+        return 201, await self.codec.answer(rt, stored)
 
     def prepare_create(self, call: Call, obj: dict[str, Any]) -> None:
         """System metadata, status reset, strategy and managedFields for a new object, as
@@ -452,30 +323,7 @@ class Rest:
             now_rfc3339(),
         )
 
-    # get --------------------------------------------------------------------------------
-
-    def get(self, call: Call) -> StoredObject:
-        return self._get_stored(call)
-
-    # update -----------------------------------------------------------------------------
-
-    async def update(self, call: Call, body: Any) -> tuple[int, bytes | dict[str, Any]]:
-        """PUT an object (main resource or /status)."""
-        rt = call.rt
-        obj = self._check_type_meta(rt, body)
-        meta = obj["metadata"]
-        if meta.get("name") and meta["name"] != call.name:
-            raise StatusError.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({call.name})"
-            )
-        meta["name"] = call.name
-        self._check_namespace(call, obj)
-        old = self._get_stored(call)
-        # Its resourceVersion is held against the stored one with every update's, in
-        # write_update.
-        self._decode(call, obj)
-        return await self.write_update(call, obj, old)
+    # update ------------------------------------------------------------------------------
 
     async def write_update(
         self,
@@ -483,7 +331,7 @@ class Rest:
         obj: dict[str, Any],
         old: StoredObject,
         track_fields: bool = True,
-    ) -> tuple[int, bytes | dict[str, Any]]:
+    ) -> Written:
         """The update pipeline after decoding: mutating admission, strategy, ownership,
         validation, commit.
 
@@ -495,7 +343,9 @@ class Rest:
         """
         rt = call.rt
         old_obj = (
-            self.served(rt, old) if rt.webhook_conversion is None else await self.read_as(rt, old)
+            self.codec.served(rt, old)
+            if rt.webhook_conversion is None
+            else await self.codec.read_as(rt, old)
         )
         if call.admission is not None:
             obj = await call.admission.mutate("UPDATE", obj, old_obj)
@@ -529,7 +379,7 @@ class Rest:
                 sub,
                 now_rfc3339(),
             )
-        self._validate(call, obj, old_obj)
+        self.validate(call, obj, old_obj)
         if call.admission is not None:
             await call.admission.validate("UPDATE", obj, old_obj)
             self.still_current(call, call.name, old)
@@ -541,185 +391,33 @@ class Rest:
             # Nothing changed: no new revision, no event. An object stored in an older
             # version is written again (in the storage version), as an unchanged object
             # kube-apiserver encodes differently from its stored bytes is.
-            return 200, self.served_raw(rt, old)
+            return 200, self.codec.served_raw(rt, old)
         if call.dry_run:
             return 200, obj
         stored = self._commit_update(call, obj, old)
-        return 200, self.served_raw(rt, stored)
+        return 200, self.codec.served_raw(rt, stored)
 
     async def _commit_converted(
         self, call: Call, obj: dict[str, Any], old: StoredObject
-    ) -> tuple[int, bytes | dict[str, Any]]:
+    ) -> Written:
         """The end of an update of an object its CRD's webhook converts: the object in the
         storage version is what is compared with the stored one (an unchanged object stored
         in an older version is written again) and what is stored."""
         rt = call.rt
-        stored_form = await self.storage_form(rt, patch.json_copy(obj))
+        stored_form = await self.codec.storage_form(rt, patch.json_copy(obj))
         self.still_current(call, call.name, old)
         if stored_form == old.obj:
-            return 200, await self.answer(rt, old)
+            return 200, await self.codec.answer(rt, old)
         if call.dry_run:
             return 200, obj
         stored = self._commit_update(call, stored_form, old)
-        return 200, await self.answer(rt, stored)
+        return 200, await self.codec.answer(rt, stored)
 
-    # patch ------------------------------------------------------------------------------
-
-    async def patch(
-        self, call: Call, body: bytes, content_type: str, decoded: Any
-    ) -> tuple[int, bytes | dict[str, Any]]:
-        """PATCH an object with a JSON, merge, strategic merge or apply patch."""
-        rt = call.rt
-        ctype = content_type.split(";")[0].strip().lower()
-        allowed = CUSTOM_PATCH_TYPES if rt.is_crd else BUILTIN_PATCH_TYPES
-        if ctype not in allowed:
-            raise StatusError.unsupported_media_type(ctype, allowed)
-        if ctype != APPLY_PATCH and call.query.get("force") not in (None, ""):
-            raise StatusError.unprocessable(
-                'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified '
-                "for non-apply patch"
-            )
-        if ctype == APPLY_PATCH:
-            return await self.apply(call, decoded)
-        old = self._get_stored(call)
-        # The patch applies to the object in the request's version.
-        current = await self.read_as(rt, old)
-        try:
-            if ctype == JSON_PATCH:
-                patched = patch.apply_json_patch(current, decoded)
-            elif ctype == MERGE_PATCH:
-                if not isinstance(decoded, dict):
-                    raise StatusError.bad_request("a merge patch must be a JSON object")
-                patched = patch.apply_merge_patch(current, decoded)
-            else:
-                if not isinstance(decoded, dict):
-                    raise StatusError.bad_request("a strategic merge patch must be a JSON object")
-                patched = patch.apply_strategic_merge_patch(current, decoded, self.types.view(rt))
-        except patch.PatchTooLarge as exc:
-            raise StatusError.too_large(str(exc)) from None
-        except patch.PatchError as exc:
-            if ctype == JSON_PATCH and exc.code == 422:
-                # As upstream answers a JSON patch that fails to apply: a generic message,
-                # the reason in the one cause.
-                cause = {"reason": "UnexpectedServerResponse", "message": str(exc)}
-                raise StatusError(422, "Invalid", _PATCH_REJECTED, {"causes": [cause]}) from None
-            if exc.code == 422:
-                raise StatusError.unprocessable(str(exc)) from None
-            raise StatusError.bad_request(str(exc)) from None
-        # Shallow pieces can build a deep result (a JSON patch copying into itself).
-        nesting.check_object(rt.group, rt.kind, call.name, patched)
-        obj = self._check_type_meta(rt, patched, patched)
-        meta = obj["metadata"]
-        if meta.get("name") != call.name:
-            raise StatusError.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the "
-                f"URL ({call.name})"
-            )
-        # JSON and merge patches keep the number literals they carry, so the result is
-        # decoded as a body is; a strategic merge patch's result is converted from maps.
-        self._decode(
-            call,
-            obj,
-            "json patch " if ctype == JSON_PATCH else "",
-            CONVERTED_INTEGERS if ctype == STRATEGIC_PATCH else STRICT_INTEGERS,
-        )
-        return await self.write_update(call, obj, old)
-
-    async def apply(self, call: Call, applied: Any) -> tuple[int, bytes | dict[str, Any]]:
-        """Server-side apply: create the object or merge the manager's intent into it."""
-        rt = call.rt
-        manager = call.query.get("fieldManager")
-        if not manager:
-            raise StatusError.unprocessable(
-                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
-                "required for apply patch"
-            )
-        force = query_flag(call.query, "force")
-        if not isinstance(applied, dict):
-            raise StatusError.bad_request("an apply patch must be a YAML or JSON object")
-        if applied.get("apiVersion") != rt.api_version or applied.get("kind") != rt.kind:
-            raise StatusError.bad_request(
-                f"the API version and kind in the data ({applied.get('apiVersion')}, "
-                f"{applied.get('kind')}) do not match the expected ({rt.api_version}, {rt.kind})"
-            )
-        meta = applied.get("metadata")
-        if not isinstance(meta, dict) or meta.get("name") != call.name:
-            raise StatusError.bad_request(
-                "the name of the object in the apply patch must match the name on the URL"
-            )
-        applied = self._check_type_meta(rt, applied)
-        # The applied resourceVersion is a precondition, whatever part of the object the
-        # apply may change (a status apply merges nothing else).
-        wanted = preconditions.requested_version(applied["metadata"])
-        self._check_namespace(call, applied)
-        # The intent is pruned but not defaulted: defaults are not the manager's to own.
-        call.report_unknown_fields(self.types.prune(rt, applied, integers=CONVERTED_INTEGERS))
-        old = self.store.get(rt.group_resource, call.namespace, call.name)
-        live = None if old is None else await self.read_as(rt, old)
-        try:
-            result = managedfields.server_side_apply(
-                live,
-                applied,
-                manager,
-                force,
-                self.types.view(rt),
-                rt.api_version,
-                call.info.subresource,
-                now_rfc3339(),
-                # The main resource never writes status when there is a status subresource.
-                ignored=("status",) if rt.has_status and not call.info.subresource else None,
-            )
-        except managedfields.ApplyConflict as exc:
-            raise StatusError(409, "Conflict", str(exc), {"causes": exc.causes}) from None
-        except managedfields.ApplyError as exc:
-            raise StatusError.bad_request(str(exc)) from None
-        nesting.check_object(rt.group, rt.kind, call.name, result)
-        result = self._check_type_meta(rt, result)
-        if wanted is not None:
-            # write_update holds it against the stored one (a new object ignores it).
-            result["metadata"]["resourceVersion"] = wanted
-        self._decode(call, result, integers=CONVERTED_INTEGERS)
-        if old is None:
-            if call.info.subresource:
-                raise self._not_found(rt, call.name)
-            self.namespace_lifecycle(call)
-            if call.admission is not None:
-                result = await call.admission.mutate("CREATE", result, None)
-            # The registry's update that creates reads the version (which must parse) and
-            # then ignores it: storage only refuses one on a plain create.
-            preconditions.check_parsable(result["metadata"])
-            managed = result["metadata"].get("managedFields")
-            self.prepare_create(call, result)
-            if managed is not None:
-                result["metadata"]["managedFields"] = managed
-            self._validate(call, result, None)
-            if call.admission is not None:
-                await call.admission.validate("CREATE", result, None)
-                self.still_current(call, call.name, None)
-            if rt.webhook_conversion is not None:
-                stored_form = await self.storage_form(rt, patch.json_copy(result))
-                self.still_current(call, call.name, None)
-            if call.dry_run:
-                return 201, result
-            result["metadata"].pop("resourceVersion", None)
-            if rt.webhook_conversion is None:
-                stored = self._commit_create(call, result)
-                return 201, self.served_raw(rt, stored)
-            stored = self._commit_create(call, stored_form)
-            return 201, await self.answer(rt, stored)
-        return await self.write_update(call, result, old, track_fields=False)
-
-    # delete -----------------------------------------------------------------------------
-
-    async def delete(
-        self, call: Call, options: dict[str, Any]
-    ) -> tuple[int, bytes | dict[str, Any]]:
-        """DELETE an object: at once, or mark it deleting while finalizers remain."""
-        return await self.delete_stored(call, self._get_stored(call), options)
+    # delete ------------------------------------------------------------------------------
 
     async def delete_stored(
         self, call: Call, old: StoredObject, options: dict[str, Any], answer: bool = True
-    ) -> tuple[int, bytes | dict[str, Any]]:
+    ) -> Written:
         """Delete (or mark deleting) a stored object. Without `answer` (the server's own
         deletions) an object is answered as it is stored, never converted."""
         rt = call.rt
@@ -758,12 +456,12 @@ class Rest:
         if _is_namespace(rt) and name in self.protected_namespaces:
             raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
         if call.admission is not None:
-            await call.admission.delete(await self.read_as(rt, old), options)
+            await call.admission.delete(await self.codec.read_as(rt, old), options)
             self.still_current(call, name, old)
         converted = rt.webhook_conversion is not None
         # Marking an object deleting changes its metadata only: one a webhook converts keeps
         # the version it is stored in.
-        obj = old.thaw() if converted else self.served(rt, old)
+        obj = old.thaw() if converted else self.codec.served(rt, old)
         meta = obj["metadata"]
         finalizers = _strings(meta.get("finalizers"))
         new_finalizers = _gc_finalizers(finalizers, policy, orphan_opt)
@@ -789,21 +487,19 @@ class Rest:
             if held_by_spec:
                 obj.setdefault("status", {})["phase"] = "Terminating"
             if call.dry_run:
-                return 200, await self.read_object_as(rt, obj) if converted else obj
-            stored = self.store.update(
-                rt.group_resource, obj if converted else self.to_storage(rt, obj), old
+                return 200, await self.codec.read_object_as(rt, obj) if converted else obj
+            stored = self.commits.update(
+                rt, obj if converted else self.codec.to_storage(rt, obj), old
             )
-            self.notify(rt, "MODIFIED", stored, old)
             # 202 only for the old-style orphanDependents=false request, as upstream.
             code = 202 if orphan_opt is False else 200
             return code, await self._deleted_answer(rt, stored, answer)
 
         if call.dry_run:
             if rt.returns_deleted_object:
-                return 200, await self.read_object_as(rt, obj) if converted else obj
+                return 200, await self.codec.read_object_as(rt, obj) if converted else obj
             return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
-        deleted = self.store.delete(rt.group_resource, old)
-        self.notify(rt, "DELETED", deleted, old)
+        deleted = self.commits.delete(rt, old)
         if rt.returns_deleted_object:
             return 200, await self._deleted_answer(rt, deleted, answer)
         return 200, status_success(rt.group, rt.plural, name, meta.get("uid"))
@@ -812,10 +508,10 @@ class Rest:
         self, rt: ResourceType, stored: StoredObject, answer: bool
     ) -> bytes | dict[str, Any]:
         if answer:
-            return await self.answer(rt, stored)
+            return await self.codec.answer(rt, stored)
         if rt.webhook_conversion is not None:
             return stored.raw
-        return self.served_raw(rt, stored)
+        return self.codec.served_raw(rt, stored)
 
 
 def _stored_version(stored: StoredObject) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge.apiserver.request import nesting
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
 
@@ -16,6 +17,8 @@ __all__ = [
     "decode_body",
     "negotiate",
     "parse_accept",
+    "patch_decode_type",
+    "read_body",
 ]
 
 JSON = "application/json"
@@ -142,3 +145,17 @@ def decode_body(body: bytes, content_type: str | None) -> Any:
         f"the body of the request was in an unknown format - accepted media types include: "
         f'{JSON}, {YAML}, {PROTOBUF}; got "{ctype}"',
     )
+
+
+def read_body(body: bytes, content_type: str | None) -> Any:
+    """A request body, decoded and held to the nesting limit before any handler walks it
+    (nesting.py)."""
+    decoded = decode_body(body, content_type)
+    nesting.check_body(body, decoded, content_type)
+    return decoded
+
+
+def patch_decode_type(content_type: str) -> str:
+    """Patch bodies are JSON except apply patches, which are YAML (JSON being YAML too)."""
+    ctype = content_type.split(";")[0].strip().lower()
+    return "application/yaml" if ctype.endswith("yaml") else "application/json"

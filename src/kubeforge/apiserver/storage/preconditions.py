@@ -20,10 +20,17 @@ from typing import Any
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import GoValue
 from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.types.resource import ResourceType
 from kubeforge.apiserver.types.validation.common import go_str
 
-__all__ = ["check_create", "check_parsable", "check_update", "requested_version"]
+__all__ = [
+    "body_version",
+    "check_create",
+    "check_parsable",
+    "check_update",
+    "requested_version",
+]
 
 
 def requested_version(meta: Mapping[str, Any]) -> str | None:
@@ -33,6 +40,19 @@ def requested_version(meta: Mapping[str, Any]) -> str | None:
     if value is None or value == "" or value == "0":
         return None
     return str(value)
+
+
+def body_version(body: Mapping[str, Any], kind: str) -> str | None:
+    """The resourceVersion a subresource's body (a Scale, a Binding, a Namespace to finalize)
+    asks for, its metadata decoded as the typed server decodes it (a wrong JSON type is a
+    400)."""
+    try:
+        meta = decode_object_meta(body.get("metadata"), kind)
+    except MetadataDecodeError as exc:
+        raise StatusError.bad_request(
+            f'{kind} in version "v1" cannot be handled as a {kind}: {exc.detail}'
+        ) from None
+    return requested_version(meta)
 
 
 def check_update(rt: ResourceType, name: str, meta: Mapping[str, Any], stored_version: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.apiserver.handlers.writes import Rest
+from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.store import StoredObject
 from kubeforge.apiserver.types.resource import ResourceType
 
@@ -15,7 +15,7 @@ __all__ = ["set_condition"]
 
 
 def set_condition(
-    rest: Rest, rt: ResourceType, stored: StoredObject, condition: dict[str, Any]
+    commits: Commits, rt: ResourceType, stored: StoredObject, condition: dict[str, Any]
 ) -> None:
     """Replace the status condition of `condition`'s type on `stored` (others are kept)."""
     obj = stored.thaw()
@@ -29,5 +29,4 @@ def set_condition(
     ]
     status["conditions"] = [*others, condition]
     obj["status"] = status
-    updated = rest.store.update(rt.group_resource, obj, stored)
-    rest.notify(rt, "MODIFIED", updated, stored)
+    commits.update(rt, obj, stored)
