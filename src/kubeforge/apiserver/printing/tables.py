@@ -21,7 +21,8 @@ from kubeforge.api.access import name_of
 from kubeforge.api.durations import human_duration
 from kubeforge.api.jsonpath import JSONPath, JSONPathError, compile_path
 from kubeforge.api.timestamps import format_time, parse_time
-from kubeforge.apiserver.printing.printers import NAME, Column, Printer, printer_for
+from kubeforge.apiserver.printing.columns import NAME, Column, Printer
+from kubeforge.apiserver.printing.printers import printer_for
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.types.resource import ResourceType
 
