@@ -5,7 +5,8 @@ points the handlers call through `handlers/call.py`'s protocols), `matching` the
 selectors, `expressions` the evaluation of CEL, `webhooks` and `policy` the two kinds of
 admission, `review` the AdmissionReviews sent and read.
 
-May import: handlers (the request, `Call`), storage, types, webhookclient, request.
+May import the stages below it: handlers, discovery, printing, storage, types,
+webhookclient, request, http.
 """
 
 from kubeforge.apiserver.admission.attributes import Attributes

@@ -7,8 +7,8 @@ RBAC writes for escalation (`escalation.py`), and holds the admission plugins th
 authorizer or read ServiceAccounts (`csradmission.py`, `serviceaccounts.py`); the server adds
 those to the write pipeline and its RBAC cache (`observe`) to the commit observers.
 
-May import: admission (its `Authorize` shape is met by `check`), handlers, storage, types,
-request.
+May import the stages below it: admission, handlers, discovery, printing, storage, types,
+webhookclient, request, http.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """DELETE of an object or a collection (k8s.io/apiserver pkg/endpoints/handlers/delete.go).
 
-The options come from the body when it has one, else from the query (`request/
-deleteoptions.py`); the deletion itself, with its finalizers and grace period, is the write
-pipeline's. A collection's objects are deleted one by one, each admitted without a name.
+The options come from the body when it has one, else from the query
+(`request/deleteoptions.py`); the deletion itself, with its finalizers and grace period, is
+the write pipeline's. A collection's objects are deleted one by one, each admitted without a
+name.
 """
 
 from __future__ import annotations

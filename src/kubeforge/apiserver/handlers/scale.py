@@ -144,7 +144,7 @@ class ScaleHandler:
 def _scale_replicas(value: Any, converted: bool) -> Any:
     """Scale.spec.replicas as Go fills its int32: from a body an integer literal in range
     only; from a strategic merge patch's result a whole-number float too (see
-    builtin_schemas.py). Anything else numeric is a 400."""
+    types/builtin_schemas.py). Anything else numeric is a 400."""
     if converted and value.__class__ is float and value.is_integer():
         value = int(value)
     if value.__class__ is float or (value.__class__ is int and not -(2**31) <= value <= 2**31 - 1):

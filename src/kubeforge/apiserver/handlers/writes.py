@@ -336,7 +336,7 @@ class Writes:
         validation, commit.
 
         Every update of a stored object comes through here, so here is where the
-        resourceVersion it carries is held against the stored one (preconditions.py) and the
+        resourceVersion it carries is held against the stored one (storage/preconditions.py) and the
         metadata the server owns is kept (carry_system_fields, then refused changes in
         validation): after mutating admission, as kube-apiserver's registry does both, so
         what a webhook returns is held to the same rules as what a client sent.

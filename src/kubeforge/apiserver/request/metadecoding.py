@@ -66,7 +66,7 @@ _MANAGED_FIELDS_ENTRY = {
     "time": "v1.Time",
     "fieldsType": "string",
     "subresource": "string",
-    # fieldsV1 is raw JSON to the decoder; managedfields.py checks its shape.
+    # fieldsV1 is raw JSON to the decoder; storage/managedfields.py checks its shape.
 }
 _STRINGS = frozenset({"string", "types.UID", "v1.ManagedFieldsOperationType"})
 _STRUCT_LISTS = {

@@ -107,7 +107,8 @@ def builtin_types() -> list[ResourceType]:
     return [
         # core/v1
         _t("", "v1", "Binding", "bindings", verbs=CREATE_ONLY, virtual=True),
-        # Computed on each read from the health of the server's parts (componentstatuses.py).
+        # Computed on each read from the health of the server's parts
+        # (storage/componentstatuses.py).
         _t(
             "",
             "v1",

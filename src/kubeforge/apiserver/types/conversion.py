@@ -5,8 +5,8 @@ written; reads convert them to the version asked for, and writes in another vers
 the object to the storage version before it is stored. How depends on
 `spec.conversion.strategy`:
 
-- `None`: only apiVersion changes (storage/codec.py does it inline, so the
-  common case stays as cheap as it was);
+- `None`: only apiVersion changes (`storage/codec.py` changes it inline, so the common case
+  stays cheap);
 - `Webhook`: the objects go to the CRD's conversion webhook in one ConversionReview (v1, or
   v1beta1 when only that is listed), through the server's webhook client (the one admission
   uses: caBundle, service resolution, the `?timeout=30s` kube-apiserver sends; the

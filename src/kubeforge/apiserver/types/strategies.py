@@ -2,10 +2,10 @@
 path — defaulting, the type's own create/update preparation (including what admission
 plugins of a default cluster add), and semantic validation.
 
-The write path (`rest.py`) already handles system metadata, generation and the generic
-status rules (status dropped on create, kept on update, only status taken on /status);
-strategies add the rest. `strategy_for` answers a cached instance per kind; kinds the server
-does not build in (CRD-defined ones) get a strategy that does nothing.
+The write path (`handlers/writes.py`) already handles system metadata, generation and the
+generic status rules (status dropped on create, kept on update, only status taken on
+/status); strategies add the rest. `strategy_for` answers a cached instance per kind; kinds
+the server does not build in (CRD-defined ones) get a strategy that does nothing.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 it (`pkg/apis/<group>/validation`): the checks a real API server makes beyond the OpenAPI
 schema, with its field paths and wording.
 
-Objects arrive decoded and defaulted (see `defaults.py`); object metadata is checked
+Objects arrive decoded and defaulted (see `types/defaults.py`); object metadata is checked
 elsewhere (`kubeforge.api.names`). Bad values are shown the way a 1.33 server prints them:
 strings quoted, numbers plain, maps, lists and structs as Go literals.
 
