@@ -95,16 +95,8 @@ class ReadHandler:
             return self._list_converted(call, answer, selection, options)
         result = list_objects(self.store, rt, call.info.namespace, selection, options)
         if answer.as_kind == "Table":
-            table = to_table(
-                rt,
-                [self.codec.served(rt, s) for s in result.items],
-                include_object=include_object(call),
-                table_version=answer.version or "v1",
-                resource_version=str(result.resource_version),
-                continue_token=result.continue_token,
-                remaining=result.remaining,
-            )
-            return json_response(200, table, call.warnings)
+            objects = [self.codec.served(rt, s) for s in result.items]
+            return _list_table(call, answer, result, objects)
         meta = _list_meta(result)
         if answer.as_kind == "PartialObjectMetadataList":
             version = answer.version or "v1"
@@ -133,16 +125,7 @@ class ReadHandler:
             self.store, rt, call.info.namespace, selection, options, self.codec.converter(rt)
         )
         if answer.as_kind == "Table":
-            table = to_table(
-                rt,
-                items,
-                include_object=include_object(call),
-                table_version=answer.version or "v1",
-                resource_version=str(result.resource_version),
-                continue_token=result.continue_token,
-                remaining=result.remaining,
-            )
-            return json_response(200, table, call.warnings)
+            return _list_table(call, answer, result, items)
         meta = _list_meta(result)
         doc = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
         return json_response(200, doc, call.warnings, answer.format)
@@ -172,3 +155,19 @@ def _list_meta(result: ListResult) -> dict[str, Any]:
         if result.remaining is not None:
             meta["remainingItemCount"] = result.remaining
     return meta
+
+
+def _list_table(
+    call: Call, answer: Negotiated, result: ListResult, objects: list[dict[str, Any]]
+) -> Response:
+    """A list page as a Table."""
+    table = to_table(
+        call.rt,
+        objects,
+        include_object=include_object(call),
+        table_version=answer.version or "v1",
+        resource_version=str(result.resource_version),
+        continue_token=result.continue_token,
+        remaining=result.remaining,
+    )
+    return json_response(200, table, call.warnings)

@@ -12,7 +12,7 @@ the object to the storage version before it is stored. How depends on
   uses: caBundle, service resolution, the `?timeout=30s` kube-apiserver sends; the
   server's `conversion_webhook_timeout` setting, 30 seconds unless a test shortens it).
 
-Follows apiextensions-apiserver pkg/apiserver/types/conversion: objects already in the desired
+Follows apiextensions-apiserver pkg/apiserver/conversion: objects already in the desired
 version are not sent, and nothing is called when none needs converting (getObjectsToConvert);
 the answer is checked as webhook_converter.go checks it (the review's kind and uid, a
 Success result, one object per object sent, each of the desired apiVersion and the same
