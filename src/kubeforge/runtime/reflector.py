@@ -148,28 +148,27 @@ class Reflector:
     # watch events ---------------------------------------------------------------------------
 
     def apply(self, obj: dict[str, Any]) -> None:
-        obj = self.prepare(obj)
-        key = key_of(obj)
-        written = self._written.get(key) if self._written else None
-        if written is not None:
-            self._confirm(key, written, obj, deleted=False)
-            return
-        data = dumps_exact(obj)
-        previous = self.store.put(obj, data)
-        if previous is None:
-            self.handler.on_add(obj, False)
-        elif previous != data:
-            self.handler.on_update(orjson.loads(previous), obj)
+        self._watched(obj, deleted=False)
 
     def delete(self, obj: dict[str, Any]) -> None:
+        self._watched(obj, deleted=True)
+
+    def _watched(self, obj: dict[str, Any], *, deleted: bool) -> None:
         obj = self.prepare(obj)
         key = key_of(obj)
         written = self._written.get(key) if self._written else None
         if written is not None:
-            self._confirm(key, written, obj, deleted=True)
-            return
-        self.store.delete(key)
-        self.handler.on_delete(obj)
+            self._confirm(key, written, obj, deleted=deleted)
+        elif deleted:
+            self.store.delete(key)
+            self.handler.on_delete(obj)
+        else:
+            data = dumps_exact(obj)
+            previous = self.store.put(obj, data)
+            if previous is None:
+                self.handler.on_add(obj, False)
+            elif previous != data:
+                self.handler.on_update(orjson.loads(previous), obj)
 
     def _confirm(self, key: str, written: _Written, obj: dict[str, Any], *, deleted: bool) -> None:
         """A watch event for a key the store holds a written object of."""
