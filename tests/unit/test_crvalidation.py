@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.crvalidation import (
+from kubeforge.api.machinery.crvalidation import (
     apply_defaults,
     check_format,
     go_number,
@@ -15,7 +15,7 @@ from kubeforge.api.crvalidation import (
     validate,
     validate_update,
 )
-from kubeforge.api.fielderror import FieldErrorType
+from kubeforge.api.machinery.fielderror import FieldErrorType
 
 
 def _spec(props: dict[str, Any], **extra: Any) -> dict[str, Any]:

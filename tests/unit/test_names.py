@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.names import (
+from kubeforge.api.machinery.names import (
     go_label_selector,
     go_string_map,
     go_string_slice,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import Field
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.api.meta import (
     GroupVersionKind,
     ObjectMeta,
@@ -76,8 +76,8 @@ class Resource(Model, Generic[SpecT, StatusT]):
     ) -> list[FieldError]:
         """`validate()` for an object given in its JSON form (which may not even parse as
         this class, e.g. a wrong type)."""
-        from kubeforge.api import crvalidation
-        from kubeforge.api.names import validate_object_meta
+        from kubeforge.api.machinery import crvalidation
+        from kubeforge.api.machinery.names import validate_object_meta
 
         schema = _schemas.get(cls)
         if schema is None:

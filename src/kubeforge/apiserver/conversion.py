@@ -32,10 +32,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.access import meta_of
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import validate_annotations, validate_labels
+from kubeforge.api.machinery import crvalidation as crv
+from kubeforge.api.machinery.access import meta_of
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import validate_annotations, validate_labels
 from kubeforge.apiserver.admission.client import (
     CallFailed,
     ClientConfig,

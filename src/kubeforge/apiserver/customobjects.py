@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.crvalidation import Node
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery import crvalidation as crv
+from kubeforge.api.machinery.crvalidation import Node
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.metadecoding import (
     OBJECT_META_FIELDS,
     MetadataDecodeError,

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.definitions import OBJECT_META
-from kubeforge.api.fielderror import FieldError, FieldErrorType
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery import crvalidation as crv
+from kubeforge.api.machinery.definitions import OBJECT_META
+from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.builtin_schemas import STRICT_INTEGERS, BuiltinSchemas, DecodeError
 from kubeforge.apiserver.customobjects import EmbeddedMetadataError, decode_embedded_metadata
 from kubeforge.apiserver.errors import StatusError

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, overload
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     api_version_kind,
     client_kind,
     get_finalizers,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     api_version_kind,
     get_meta,
     get_owner_references,

@@ -24,9 +24,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import cel as celrules
-from kubeforge.api.fielderror import FieldError, FieldErrorType
-from kubeforge.api.names import (
+from kubeforge.api.machinery import cel as celrules
+from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge.api.machinery.names import (
     GoValue,
     is_dns1035_label,
     is_dns1123_label,
@@ -34,7 +34,7 @@ from kubeforge.api.names import (
     validate_annotations,
     validate_labels,
 )
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "BLOCKING_SKIPPED",

@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.access import as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",

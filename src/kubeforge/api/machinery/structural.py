@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api import cel as celrules
-from kubeforge.api.crvalidation import (
+from kubeforge.api.machinery import cel as celrules
+from kubeforge.api.machinery.crvalidation import (
     Node,
     embedded_errors,
     prune_value,
@@ -22,8 +22,8 @@ from kubeforge.api.crvalidation import (
     shown_value,
     validate_against,
 )
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import GoValue
 
 __all__ = ["structural_errors"]
 

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import (
     go_string_slice,
     is_dns1035_label,
     is_dns1123_subdomain,

@@ -10,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import (
     GoValue,
     go_string_slice,
     immutable,
@@ -23,7 +23,7 @@ from kubeforge.api.names import (
     validate_builtin_finalizers,
     validate_labels,
 )
-from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.machinery.selectors import label_selector_matches
 from kubeforge.apiserver.validation.common import (
     Errors,
     Obj,
