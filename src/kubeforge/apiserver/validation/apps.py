@@ -7,12 +7,8 @@ from typing import Any
 
 from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
 from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import (
-    GoValue,
-    go_label_selector,
-    regex_error,
-    validate_label_selector,
-)
+from kubeforge.api.machinery.govalues import GoValue, go_label_selector
+from kubeforge.api.machinery.names import regex_error, validate_label_selector
 from kubeforge.api.machinery.selectors import selector_converts
 from kubeforge.apiserver.validation.common import (
     Errors,

@@ -10,7 +10,7 @@ import orjson
 
 from kubeforge.api.machinery.access import as_dict
 from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import GoValue
+from kubeforge.api.machinery.govalues import GoValue
 from kubeforge.apiserver.validation.common import Errors
 
 __all__ = ["validate_access_review"]

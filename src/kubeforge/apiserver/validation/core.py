@@ -12,9 +12,8 @@ import orjson
 
 from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
 from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_string_slice
 from kubeforge.api.machinery.names import (
-    GoValue,
-    go_string_slice,
     immutable,
     is_config_map_key,
     is_dns1123_label,

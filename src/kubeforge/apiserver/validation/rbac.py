@@ -6,9 +6,8 @@ from typing import Any
 
 from kubeforge.api.machinery.access import as_dict, as_list, as_str
 from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_string_slice
 from kubeforge.api.machinery.names import (
-    GoValue,
-    go_string_slice,
     is_dns1123_subdomain,
     is_path_segment_name,
     validate_label_selector,
