@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.selectors import LabelSelector
+from kubeforge.api.machinery.selectors import LabelSelector
 from kubeforge.client.client import Client, KindLike
 from kubeforge.runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
 from kubeforge.runtime.store import IndexFunc, Store

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.api.compactjson import dumps_exact
+from kubeforge.api.machinery.compactjson import dumps_exact
 from kubeforge.runtime.store import NAMESPACE_INDEX, Store, key_of
 
 __all__ = ["Reflector", "ResourceEventHandler", "resource_version_number"]
