@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.request import info as requestinfo
 from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
 from kubeforge.apiserver.storage.managedfields import update_managed_fields

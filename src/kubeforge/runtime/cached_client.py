@@ -17,8 +17,8 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import Any, TypeVar, overload
 
+from kubeforge.api.machinery.selectors import LabelSelector
 from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.api.selectors import LabelSelector
 from kubeforge.client.client import Client, KindLike, ObjectList, PatchType, PropagationPolicy
 from kubeforge.runtime.cache import Cache, FieldSelectorUnverified
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubeforge.api.cel import runtime_error_text
+from kubeforge.api.machinery.cel import runtime_error_text
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.matching import Match
 from kubeforge.apiserver.request.user import UserInfo

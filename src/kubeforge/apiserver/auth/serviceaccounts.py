@@ -15,7 +15,7 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from kubeforge.api.timestamps import format_time, now_rfc3339
+from kubeforge.api.machinery.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver.auth.tokenrequest import read_token_request, validate_token_request
 from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
 from kubeforge.apiserver.handlers.call import Call

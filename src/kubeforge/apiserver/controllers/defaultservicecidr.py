@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
 from kubeforge.apiserver.handlers.writes import run_now

@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.controllers.writer import Writer
 from kubeforge.apiserver.handlers.call import Call
 from kubeforge.apiserver.handlers.writes import run_now

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.controllers.gc import (
     CONTROLLER_AGENT,
     StorageTypes,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
 from kubeforge.apiserver.handlers.exchange import finish, patch_body
 from kubeforge.apiserver.handlers.writes import Writes, Written

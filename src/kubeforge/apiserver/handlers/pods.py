@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.handlers.call import Call, stored_object
 from kubeforge.apiserver.handlers.writes import Writes
 from kubeforge.apiserver.http.server import Request, ResponseStream

@@ -10,8 +10,8 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.selectors import selector_from_dict
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.selectors import selector_from_dict
 from kubeforge.apiserver.handlers.call import Call, stored_object
 from kubeforge.apiserver.handlers.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
 from kubeforge.apiserver.handlers.writes import Writes

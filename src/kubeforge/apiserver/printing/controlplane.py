@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, name_of
-from kubeforge.api.durations import human_duration
-from kubeforge.api.selectors import SelectorError, selector_from_dict
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, name_of
+from kubeforge.api.machinery.durations import human_duration
+from kubeforge.api.machinery.selectors import SelectorError, selector_from_dict
 from kubeforge.apiserver.printing.columns import AGE, NAME, Cells, Column, Obj, Printer, object_age
 
 __all__ = ["PRINTERS"]

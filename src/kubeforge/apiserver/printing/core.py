@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, meta_of, name_of
-from kubeforge.api.durations import human_duration
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, meta_of, name_of
+from kubeforge.api.machinery.durations import human_duration
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 from kubeforge.apiserver.printing.columns import (
     AGE,
     CONTAINERS,

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_list, name_of
+from kubeforge.api.machinery.access import as_dict, as_list, name_of
 from kubeforge.apiserver.printing.columns import (
     AGE,
     NAME,

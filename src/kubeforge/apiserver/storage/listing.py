@@ -17,7 +17,12 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.selectors import FieldSelector, LabelSelector, SelectorError, field_value
+from kubeforge.api.machinery.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    field_value,
+)
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.storage.store import Expired, Store, StoredObject
 from kubeforge.apiserver.types.resource import ResourceType

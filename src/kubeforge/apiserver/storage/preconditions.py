@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
 from kubeforge.apiserver.types.resource import ResourceType

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -29,8 +29,8 @@ from kubeforge.api.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_selector_matches
-from kubeforge.api.timestamps import format_time, now
+from kubeforge.api.machinery.selectors import label_selector_matches
+from kubeforge.api.machinery.timestamps import format_time, now
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge.cluster.controllers._claiming import claim, controllers_of
@@ -52,7 +52,6 @@ from kubeforge.cluster.controllers._writes import (
     quiet_conflicts,
     replace,
 )
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
@@ -280,7 +279,7 @@ async def slow_start(count: int, create: Any) -> tuple[int, BaseException | None
 # -- wiring ------------------------------------------------------------------------------------
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the ReplicaSet controller with `manager`."""
     expectations = Expectations()
     reconciler = ReplicaSetReconciler(expectations, manager.event_recorder("replicaset-controller"))
