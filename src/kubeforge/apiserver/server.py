@@ -105,8 +105,8 @@ class APIServer:
         # Admission and conversion webhooks are called by the same client, so a Service
         # reference leads to the same place (ServerConfig.resolve_service).
         self.services = LocalServices(self._service)
-        self.webhooks = WebhookClient(cfg.resolve_service or self.services.resolve)
-        self.codec = Codec(Conversions(self.webhooks, cfg.conversion_webhook_timeout))
+        self.webhook_client = WebhookClient(cfg.resolve_service or self.services.resolve)
+        self.codec = Codec(Conversions(self.webhook_client, cfg.conversion_webhook_timeout))
         self.writes = writes = Writes(self.store, self.commits, self.types, self.codec)
         # the server's own loops
         self.crds = CRDController(self.store, self.commits, self.registry, self.types, writes)
@@ -123,7 +123,7 @@ class APIServer:
         anonymous = None if cfg.anonymous_paths is None else frozenset(cfg.anonymous_paths)
         self.auth = Auth(self.store, self.schemas, self.token, issuer, anonymous)
         self.admission = Admission(
-            self.store, self.registry, self.types, self.codec, self.webhooks, self.auth.check
+            self.store, self.registry, self.types, self.codec, self.webhook_client, self.auth.check
         )
         self.watches = WatchStreams(self.store, self.codec, cfg.bookmark_interval)
         self.metrics = RequestMetrics()
@@ -217,6 +217,7 @@ class APIServer:
 
     @property
     def url(self) -> str:
+        """Where the server listens: `https://127.0.0.1:<port>`."""
         scheme = "https" if self.config.tls else "http"
         host = self.config.host
         if ":" in host:
@@ -225,6 +226,7 @@ class APIServer:
 
     @property
     def ca_pem(self) -> bytes:
+        """The CA certificate clients verify the server with (PEM)."""
         assert self.certificates is not None, "the server has not been started"
         return self.certificates.ca_pem
 
@@ -274,7 +276,7 @@ class APIServer:
         if self._http is not None:
             await self._http.stop()
             self._http = None
-        await self.webhooks.close()
+        await self.webhook_client.close()
 
     async def __aenter__(self) -> APIServer:
         await self.start()

@@ -29,15 +29,19 @@ class Admitting(Protocol):
 
     async def mutate(
         self, operation: str, obj: dict[str, Any], old: dict[str, Any] | None
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Run the mutating webhooks; the object as they left it."""
 
     async def validate(
         self, operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | None
-    ) -> None: ...
+    ) -> None:
+        """Run the validating policies and webhooks; raise to refuse."""
 
-    async def delete(self, old: dict[str, Any], options: Mapping[str, Any]) -> None: ...
+    async def delete(self, old: dict[str, Any], options: Mapping[str, Any]) -> None:
+        """Admit a deletion of `old` with its DeleteOptions."""
 
-    async def connect(self, options: dict[str, Any]) -> None: ...
+    async def connect(self, options: dict[str, Any]) -> None:
+        """Admit a connection with its options."""
 
 
 class Admissions(Protocol):
@@ -46,7 +50,9 @@ class Admissions(Protocol):
 
     def begin(
         self, call: Call, operations: tuple[str, ...], name: str | None = None
-    ) -> Admitting | None: ...
+    ) -> Admitting | None:
+        """The admission of `call`, or None; `name` overrides the request's name (a
+        collection's deletes have none)."""
 
 
 @dataclass

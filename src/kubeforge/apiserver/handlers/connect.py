@@ -39,6 +39,7 @@ class ConnectHandler:
         self.admission = admission
 
     def connect(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """Admit a connection as CONNECT, then refuse it (400)."""
         stored_object(self.store, call)  # a missing object is still a 404
         if "dryRun" in call.query:
             raise StatusError.bad_request("dryRun is not supported")

@@ -60,6 +60,7 @@ class CreateHandler:
         self.pods = pods
 
     def handle(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """POST to a collection."""
         rt = call.rt
         decoded = body(request)
         if rt.virtual:

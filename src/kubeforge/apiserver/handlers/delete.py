@@ -48,6 +48,7 @@ class DeleteHandler:
         return await self.writes.delete_stored(call, stored_object(self.store, call), options)
 
     def delete_collection(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """DELETE of a collection: every object its selectors select."""
         call.admission = self.admission.begin(call, ("DELETE",))
         return finish(call, self._delete_items(request, call))
 

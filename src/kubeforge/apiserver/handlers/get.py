@@ -46,6 +46,7 @@ class ReadHandler:
         self.components = components
 
     def get(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """GET of one object."""
         rt = call.rt
         answer = negotiated(request, {"Table", "PartialObjectMetadata"})
         stored = stored_object(self.store, call)
@@ -87,6 +88,7 @@ class ReadHandler:
         return json_response(200, obj, call.warnings, answer.format)
 
     def list(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """GET of a collection: one page of it."""
         rt = call.rt
         answer = negotiated(request, {"Table", "PartialObjectMetadataList"})
         selection = Selection.parse(rt, call.query)

@@ -59,6 +59,7 @@ class PatchHandler:
         self.admission = admission
 
     def handle(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """PATCH of an object (apply patches may create it)."""
         decoded = patch_body(request)
         # A server-side apply may create the object.
         call.admission = self.admission.begin(call, ("CREATE", "UPDATE"))

@@ -70,6 +70,7 @@ class SubresourceHandler:
     def handle(
         self, request: Request, call: Call
     ) -> Response | Awaitable[Response | ResponseStream]:
+        """A request to a subresource, answered by the handler of its kind."""
         rt, info = call.rt, call.info
         name = info.subresource or ""
         sub = rt.subresource(name)

@@ -25,6 +25,7 @@ class UpdateHandler:
         self.admission = admission
 
     def handle(self, request: Request, call: Call) -> Response | Awaitable[Response]:
+        """PUT of an object."""
         decoded = body(request)
         call.admission = self.admission.begin(call, ("UPDATE",))
         return finish(call, self.update(call, decoded))

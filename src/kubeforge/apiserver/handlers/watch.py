@@ -44,6 +44,7 @@ class WatchStreams:
         self.active: set[Watcher] = set()
 
     def close_all(self) -> None:
+        """End every open watch."""
         for watcher in list(self.active):
             watcher.close()
 

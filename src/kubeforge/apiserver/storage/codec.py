@@ -40,6 +40,8 @@ class Codec:
         return self.to_served(rt, obj)
 
     def to_served(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object of `rt`'s storage (the caller's to change) in `rt`'s version, for types
+        no conversion webhook converts."""
         if rt.from_storage is not None:
             return rt.from_storage(obj)
         wanted = rt.api_version
@@ -123,6 +125,8 @@ class Codec:
         return self.served(rt, stored)
 
     def to_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """An object of `rt` (the caller's to change) in the form it is stored in, for types
+        no conversion webhook converts."""
         if rt.to_storage is not None:
             return rt.to_storage(obj)
         if rt.is_crd and rt.storage_version and rt.storage_version != rt.version:

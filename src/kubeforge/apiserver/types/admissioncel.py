@@ -92,6 +92,7 @@ class Compiled:
 
 
 def compile_cel(source: str, variables: tuple[str, ...]) -> Compiled:
+    """Compile an admission expression over `variables`, with the authorizer library."""
     result = compile_expression(source, variables, _AUTHORIZER_FUNCTIONS)
     if isinstance(result, str):
         return Compiled(source, None, result)
