@@ -9,8 +9,9 @@ module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subcl
 - a property's type follows its schema: ``str``, ``int``, ``bool``, ``int | float`` for
   numbers (an integral number stays an integer), nested models by class, ``list[...]`` and
   ``dict[str, ...]``; IntOrString is ``int | str``, Quantity ``str | int | float``; Time and
-  MicroTime are aware datetimes (``kubeforge.api.timestamps.Time`` / ``MicroTime``), written
-  back as Kubernetes writes them, so a round trip reproduces them exactly;
+  MicroTime are aware datetimes (``kubeforge.api.machinery.timestamps.Time`` /
+  ``MicroTime``), written back as Kubernetes writes them, so a round trip reproduces them
+  exactly;
 - properties are optional (``X | None = None``) unless the definition lists them as required
   (a few that servers are known to leave out are relaxed, see ``RELAXED``);
 - ``metadata`` of a top-level kind defaults to an empty ``ObjectMeta`` and ``apiVersion`` and
@@ -118,7 +119,7 @@ REUSED = {
     f"{API}.core.v1.ObjectReference": "ObjectReference",
 }
 
-# The field types of kubeforge.api.timestamps, imported by the modules using them.
+# The field types of kubeforge.api.machinery.timestamps, imported by the modules using them.
 TIME_TYPES = ("MicroTime", "Time")
 
 # Definitions that are not objects: the Python type written for them. `{props}` is the
@@ -387,7 +388,9 @@ class Context:
     class_names: dict[str, str]  # definition -> class name
     modules: set[str] = field(default_factory=set)  # sibling modules referenced
     reused: set[str] = field(default_factory=set)  # kubeforge.api.meta names referenced
-    times: set[str] = field(default_factory=set)  # kubeforge.api.timestamps names referenced
+    times: set[str] = field(
+        default_factory=set
+    )  # kubeforge.api.machinery.timestamps names referenced
     typing: set[str] = field(default_factory=set)  # typing names referenced
     uses_field: bool = False
     defined: set[str] = field(default_factory=set)  # classes of this module defined so far
@@ -725,10 +728,12 @@ def module_source(
     lines.append("")
     if ctx.uses_field:
         lines += ["from pydantic import Field", ""]
+    if ctx.times:
+        lines += import_block(
+            sorted(ctx.times, key=import_key), "kubeforge.api.machinery.timestamps"
+        )
     if meta_imports:
         lines += import_block(sorted(meta_imports, key=import_key), "kubeforge.api.meta")
-    if ctx.times:
-        lines += import_block(sorted(ctx.times, key=import_key), "kubeforge.api.timestamps")
     if ctx.modules:
         lines += import_block(sorted(ctx.modules), "kubeforge.models")
     lines += import_block(sorted(ctx.bases), "kubeforge.models._base")

@@ -29,7 +29,7 @@ _BY_MODULE: dict[str, str] = {
         "HasMetadata"
     ),
     "kubeforge.api.rbac": "rbac",
-    "kubeforge.api.fielderror": "FieldError",
+    "kubeforge.api.machinery.fielderror": "FieldError",
     # versions and conversion
     "kubeforge.api.conversion": (
         "Hub Convertible ConversionError KindVersions convert kind_versions stash unstash"
@@ -148,7 +148,7 @@ if TYPE_CHECKING:
         stash as stash,
         unstash as unstash,
     )
-    from kubeforge.api.fielderror import FieldError as FieldError
+    from kubeforge.api.machinery.fielderror import FieldError as FieldError
     from kubeforge.api.markers import (
         AtLeastOneOf as AtLeastOneOf,
         AtMostOneOf as AtMostOneOf,

@@ -15,8 +15,8 @@ from typing import Any, Self
 import pytest
 
 import kubeforge
-from kubeforge.api.certificates import generate_certificates
 from kubeforge.api.crd import crd_for
+from kubeforge.api.machinery.certificates import generate_certificates
 from kubeforge.runtime.localwebhooks import (
     register_webhook_server,
     serve_locally,

@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.machinery.certificates import generate_certificates
 from kubeforge.client import Client, load_kubeconfig
 from kubeforge.runtime.controller import ControllerOptions
 from kubeforge.runtime.leaderelection import LeadershipLost

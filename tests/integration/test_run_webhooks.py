@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.machinery.certificates import generate_certificates
 from kubeforge.testing import Kubectl, eventually
 from tests.support import free_port
 

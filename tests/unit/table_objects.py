@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubeforge.api.timestamps import format_time
+from kubeforge.api.machinery.timestamps import format_time
 from kubeforge.apiserver.resource import ResourceType
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.fielderror import FieldErrorType
+from kubeforge.api.machinery.fielderror import FieldErrorType
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
 
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"

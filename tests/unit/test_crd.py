@@ -13,11 +13,11 @@ from pydantic import Field
 import kubeforge
 from kubeforge.api import markers as mk
 from kubeforge.api.crd import crd_filename, crd_for, dump_yaml, group_crds
+from kubeforge.api.machinery.structural import structural_errors
 from kubeforge.api.meta import Condition, ObjectMeta, PrinterColumn, Scale, WebhookConversion
 from kubeforge.api.model import Model
 from kubeforge.api.resource import Resource, resource
 from kubeforge.api.schema import API_VERSION_DESCRIPTION, KIND_DESCRIPTION
-from kubeforge.api.structural import structural_errors
 from tests.support import HTTPClient
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -7,15 +7,12 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.crvalidation import (
-    apply_defaults,
-    check_format,
-    go_number,
-    prune,
-    validate,
-    validate_update,
-)
-from kubeforge.api.fielderror import FieldErrorType
+from kubeforge.api.machinery.crvalidation import validate, validate_update
+from kubeforge.api.machinery.defaulting import apply_defaults
+from kubeforge.api.machinery.fielderror import FieldErrorType
+from kubeforge.api.machinery.formats import check_format
+from kubeforge.api.machinery.govalues import go_number
+from kubeforge.api.machinery.pruning import prune
 
 
 def _spec(props: dict[str, Any], **extra: Any) -> dict[str, Any]:

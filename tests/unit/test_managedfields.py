@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.managedfields import (
     LAST_APPLIED_ANNOTATION,
     ApplyConflict,

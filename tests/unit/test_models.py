@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from kubeforge import models
-from kubeforge.api import timestamps
+from kubeforge.api.machinery import timestamps
 from kubeforge.api.meta import LabelSelector, ObjectMeta, ResourceInfo
 from kubeforge.apiserver.builtin_types import builtin_types
 from kubeforge.client import Client

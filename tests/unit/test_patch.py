@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.patch import (
     MAX_JSON_PATCH_OPERATIONS,
     PatchDecodeError,

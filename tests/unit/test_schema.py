@@ -13,7 +13,9 @@ import orjson
 import pytest
 from pydantic import Field
 
-from kubeforge.api import definitions, markers as mk
+from kubeforge.api import markers as mk
+from kubeforge.api.machinery import definitions
+from kubeforge.api.machinery.structural import structural_errors
 from kubeforge.api.meta import Condition, ObjectMeta
 from kubeforge.api.model import Model
 from kubeforge.api.resource import Resource, resource
@@ -24,7 +26,6 @@ from kubeforge.api.schema import (
     schema_for_model,
     schema_of,
 )
-from kubeforge.api.structural import structural_errors
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 
 CONTAINER = "io.k8s.api.core.v1.Container"

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.fielderror import FieldErrorType
-from kubeforge.api.structural import structural_errors
+from kubeforge.api.machinery.fielderror import FieldErrorType
+from kubeforge.api.machinery.structural import structural_errors
 
 P = "spec.versions[0].schema.openAPIV3Schema"
 S = f"{P}.properties[spec]"

@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver import requestinfo
 from kubeforge.apiserver.managedfields import update_managed_fields
 from kubeforge.apiserver.objectmeta import new_uid

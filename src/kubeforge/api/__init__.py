@@ -1,1 +1,8 @@
-"""kubeforge.api."""
+"""The user's authoring vocabulary: typed resources (`resource`, `model`, `meta`), schema
+markers, conversion hubs and spokes, webhook and RBAC declarations, and the manifests made
+from them (CRDs from classes, `schema`, `crd`). Pure: no I/O.
+
+What the server and runtime use to process objects (structural schemas, CEL, JSONPath,
+selectors, quantities, timestamps, ...) lives below it in `kubeforge.api.machinery`; this
+package may import that one, never the reverse.
+"""

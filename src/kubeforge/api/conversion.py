@@ -28,8 +28,8 @@ from typing import Any, Generic, Self, TypeVar
 
 import orjson
 
+from kubeforge.api.machinery.names import is_qualified_name
 from kubeforge.api.meta import ResourceInfo
-from kubeforge.api.names import is_qualified_name
 from kubeforge.api.resource import registered_resources
 
 __all__ = [

@@ -19,9 +19,9 @@ import yaml
 
 from kubeforge._version import __version__
 from kubeforge.api.conversion import conversion_versions
+from kubeforge.api.machinery.versions import version_priority
 from kubeforge.api.meta import PrinterColumn, ResourceInfo, WebhookConversion
 from kubeforge.api.schema import schema_for_model
-from kubeforge.api.versions import version_priority
 
 __all__ = [
     "VERSION_ANNOTATION",

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import Field
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.api.meta import (
     GroupVersionKind,
     ObjectMeta,
@@ -76,16 +76,18 @@ class Resource(Model, Generic[SpecT, StatusT]):
     ) -> list[FieldError]:
         """`validate()` for an object given in its JSON form (which may not even parse as
         this class, e.g. a wrong type)."""
-        from kubeforge.api import crvalidation
-        from kubeforge.api.names import validate_object_meta
+        from kubeforge.api.machinery import crvalidation
+        from kubeforge.api.machinery.defaulting import apply_defaults
+        from kubeforge.api.machinery.names import validate_object_meta
+        from kubeforge.api.machinery.pruning import prune
 
         schema = _schemas.get(cls)
         if schema is None:
             schema = _schemas[cls] = schema_for_model(cls)
         obj = copy.deepcopy(dict(data))
         # The server's order: prune unknown fields, apply defaults, then validate.
-        crvalidation.prune(obj, schema)
-        crvalidation.apply_defaults(obj, schema)
+        prune(obj, schema)
+        apply_defaults(obj, schema)
         errors: list[FieldError] = []
         meta = obj.get("metadata")
         if isinstance(meta, Mapping):
@@ -97,8 +99,8 @@ class Resource(Model, Generic[SpecT, StatusT]):
         previous = None
         if old is not None:
             previous = copy.deepcopy(dict(old))
-            crvalidation.prune(previous, schema)
-            crvalidation.apply_defaults(previous, schema)
+            prune(previous, schema)
+            apply_defaults(previous, schema)
         errors += crvalidation.validate(obj, schema, old=previous)
         return errors
 

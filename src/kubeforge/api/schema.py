@@ -38,7 +38,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
-from kubeforge.api import definitions, markers as mk
+from kubeforge.api import markers as mk
+from kubeforge.api.machinery import definitions
 from kubeforge.api.meta import ObjectMeta, ResourceInfo
 
 __all__ = [

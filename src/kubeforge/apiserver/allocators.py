@@ -15,9 +15,9 @@ import random
 from collections.abc import Container
 from typing import Any
 
-from kubeforge.api.access import as_int
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import go_string_slice
+from kubeforge.api.machinery.access import as_int
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import go_string_slice
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import as_dict
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.access import as_dict
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.requestinfo import RequestInfo

@@ -2,7 +2,7 @@
 
 The definitions come from the `kubernetes-validate` package (one `_definitions.json` per
 Kubernetes minor, JSON Schema 2020-12 with every type made nullable). They are loaded on first
-use, once per process (`kubeforge.api.definitions`), and checked with `jsonschema_rs`; a
+use, once per process (`kubeforge.api.machinery.definitions`), and checked with `jsonschema_rs`; a
 compiled "shape" tree per definition answers which fields a type declares, which is what a
 typed decoder keeps and what it silently drops.
 """
@@ -18,10 +18,10 @@ from typing import Any
 
 import jsonschema_rs
 
-from kubeforge.api import definitions
-from kubeforge.api.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
-from kubeforge.api.fielderror import FieldError, join_path
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery import definitions
+from kubeforge.api.machinery.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
+from kubeforge.api.machinery.fielderror import FieldError, join_path
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.gojson import json_kind
 
 __all__ = [

@@ -32,10 +32,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.access import meta_of
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import validate_annotations, validate_labels
+from kubeforge.api.machinery.access import meta_of
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import validate_annotations, validate_labels
+from kubeforge.api.machinery.pruning import prune
 from kubeforge.apiserver.admission.client import (
     CallFailed,
     ClientConfig,
@@ -169,7 +169,7 @@ class Conversions:
         for n, (i, obj) in enumerate(zip(pending, converted, strict=True)):
             _check_converted(sent[n], obj, desired, subject, n, listing)
             if schema is not None:
-                crv.prune(obj, schema)
+                prune(obj, schema)
             result[i] = obj
         return result
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.structural import structural_errors
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.structural import structural_errors
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.conversion import CRDConversion
 from kubeforge.apiserver.requestinfo import RequestInfo

@@ -17,7 +17,7 @@ from typing import Any
 
 from cryptography.x509.oid import NameOID
 
-from kubeforge.api.access import as_dict, as_str
+from kubeforge.api.machinery.access import as_dict, as_str
 from kubeforge.apiserver.auth.attributes import Attributes
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.crvalidation import Node
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import shown_value
+from kubeforge.api.machinery.schemanode import Node, node_of
 from kubeforge.apiserver.metadecoding import (
     OBJECT_META_FIELDS,
     MetadataDecodeError,
@@ -42,7 +42,7 @@ class EmbeddedMetadataError(ValueError):
 def decode_embedded_metadata(obj: Any, schema: dict[str, Any]) -> None:
     """Decode, in place, the metadata of every embedded resource in `obj` (a pruned custom
     object), or raise EmbeddedMetadataError."""
-    root = crv.node_of(schema)
+    root = node_of(schema)
     if root.deep_ext:
         _walk(obj, root, "")
 
@@ -55,7 +55,7 @@ def _walk(value: Any, n: Node, path: str) -> None:
             try:
                 decoded = decode_object_meta(meta)
             except MetadataDecodeError as exc:
-                shown = crv.shown_value(meta)
+                shown = shown_value(meta)
                 raise EmbeddedMetadataError(FieldError.invalid(where, shown, exc.detail)) from None
             typed = {k: v for k, v in decoded.items() if k in OBJECT_META_FIELDS}
             typed.setdefault("creationTimestamp", None)

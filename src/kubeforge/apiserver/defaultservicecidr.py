@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.requestinfo import RequestInfo
 from kubeforge.apiserver.rest import Rest, run_now

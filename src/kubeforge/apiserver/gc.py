@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.registry import Registry

@@ -17,7 +17,12 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.selectors import FieldSelector, LabelSelector, SelectorError, field_value
+from kubeforge.api.machinery.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    field_value,
+)
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.store import Expired, Store, StoredObject

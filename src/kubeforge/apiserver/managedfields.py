@@ -19,8 +19,8 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.schemaview import SchemaView
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.schemaview import SchemaView
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 from kubeforge.apiserver.patch import json_copy, json_equal
 
 __all__ = [

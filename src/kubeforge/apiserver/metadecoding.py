@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.timestamps import parse_time
+from kubeforge.api.machinery.timestamps import parse_time
 from kubeforge.apiserver.gojson import json_kind
 
 __all__ = ["OBJECT_META_FIELDS", "MetadataDecodeError", "decode_object_meta"]

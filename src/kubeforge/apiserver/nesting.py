@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.errors import StatusError
 
 __all__ = ["MAX_DEPTH", "MAX_MANAGED_FIELDS_DEPTH", "check_body", "check_object", "deepest"]

@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.definitions import INT_OR_STRING, QUANTITY
+from kubeforge.api.machinery.definitions import INT_OR_STRING, QUANTITY
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import ResourceType, Subresource

@@ -31,7 +31,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.definitions import INT_OR_STRING, OBJECT_META, QUANTITY
+from kubeforge.api.machinery.definitions import INT_OR_STRING, OBJECT_META, QUANTITY
 from kubeforge.apiserver import openapiv2_proto
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.encoding import parse_accept

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType
 from kubeforge.apiserver.validation.common import go_str

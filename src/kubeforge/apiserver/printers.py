@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, meta_of, name_of
-from kubeforge.api.durations import age, human_duration
-from kubeforge.api.selectors import SelectorError, selector_from_dict
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, meta_of, name_of
+from kubeforge.api.machinery.durations import age, human_duration
+from kubeforge.api.machinery.selectors import SelectorError, selector_from_dict
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 from kubeforge.apiserver.hpaversions import hpa_v1_to_v2
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.timestamps import format_micro_time, format_time
+from kubeforge.api.machinery.timestamps import format_micro_time, format_time
 from kubeforge.apiserver.errors import StatusError
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "decode_protobuf", "go_duration"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kubeforge.api.versions import version_priority
+from kubeforge.api.machinery.versions import version_priority
 from kubeforge.apiserver.builtin_types import GROUP_ORDER, builtin_types
 from kubeforge.apiserver.resource import GroupResource, ResourceType
 

@@ -26,10 +26,10 @@ from typing import Any, TypeVar
 
 import orjson
 
-from kubeforge.api.access import name_of
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import validate_object_meta, validate_object_meta_update
-from kubeforge.api.timestamps import format_time, now_rfc3339
+from kubeforge.api.machinery.access import name_of
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import validate_object_meta, validate_object_meta_update
+from kubeforge.api.machinery.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver import managedfields, nesting, patch, preconditions
 from kubeforge.apiserver.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
 from kubeforge.apiserver.call import Call

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from kubeforge.api.compactjson import dumps_exact
+from kubeforge.api.machinery.compactjson import dumps_exact
 from kubeforge.apiserver.resource import GroupResource
 
 __all__ = [

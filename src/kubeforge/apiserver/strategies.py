@@ -14,10 +14,10 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubeforge.api.access import as_dict
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import validate_builtin_finalizers
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.access import as_dict
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import validate_builtin_finalizers
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver import defaults
 from kubeforge.apiserver.user import UserInfo
 from kubeforge.apiserver.validation.certificates import (

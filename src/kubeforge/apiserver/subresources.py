@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.selectors import selector_from_dict
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.selectors import selector_from_dict
 from kubeforge.apiserver import patch as patching
 from kubeforge.apiserver.call import Call
 from kubeforge.apiserver.deleteoptions import decode_delete_options

@@ -17,10 +17,10 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kubeforge.api.access import name_of
-from kubeforge.api.durations import human_duration
-from kubeforge.api.jsonpath import JSONPath, JSONPathError, compile_path
-from kubeforge.api.timestamps import format_time, parse_time
+from kubeforge.api.machinery.access import name_of
+from kubeforge.api.machinery.durations import human_duration
+from kubeforge.api.machinery.jsonpath import JSONPath, JSONPathError, compile_path
+from kubeforge.api.machinery.timestamps import format_time, parse_time
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.printers import NAME, Column, Printer, printer_for
 from kubeforge.apiserver.resource import ResourceType

@@ -1,11 +1,12 @@
 """The API server's credentials: a CA and serving certificate kept in its credentials
-directory. Generating them is `kubeforge.api.certificates`, shared with the webhook tooling."""
+directory. Generating them is `kubeforge.api.machinery.certificates`, shared with the
+webhook tooling."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kubeforge.api.certificates import (
+from kubeforge.api.machinery.certificates import (
     ServingCertificates,
     client_certificate,
     generate_certificates,

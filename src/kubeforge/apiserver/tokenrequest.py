@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas, DecodeError
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.metadecoding import MetadataDecodeError, decode_object_meta

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api import crvalidation as crv
-from kubeforge.api.definitions import OBJECT_META
-from kubeforge.api.fielderror import FieldError, FieldErrorType
-from kubeforge.api.schemaview import SchemaView
+from kubeforge.api.machinery import crvalidation, defaulting, pruning
+from kubeforge.api.machinery.definitions import OBJECT_META
+from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge.api.machinery.schemaview import SchemaView
 from kubeforge.apiserver.builtin_schemas import STRICT_INTEGERS, BuiltinSchemas, DecodeError
 from kubeforge.apiserver.customobjects import EmbeddedMetadataError, decode_embedded_metadata
 from kubeforge.apiserver.errors import StatusError
@@ -68,7 +68,7 @@ class TypeSupport:
         an apply; a value that does not fit is a 400.
         """
         if rt.schema is not None:
-            unknown = crv.prune(obj, rt.schema)
+            unknown = pruning.prune(obj, rt.schema)
             try:
                 decode_embedded_metadata(obj, rt.schema)
             except EmbeddedMetadataError as exc:
@@ -90,7 +90,7 @@ class TypeSupport:
     def default(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Apply the type's defaults in place."""
         if rt.schema is not None:
-            crv.apply_defaults(obj, rt.schema)
+            defaulting.apply_defaults(obj, rt.schema)
         elif rt.definition is not None:
             self.strategy(rt).default(obj)
 
@@ -112,7 +112,7 @@ class TypeSupport:
         """Schema and type-specific validation (metadata is checked separately) of a write,
         through `subresource` if it names one."""
         if rt.schema is not None:
-            return crv.validate(obj, rt.schema, old=old)
+            return crvalidation.validate(obj, rt.schema, old=old)
         errors: list[FieldError] = []
         strategy = self.strategy(rt, subresource)
         if rt.definition is not None:

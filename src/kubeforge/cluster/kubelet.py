@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeforge.api.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
+from kubeforge.api.machinery.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
 from kubeforge.client.client import Client
 from kubeforge.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubeforge.cluster.containers import (

@@ -13,7 +13,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
-from kubeforge.api.timestamps import format_nano_time
+from kubeforge.api.machinery.timestamps import format_nano_time
 from kubeforge.apiserver.subresources import LogRequest
 
 __all__ = ["MAX_BYTES", "PodLogs"]

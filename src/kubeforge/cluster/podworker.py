@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from kubeforge.api.timestamps import now_rfc3339, parse_time_or_none
+from kubeforge.api.machinery.timestamps import now_rfc3339, parse_time_or_none
 from kubeforge.client.errors import ApiError, Conflict, NotFound
 from kubeforge.cluster.commandline import container_argv, full_image
 from kubeforge.cluster.containers import (

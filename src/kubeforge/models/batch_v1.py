@@ -6,6 +6,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from kubeforge.api.machinery.timestamps import Time
 from kubeforge.api.meta import (
     GroupVersionKind,
     LabelSelector,
@@ -13,7 +14,6 @@ from kubeforge.api.meta import (
     ObjectReference,
     ResourceInfo,
 )
-from kubeforge.api.timestamps import Time
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from kubeforge.api.machinery.timestamps import MicroTime, Time
 from kubeforge.api.meta import (
     Condition,
     GroupVersionKind,
@@ -17,7 +18,6 @@ from kubeforge.api.meta import (
     ResourceInfo,
     Scale,
 )
-from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 

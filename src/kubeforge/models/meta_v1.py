@@ -6,6 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from kubeforge.api.machinery.timestamps import MicroTime, Time
 from kubeforge.api.meta import (
     Condition,
     LabelSelector,
@@ -13,7 +14,6 @@ from kubeforge.api.meta import (
     ObjectMeta,
     OwnerReference,
 )
-from kubeforge.api.timestamps import MicroTime, Time
 from kubeforge.models._base import BuiltinModel
 
 __all__ = [

@@ -30,8 +30,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubeforge.api.machinery.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    field_value,
+)
 from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.api.selectors import FieldSelector, LabelSelector, SelectorError, field_value
 from kubeforge.client.client import Client, KindLike, Written
 from kubeforge.client.errors import BadRequest, NotFound
 from kubeforge.runtime.informer import DEFAULT_RESYNC, Informer, Transform, strip_managed_fields

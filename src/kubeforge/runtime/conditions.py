@@ -13,8 +13,8 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, TypeAlias
 
+from kubeforge.api.machinery.timestamps import format_time, now, parse_time
 from kubeforge.api.meta import Condition
-from kubeforge.api.timestamps import format_time, now, parse_time
 
 __all__ = [
     "ConditionLike",

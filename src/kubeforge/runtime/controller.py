@@ -33,7 +33,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
-from kubeforge.api.access import json_form
+from kubeforge.api.machinery.access import json_form
 from kubeforge.client.errors import ApiError
 from kubeforge.runtime.handler import EventHandler, handle_generic
 from kubeforge.runtime.informer import Informer

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kubeforge.api.machinery.timestamps import now_micro_time
 from kubeforge.api.meta import KubeObject
-from kubeforge.api.timestamps import now_micro_time
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import Writer
 from kubeforge.runtime.ownership import get_reference

@@ -21,14 +21,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, overload
 
-from kubeforge.api.access import (
+from kubeforge.api.meta import KubeObject
+from kubeforge.api.objects import (
     api_version_kind,
     client_kind,
     get_finalizers,
     get_meta,
     set_finalizers,
 )
-from kubeforge.api.meta import KubeObject
 from kubeforge.client.client import adopt
 from kubeforge.client.errors import Conflict, Invalid
 from kubeforge.client.protocols import ObjectClient, SyncObjectClient

@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.api.compactjson import dumps_exact
-from kubeforge.api.selectors import LabelSelector
+from kubeforge.api.machinery.compactjson import dumps_exact
+from kubeforge.api.machinery.selectors import LabelSelector
 from kubeforge.client.client import Client, KindLike
 from kubeforge.client.errors import Gone
 from kubeforge.client.watch import BOOKMARK, DELETED

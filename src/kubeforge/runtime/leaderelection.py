@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubeforge.api.timestamps import now_micro_time
+from kubeforge.api.machinery.timestamps import now_micro_time
 from kubeforge.client.client import Client
 from kubeforge.client.errors import NotFound
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.machinery.certificates import generate_certificates
 from kubeforge.api.webhooks import (
     MUTATING_CONFIGURATION,
     VALIDATING_CONFIGURATION,

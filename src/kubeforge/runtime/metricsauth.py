@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from kubeforge.api.certificates import generate_certificates
+from kubeforge.api.machinery.certificates import generate_certificates
 from kubeforge.client.client import Client
 
 __all__ = ["MetricsAuth", "serving_context"]

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.meta import KubeObject, ObjectReference, split_api_version
+from kubeforge.api.objects import (
     api_version_kind,
     get_meta,
     get_owner_references,
     set_owner_references,
 )
-from kubeforge.api.meta import KubeObject, ObjectReference, split_api_version
 
 __all__ = [
     "AlreadyOwnedError",

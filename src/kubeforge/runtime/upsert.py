@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from enum import StrEnum
 from typing import Any, TypeVar, overload
 
-from kubeforge.api.access import client_kind, get_meta, json_copy
+from kubeforge.api.machinery.access import json_copy
+from kubeforge.api.objects import client_kind, get_meta
 from kubeforge.client.client import adopt
 from kubeforge.client.errors import NotFound
 from kubeforge.client.protocols import ObjectClient, SyncObjectClient

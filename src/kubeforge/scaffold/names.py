@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kubeforge.api.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from kubeforge.api.machinery.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
 from kubeforge.api.resource import pluralize
 
 __all__ = [

@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from kubeforge.api.selectors import LabelSelector
-from kubeforge.api.versions import version_priority
+from kubeforge.api.machinery.selectors import LabelSelector
+from kubeforge.api.machinery.versions import version_priority
 from kubeforge.apiserver.admission.attributes import GVK, Attributes, operation_options
 from kubeforge.apiserver.admission.client import ServiceResolver, WebhookClient
 from kubeforge.apiserver.admission.expressions import Authorize, allow_all

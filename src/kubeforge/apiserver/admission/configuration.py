@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    go_string_slice,
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import go_string_slice
+from kubeforge.api.machinery.names import (
     is_dns1035_label,
     is_dns1123_subdomain,
     is_path_segment_name,

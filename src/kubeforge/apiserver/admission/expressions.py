@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.cel import Expression, compile_expression, runtime_error_text
+from kubeforge.api.machinery.cel import Expression, compile_expression, runtime_error_text
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.matching import Match
 from kubeforge.apiserver.user import UserInfo

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.selectors import LabelSelector, SelectorError, selector_from_dict
+from kubeforge.api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
 from kubeforge.apiserver.admission.attributes import GVK, Attributes
 from kubeforge.apiserver.errors import StatusError
 from kubeforge.apiserver.resource import ResourceType

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubeforge.api.selectors import LabelSelector, SelectorError, selector_from_dict
+from kubeforge.api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
 from kubeforge.apiserver.admission.attributes import Attributes
 from kubeforge.apiserver.admission.expressions import (
     POLICY_VARIABLES,

@@ -15,7 +15,7 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from kubeforge.api.timestamps import format_time, now_rfc3339
+from kubeforge.api.machinery.timestamps import format_time, now_rfc3339
 from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
 from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.call import Call

@@ -1,20 +1,15 @@
 """Validation of apiextensions.k8s.io/v1 CustomResourceDefinitions: names, group, scope,
 versions and their printer columns, conversion, stored versions. Their schemas are checked by
-`kubeforge.api.structural`."""
+`kubeforge.api.machinery.structural`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    GoValue,
-    go_string_slice,
-    immutable,
-    is_dns1035_label,
-    is_dns1123_subdomain,
-)
+from kubeforge.api.machinery.access import as_dict, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_string_slice
+from kubeforge.api.machinery.names import immutable, is_dns1035_label, is_dns1123_subdomain
 from kubeforge.apiserver.admission import configuration as admission_configuration
 from kubeforge.apiserver.validation.common import Errors, Obj, go_str
 

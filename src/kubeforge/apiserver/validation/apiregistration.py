@@ -3,9 +3,9 @@ kube-aggregator's pkg/apis/apiregistration/validation/validation.go checks them.
 
 from __future__ import annotations
 
-from kubeforge.api.access import as_dict, as_int, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import is_dns1035_label, is_dns1123_subdomain
+from kubeforge.api.machinery.access import as_dict, as_int, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import is_dns1035_label, is_dns1123_subdomain
 from kubeforge.apiserver.validation.common import Errors, Obj
 
 __all__ = ["validate_api_service", "validate_api_service_update"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue, go_label_selector, regex_error, validate_label_selector
-from kubeforge.api.selectors import selector_converts
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_label_selector
+from kubeforge.api.machinery.names import regex_error, validate_label_selector
+from kubeforge.api.machinery.selectors import selector_converts
 from kubeforge.apiserver.validation.common import (
     Errors,
     Obj,

@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import as_dict
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue
+from kubeforge.api.machinery.access import as_dict
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue
 from kubeforge.apiserver.validation.common import Errors
 
 __all__ = ["validate_access_review"]

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import re
 
-from kubeforge.api.access import as_dict, as_int, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    go_label_selector,
-    go_string_map,
-    immutable,
-    is_dns1123_label,
-    validate_label_selector,
-)
-from kubeforge.api.selectors import label_selector_matches, selector_converts
+from kubeforge.api.machinery.access import as_dict, as_int, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import go_label_selector, go_string_map
+from kubeforge.api.machinery.names import immutable, is_dns1123_label, validate_label_selector
+from kubeforge.api.machinery.selectors import label_selector_matches, selector_converts
 from kubeforge.apiserver.validation.common import (
     Errors,
     Obj,

@@ -15,9 +15,10 @@ from typing import Any
 
 from cryptography import x509
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue, is_dns1123_label, is_dns1123_subdomain
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue
+from kubeforge.api.machinery.names import is_dns1123_label, is_dns1123_subdomain
 from kubeforge.apiserver.validation.common import Errors, Obj, go_json, semantic_equal
 
 __all__ = [

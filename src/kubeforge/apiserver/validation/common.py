@@ -9,10 +9,11 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import as_dict, as_int, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import GoValue, go_label_selector, go_string_map, immutable
-from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.machinery.access import as_dict, as_int, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_label_selector, go_string_map
+from kubeforge.api.machinery.names import immutable
+from kubeforge.api.machinery.selectors import label_selector_matches
 
 __all__ = [
     "NEGATIVE",

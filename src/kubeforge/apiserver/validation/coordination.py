@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubeforge.api.access import as_dict, as_int
-from kubeforge.api.fielderror import FieldError
+from kubeforge.api.machinery.access import as_dict, as_int
+from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.validation.common import Errors, Obj, nonnegative
 
 __all__ = ["validate_lease", "validate_lease_update"]

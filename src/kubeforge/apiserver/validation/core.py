@@ -10,11 +10,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    GoValue,
-    go_string_slice,
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_string_slice
+from kubeforge.api.machinery.names import (
     immutable,
     is_config_map_key,
     is_dns1123_label,
@@ -23,7 +22,7 @@ from kubeforge.api.names import (
     validate_builtin_finalizers,
     validate_labels,
 )
-from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.machinery.selectors import label_selector_matches
 from kubeforge.apiserver.validation.common import (
     Errors,
     Obj,

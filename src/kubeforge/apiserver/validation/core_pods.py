@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError, FieldErrorType
-from kubeforge.api.names import (
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge.api.machinery.names import (
     immutable,
     is_config_map_key,
     is_dns1123_label,
@@ -22,7 +22,7 @@ from kubeforge.api.names import (
     validate_annotations,
     validate_labels,
 )
-from kubeforge.api.quantity import decode_quantity
+from kubeforge.api.machinery.quantity import decode_quantity
 from kubeforge.apiserver.validation.common import (
     NEGATIVE,
     Errors,

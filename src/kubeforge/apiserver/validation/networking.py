@@ -5,14 +5,10 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubeforge.api.access import as_dict, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    go_string_slice,
-    immutable,
-    is_dns1123_subdomain,
-    is_path_segment_name,
-)
+from kubeforge.api.machinery.access import as_dict, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import go_string_slice
+from kubeforge.api.machinery.names import immutable, is_dns1123_subdomain, is_path_segment_name
 from kubeforge.apiserver.validation.common import Errors, Obj, go_json, semantic_equal
 
 __all__ = [

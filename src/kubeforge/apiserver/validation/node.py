@@ -3,9 +3,9 @@ checks them."""
 
 from __future__ import annotations
 
-from kubeforge.api.access import as_dict, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import immutable, is_dns1123_label, validate_labels
+from kubeforge.api.machinery.access import as_dict, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import immutable, is_dns1123_label, validate_labels
 from kubeforge.apiserver.validation.common import Errors, Obj, go_json
 from kubeforge.apiserver.validation.core_pods import (
     _validate_resources,  # the pod's resource rules, which the overhead reuses upstream too

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
-    GoValue,
-    go_string_slice,
+from kubeforge.api.machinery.access import as_dict, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_string_slice
+from kubeforge.api.machinery.names import (
     is_dns1123_subdomain,
     is_path_segment_name,
     validate_label_selector,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.names import (
+from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.names import (
     immutable,
     is_dns1123_subdomain,
     is_qualified_name,

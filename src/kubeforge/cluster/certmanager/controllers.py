@@ -16,8 +16,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.access import annotations_of, meta_of, namespace_of
-from kubeforge.api.timestamps import format_time
+from kubeforge.api.machinery.access import annotations_of, meta_of, namespace_of
+from kubeforge.api.machinery.timestamps import format_time
 from kubeforge.client.errors import AlreadyExists, Conflict, NotFound
 from kubeforge.cluster.certmanager.crds import GROUP
 from kubeforge.cluster.certmanager.issuance import CertificateError, Signer, issue, up_to_date

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kubeforge.api import timestamps
+from kubeforge.api.machinery import timestamps
 
 __all__ = ["CertificateError", "Issued", "Signer", "go_duration", "issue", "up_to_date"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -19,7 +19,7 @@ from kubeforge.api.access import (
     namespace_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_selector_matches
+from kubeforge.api.machinery.selectors import label_selector_matches
 from kubeforge.client.errors import Invalid, NotFound
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import annotations_of, meta_of, spec_of, status_of, uid_of
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.access import annotations_of, meta_of, spec_of, status_of, uid_of
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 from kubeforge.cluster.controllers._podstate import is_pod_ready, ready_condition
 
 __all__ = ["DELETION_COST", "pods_to_delete"]

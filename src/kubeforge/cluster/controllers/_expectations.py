@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge.api.access import controller_ref, is_deleting, name_of, namespace_of
+from kubeforge.api.machinery.access import controller_ref, is_deleting, name_of, namespace_of
 from kubeforge.runtime.informer import HandlerFuncs
 from kubeforge.runtime.manager import Manager
 

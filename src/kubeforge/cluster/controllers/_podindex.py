@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.access import controller_ref, namespace_of, uid_of
+from kubeforge.api.machinery.access import controller_ref, namespace_of, uid_of
 from kubeforge.runtime.cached_client import CachedClient
 from kubeforge.runtime.manager import Manager
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import meta_of, name_of
-from kubeforge.api.selectors import selector_from_dict
+from kubeforge.api.machinery.access import meta_of, name_of
+from kubeforge.api.machinery.selectors import selector_from_dict
 from kubeforge.client.errors import NotFound
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result

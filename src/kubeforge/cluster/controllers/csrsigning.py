@@ -14,9 +14,9 @@ import base64
 import datetime as dt
 from typing import Any
 
-from kubeforge.api.access import as_dict, as_list, meta_of
-from kubeforge.api.certificates import ServingCertificates, sign_certificate_request
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.access import as_dict, as_list, meta_of
+from kubeforge.api.machinery.certificates import ServingCertificates, sign_certificate_request
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.apiserver.validation.certificates import decode_pem_field, parse_csr
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.runtime.manager import Manager

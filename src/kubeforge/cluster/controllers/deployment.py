@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     annotations_of,
     controller_ref,
     is_deleting,
@@ -41,8 +41,8 @@ from kubeforge.api.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_selector_matches
-from kubeforge.api.timestamps import format_time, now, parse_time_or_none
+from kubeforge.api.machinery.selectors import label_selector_matches
+from kubeforge.api.machinery.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._claiming import claim, controllers_of
 from kubeforge.cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by

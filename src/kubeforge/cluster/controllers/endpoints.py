@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     annotations_of,
     controller_ref,
     is_deleting,
@@ -32,7 +32,7 @@ from kubeforge.api.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_set_matches
+from kubeforge.api.machinery.selectors import label_set_matches
 from kubeforge.client.errors import AlreadyExists, NotFound
 from kubeforge.cluster.controllers._children import generate_name_prefix
 from kubeforge.cluster.controllers._podstate import is_pod_ready, is_pod_terminal

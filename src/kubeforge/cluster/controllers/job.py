@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -43,8 +43,8 @@ from kubeforge.api.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_selector_matches
-from kubeforge.api.timestamps import format_time, now, parse_time_or_none
+from kubeforge.api.machinery.selectors import label_selector_matches
+from kubeforge.api.machinery.timestamps import format_time, now, parse_time_or_none
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge.cluster.controllers._claiming import claim, controllers_of

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.access import (
+from kubeforge.api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -29,8 +29,8 @@ from kubeforge.api.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.selectors import label_selector_matches
-from kubeforge.api.timestamps import format_time, now
+from kubeforge.api.machinery.selectors import label_selector_matches
+from kubeforge.api.machinery.timestamps import format_time, now
 from kubeforge.client.errors import ApiError, NotFound
 from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge.cluster.controllers._claiming import claim, controllers_of

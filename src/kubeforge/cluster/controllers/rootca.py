@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.access import is_deleting, namespace_of
+from kubeforge.api.machinery.access import is_deleting, namespace_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._writes import namespace_terminating
 from kubeforge.runtime.manager import Manager

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api.access import is_deleting, spec_of, status_of
-from kubeforge.api.quantity import decode_quantity
-from kubeforge.api.selectors import label_set_matches, requirement_matches
-from kubeforge.api.timestamps import now_rfc3339
+from kubeforge.api.machinery.access import is_deleting, spec_of, status_of
+from kubeforge.api.machinery.quantity import decode_quantity
+from kubeforge.api.machinery.selectors import label_set_matches, requirement_matches
+from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.client.errors import Conflict, NotFound
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from kubeforge.api.access import meta_of
+from kubeforge.api.machinery.access import meta_of
 from kubeforge.apiserver.auth.tokens import TokenIssuer
 from kubeforge.client.errors import NotFound
 from kubeforge.runtime.manager import Manager

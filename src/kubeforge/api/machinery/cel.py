@@ -45,8 +45,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kubeforge.api.fielderror import FieldError, FieldErrorType
-from kubeforge.api.quantity import parse_quantity
+from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge.api.machinery.quantity import parse_quantity
 
 __all__ = [
     "FUNCTIONS",

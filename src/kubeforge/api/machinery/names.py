@@ -7,23 +7,18 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-import orjson
-
-from kubeforge.api.access import as_str
-from kubeforge.api.fielderror import FieldError
-from kubeforge.api.timestamps import parse_time_or_none
+from kubeforge.api.machinery.access import as_str
+from kubeforge.api.machinery.fielderror import FieldError
+from kubeforge.api.machinery.govalues import GoValue, go_quote, go_string_slice
+from kubeforge.api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",
     "STANDARD_FINALIZERS",
-    "GoValue",
-    "go_label_selector",
-    "go_string_map",
-    "go_string_slice",
     "immutable",
     "is_config_map_key",
     "is_dns1035_label",
@@ -260,86 +255,6 @@ def validate_name(name: str, rule: str, prefix: bool = False) -> Sequence[str]:
     raise ValueError(f"unknown name rule {rule!r}")
 
 
-# -- Go-style values -----------------------------------------------------------------------
-
-
-class GoValue:
-    """A value shown in an error message the way Go's `%#v` prints it.
-
-    FieldError renders unknown value types with `str()`, so this carries the finished text.
-    """
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return f"GoValue({self.text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GoValue) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-
-def _q(value: Any) -> str:
-    return orjson.dumps(value if isinstance(value, str) else str(value)).decode()
-
-
-def _string_slice(values: Iterable[Any] | None) -> str:
-    if values is None:
-        return "[]string(nil)"
-    return "[]string{" + ", ".join(_q(v) for v in values) + "}"
-
-
-def _string_map(values: Mapping[str, Any] | None) -> str:
-    if values is None:
-        return "map[string]string(nil)"
-    return (
-        "map[string]string{" + ", ".join(f"{_q(k)}:{_q(values[k])}" for k in sorted(values)) + "}"
-    )
-
-
-def go_string_slice(values: Iterable[Any] | None) -> GoValue:
-    """`[]string{"a", "b"}`."""
-    return GoValue(_string_slice(values))
-
-
-def go_string_map(values: Mapping[str, Any] | None) -> GoValue:
-    """`map[string]string{"a":"b"}` with sorted keys, as Go prints maps."""
-    return GoValue(_string_map(values))
-
-
-def go_label_selector(selector: Mapping[str, Any] | None) -> GoValue:
-    """`v1.LabelSelector{MatchLabels:..., MatchExpressions:...}` (null for a missing one)."""
-    if selector is None:
-        return GoValue("null")
-    labels = selector.get("matchLabels")
-    exprs = selector.get("matchExpressions")
-    if isinstance(exprs, list):
-        items = []
-        for e in exprs:
-            e = e if isinstance(e, Mapping) else {}
-            values = e.get("values")
-            items.append(
-                "v1.LabelSelectorRequirement{"
-                f"Key:{_q(e.get('key') or '')}, Operator:{_q(e.get('operator') or '')}, "
-                f"Values:{_string_slice(values if isinstance(values, list) else None)}}}"
-            )
-        rendered_exprs = "[]v1.LabelSelectorRequirement{" + ", ".join(items) + "}"
-    else:
-        rendered_exprs = "[]v1.LabelSelectorRequirement(nil)"
-    rendered_labels = _string_map(labels if isinstance(labels, Mapping) else None)
-    return GoValue(
-        f"v1.LabelSelector{{MatchLabels:{rendered_labels}, MatchExpressions:{rendered_exprs}}}"
-    )
-
-
 def immutable(path: str, value: Any) -> FieldError:
     """The `field is immutable` error for `path`."""
     return FieldError.invalid(path, value, "field is immutable")
@@ -547,8 +462,9 @@ def _owner_reference_value(ref: Mapping[str, Any]) -> GoValue:
     # Go prints pointers as addresses; the pointed-to flag is more useful and stable.
     return GoValue(
         "v1.OwnerReference{"
-        f"APIVersion:{_q(ref.get('apiVersion') or '')}, Kind:{_q(ref.get('kind') or '')}, "
-        f"Name:{_q(ref.get('name') or '')}, UID:{_q(ref.get('uid') or '')}, "
+        f"APIVersion:{go_quote(ref.get('apiVersion') or '')}, "
+        f"Kind:{go_quote(ref.get('kind') or '')}, "
+        f"Name:{go_quote(ref.get('name') or '')}, UID:{go_quote(ref.get('uid') or '')}, "
         f"Controller:{_go_bool_pointer(ref.get('controller'))}, "
         f"BlockOwnerDeletion:{_go_bool_pointer(ref.get('blockOwnerDeletion'))}}}"
     )
@@ -664,7 +580,7 @@ def validate_object_meta_update(new: Mapping[str, Any], old: Mapping[str, Any]) 
                 FieldError.forbidden(
                     "metadata.finalizers",
                     "no new finalizers can be added if the object is being deleted, found new "
-                    f"finalizers {_string_slice(added)}",
+                    f"finalizers {go_string_slice(added)}",
                 )
             )
     return errs
