@@ -10,6 +10,7 @@ declares a protocol's member the same way (a protocol's members need declared ty
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Coroutine
+from operator import attrgetter
 from typing import Any, Concatenate, ParamSpec, Protocol, cast, overload
 
 from typing_extensions import TypeVar
@@ -41,19 +42,19 @@ class _Forwarded:
     `blocking`."""
 
     def __init__(self, verb: Callable[..., Any], via: str, blocking: bool) -> None:
-        self._name = ""  # the attribute's, given by __set_name__
         self._via = via
+        self._target = attrgetter(via)  # the verb's name comes with __set_name__
         self._blocking = blocking
         self.__doc__ = verb.__doc__
         self.__wrapped__ = verb
 
     def __set_name__(self, owner: type[Any], name: str) -> None:
-        self._name = name
+        self._target = attrgetter(f"{self._via}.{name}")
 
     def __get__(self, obj: object, owner: type[Any] | None = None) -> Any:
         if obj is None:
             return self
-        target = getattr(getattr(obj, self._via), self._name)
+        target = self._target(obj)
         if not self._blocking:
             return target
         runner = cast(_Runner, obj)

@@ -124,7 +124,8 @@ class CachedClient:
 
 
 class SyncClient:
-    """Blocking versions of CachedClient's calls, for reconcilers running in a thread.
+    """Blocking versions of CachedClient's calls, for reconcilers running in a thread: each
+    is the cached client's call, with its parameters, run to its result (`blocking`).
 
     Each call runs on the manager's event loop; calling one from that loop's own thread
     would wait for itself, and raises RuntimeError instead.
