@@ -16,6 +16,7 @@ from typing import Any
 from cryptography import x509
 
 from kubeforge.api.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.certificates import EXTENDED_USAGES, KEY_USAGES
 from kubeforge.api.fielderror import FieldError
 from kubeforge.api.names import GoValue, is_dns1123_label, is_dns1123_subdomain
 from kubeforge.apiserver.validation.common import Errors, Obj, go_json, semantic_equal
@@ -32,31 +33,7 @@ __all__ = [
 ]
 
 LEGACY_UNKNOWN_SIGNER = "kubernetes.io/legacy-unknown"
-_USAGES = (
-    "any",
-    "cert sign",
-    "client auth",
-    "code signing",
-    "content commitment",
-    "crl sign",
-    "data encipherment",
-    "decipher only",
-    "digital signature",
-    "email protection",
-    "encipher only",
-    "ipsec end system",
-    "ipsec tunnel",
-    "ipsec user",
-    "key agreement",
-    "key encipherment",
-    "microsoft sgc",
-    "netscape sgc",
-    "ocsp signing",
-    "s/mime",
-    "server auth",
-    "signing",
-    "timestamping",
-)
+_USAGES = tuple(sorted({*KEY_USAGES, *EXTENDED_USAGES}))
 _TRUE_ONLY = frozenset({"Approved", "Denied", "Failed"})
 _ALL_STATUSES = ("False", "True", "Unknown")
 _MIN_EXPIRATION = 600
