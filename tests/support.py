@@ -1,13 +1,17 @@
-"""Test helpers: raw HTTPS access to the embedded server, and free local ports."""
+"""Test helpers: raw HTTPS access to the embedded server, free local ports, and the
+`kubeforge` command run to its end."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -106,3 +110,27 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+async def kubeforge(*args: str, cwd: Path | None = None, timeout: float = 60.0) -> Run:
+    """`kubeforge ARGS` run to its end (without colours), and what it printed."""
+    proc = await asyncio.create_subprocess_exec(
+        *KUBEFORGE,
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    return Run(proc.returncode or 0, out.decode(), err.decode())
