@@ -1,5 +1,5 @@
-"""Test helpers: raw HTTPS access to the embedded server, free local ports, and the
-`kubeforge` command run to its end."""
+"""Test helpers: raw HTTPS access to the embedded server, RBAC grants, free local ports, and
+the `kubeforge` command run to its end."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import aiohttp
 import orjson
 
 from kubeforge.apiserver import APIServer
+from kubeforge.testing import Kubectl, find_kubectl
 
 
 @dataclass
@@ -102,6 +103,58 @@ async def connect(server: APIServer) -> AsyncIterator[HTTPClient]:
     ctx: ssl.SSLContext = server.certificates.client_context()
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx)) as session:
         yield HTTPClient(server, session)
+
+
+def kubectl_for(kubeconfig: Path, home: Path, version: str | None = None) -> Kubectl:
+    """kubectl pointed at `kubeconfig`, exactly `version` when given, with `home` (made when
+    missing) as its discovery cache and HOME: nothing shared with other tests."""
+    home.mkdir(parents=True, exist_ok=True)
+    binary = find_kubectl(version, exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=home, env={"HOME": str(home)})
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def cluster_role(name: str, rules: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+        **fields,
+    }
+
+
+def rbac_subject(kind: str, name: str) -> dict[str, Any]:
+    """A User or Group subject."""
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
+
+
+def cluster_role_binding(name: str, role: str, *subjects: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": list(subjects),
+    }
+
+
+async def bind(http: HTTPClient, name: str, role: str, user: str) -> None:
+    """The ClusterRole `role` bound to `user` cluster-wide by the binding `name`."""
+    binding = cluster_role_binding(name, role, rbac_subject("User", user))
+    reply = await http.post(f"{RBAC}/clusterrolebindings", binding)
+    assert reply.status == 201, reply.body
+
+
+async def grant(http: HTTPClient, user: str, rules: list[dict[str, Any]]) -> str:
+    """A ClusterRole with `rules`, bound to `user` cluster-wide; the role's name."""
+    name = f"{user}-rights"
+    reply = await http.post(f"{RBAC}/clusterroles", cluster_role(name, rules))
+    assert reply.status == 201, reply.body
+    await bind(http, name, name, user)
+    return name
 
 
 def free_port() -> int:
