@@ -44,18 +44,25 @@ def setup(manager):
     manager.controller().for_(WIDGET).named("widgets").complete(WidgetReconciler())
 '''
 
-WIDGET_TESTS = f'''
-import kubeforge
-from kubeforge.testing import Kubectl, TestEnv, eventually
-
+# What the project's tests share: a Widget, and whether the controller has seen it.
+WIDGETS = f'''
 WIDGET = """
 apiVersion: {GROUP}/v1
 kind: Widget
 metadata:
   name: first
-spec:
-  size: 3
 """
+
+
+async def seen(client) -> bool:
+    widget = await client.get("{GROUP}/v1/Widget", "first")
+    return (widget.get("status") or {{}}).get("phase") == "Seen"
+'''
+
+WIDGET_TESTS = f'''
+import kubeforge
+from kubeforge.testing import Kubectl, TestEnv, eventually
+from widgets import WIDGET, seen
 
 
 async def test_the_controller_marks_widgets(
@@ -72,12 +79,7 @@ async def test_the_controller_marks_widgets(
     assert kubeforge_client is testenv.client
     assert manager.running.is_set() and list(manager.controllers) == ["widgets"]
     await kubectl.apply(WIDGET)
-
-    async def seen() -> bool:
-        widget = await kubeforge_client.get("{GROUP}/v1/Widget", "first")
-        return (widget.get("status") or {{}}).get("phase") == "Seen"
-
-    await eventually(seen, timeout=20)
+    await eventually(lambda: seen(kubeforge_client), timeout=20)
     header, row = (await kubectl.run("get", "widgets")).rows()
     assert dict(zip(header, row)) == {{"NAME": "first", "PHASE": "Seen"}}
 
@@ -129,11 +131,13 @@ def ini(**options: str) -> str:
 
 
 def project(pytester: pytest.Pytester, **options: str) -> Path:
-    """A project as `kubeforge init` lays it out, with one CRD and main.setup."""
+    """A project as `kubeforge init` lays it out, with one CRD, main.setup, and what its
+    tests share (widgets.py)."""
     bases = pytester.path / "config" / "crd" / "bases"
     bases.mkdir(parents=True)
     (bases / f"{GROUP}_widgets.yaml").write_text(crd("Widget"))
     (pytester.path / "main.py").write_text(MAIN)
+    (pytester.path / "widgets.py").write_text(WIDGETS)
     (pytester.path / "pytest.ini").write_text(ini(**options))
     return pytester.path
 
@@ -260,13 +264,7 @@ import os
 
 import kubeforge
 from kubeforge.testing import eventually
-
-WIDGET = """
-apiVersion: {GROUP}/v1
-kind: Widget
-metadata:
-  name: first
-"""
+from widgets import WIDGET, seen
 
 
 async def test_existing(testenv, kubectl, manager) -> None:
@@ -275,12 +273,7 @@ async def test_existing(testenv, kubectl, manager) -> None:
     assert sorted(testenv.installed) == ["gadgets.{GROUP}", "widgets.{GROUP}"]
     await kubectl.run("create", "configmap", "made-by-kubectl")
     await kubectl.apply(WIDGET)
-
-    async def seen() -> bool:
-        widget = await testenv.client.get("{GROUP}/v1/Widget", "first")
-        return (widget.get("status") or {{}}).get("phase") == "Seen"
-
-    await eventually(seen, timeout=20)
+    await eventually(lambda: seen(testenv.client), timeout=20)
 
 
 async def test_cluster_scoped(kubeforge_client: kubeforge.Client) -> None:
@@ -498,18 +491,13 @@ subjects:
   namespace: demo-system
 """
 
-OWN_MANAGER_TESTS = f'''
+OWN_MANAGER_TESTS = """
 import logging
 
 from kubeforge.testing import eventually
+from widgets import WIDGET
 
 ACCOUNT = "system:serviceaccount:demo-system:controller-manager"
-WIDGET = """
-apiVersion: {GROUP}/v1
-kind: Widget
-metadata:
-  name: first
-"""
 
 
 class Records(logging.Handler):
@@ -528,14 +516,14 @@ async def test_own_manager(testenv, kubectl, kubeforge_setup, kubeforge_manager_
     logger.addHandler(records)
     try:
         async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as manager:
-            review = {{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
+            review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
             me = await manager.client.create(review)
             assert me["status"]["userInfo"]["username"] == ACCOUNT
             await kubectl.apply(WIDGET)
             await eventually(lambda: bool(records.seen), timeout=20)
     finally:
         logger.removeHandler(records)
-'''
+"""
 
 
 def test_managers_a_test_starts_run_as_the_account_and_report_refusals(
