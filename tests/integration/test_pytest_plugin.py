@@ -217,14 +217,29 @@ async def test_options(testenv, manager, kubectl) -> None:
     pytester.runpytest().assert_outcomes(passed=1)
 
 
-def test_a_malformed_setup_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    project(pytester, kubeforge_setup="main.setup")
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        (
+            "kubeforge_setup",
+            "main.setup",
+            "kubeforge_setup must name a function as module:function (like main:setup)",
+        ),
+        (
+            "kubeforge_controllers",
+            "*,-jobs",
+            'kubeforge_controllers: "jobs" is not in the list of known controllers',
+        ),
+    ],
+)
+def test_a_malformed_option_is_a_usage_error(
+    pytester: pytest.Pytester, option: str, value: str, message: str
+) -> None:
+    project(pytester, **{option: value})
     pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*kubeforge_setup must name a function as module:function (like main:setup)*"]
-    )
+    result.stderr.fnmatch_lines([f"*{message}*"])
 
 
 USES_MANAGER = "async def test_it(manager) -> None:\n    pass\n"
@@ -449,16 +464,6 @@ def test_the_cluster_options_fixture_can_ask_for_a_bare_api_server(
     pytester.makeconftest(BARE_CONFTEST)
     pytester.makepyfile(test_bare=BARE_TESTS)
     pytester.runpytest().assert_outcomes(passed=1)
-
-
-def test_an_unknown_controller_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    project(pytester, kubeforge_controllers="*,-jobs")
-    pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
-    result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ['*kubeforge_controllers: "jobs" is not in the list of known controllers*']
-    )
 
 
 RBAC = f"""

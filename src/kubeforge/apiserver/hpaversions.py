@@ -11,6 +11,7 @@ back (and drops them), so a v1 client's update keeps what it could not see.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -150,20 +151,14 @@ def _typed_target(key: str, values: Obj) -> Obj:
     return {"type": kinds[-1][1]}
 
 
-# The behavior annotation holds the internal Go type, whose fields have no JSON names.
-def _go_names(value: Any) -> Any:
+# The behavior annotation holds the internal Go type, whose fields have no JSON names: Go's
+# field names are the JSON ones with an upper-case first letter.
+def _first_letters(value: Any, case: Callable[[str], str]) -> Any:
+    """`value` with the first letter of every key, at every depth, in `case`."""
     if isinstance(value, dict):
-        return {k[:1].upper() + k[1:]: _go_names(v) for k, v in value.items()}
+        return {case(k[:1]) + k[1:]: _first_letters(v, case) for k, v in value.items()}
     if isinstance(value, list):
-        return [_go_names(v) for v in value]
-    return value
-
-
-def _json_names(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k[:1].lower() + k[1:]: _json_names(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_names(v) for v in value]
+        return [_first_letters(v, case) for v in value]
     return value
 
 
@@ -189,7 +184,7 @@ def hpa_v2_to_v1(obj: Obj) -> Obj:
     if others:
         annotations[METRICS] = _json(others)
     if isinstance(spec.get("behavior"), dict):
-        annotations[BEHAVIOR] = _json(_go_names(spec["behavior"]))
+        annotations[BEHAVIOR] = _json(_first_letters(spec["behavior"], str.upper))
     out["spec"] = v1_spec
 
     if "status" in obj:
@@ -259,7 +254,7 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
     v2_spec["metrics"] = metrics
     behavior = _annotation(annotations, BEHAVIOR)
     if isinstance(behavior, dict):
-        v2_spec["behavior"] = _json_names(behavior)
+        v2_spec["behavior"] = _first_letters(behavior, str.lower)
     out["spec"] = v2_spec
 
     if "status" in obj:
