@@ -11,7 +11,7 @@ back (and drops them), so a v1 client's update keeps what it could not see.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -100,14 +100,19 @@ _TARGET_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _sources(metric: Obj) -> Iterator[tuple[str, Obj, tuple[tuple[str, str, str], ...]]]:
+    """The metric's sources autoscaling/v1 knows, each with its flat fields."""
+    for key, source in metric.items():
+        fields = _FLAT_FIELDS.get(key)
+        if fields is not None and isinstance(source, dict):
+            yield key, source, fields
+
+
 def _to_v1(metric: Obj, side: str) -> Obj:
     """An autoscaling/v2 MetricSpec (`side` "target") or MetricStatus ("current") in
     autoscaling/v1's shape."""
     out: Obj = {"type": metric.get("type")}
-    for key, source in metric.items():
-        fields = _FLAT_FIELDS.get(key)
-        if fields is None or not isinstance(source, dict):
-            continue
+    for key, source, fields in _sources(metric):
         converted: Obj = {}
         for v1_name, where, v2_name in fields:
             holder = as_dict(source.get(side if where == _VALUE else where)) if where else source
@@ -120,10 +125,7 @@ def _from_v1(metric: Obj, side: str) -> Obj:
     """autoscaling/v1's shape of a MetricSpec (`side` "target") or MetricStatus ("current")
     back in autoscaling/v2's."""
     out: Obj = {"type": metric.get("type")}
-    for key, source in metric.items():
-        fields = _FLAT_FIELDS.get(key)
-        if fields is None or not isinstance(source, dict):
-            continue
+    for key, source, fields in _sources(metric):
         converted: Obj = {}
         value: Obj = {}
         for v1_name, where, v2_name in fields:
