@@ -18,7 +18,6 @@ from kubeforge.client import Client, ClusterConfig
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.errors import NotFound
 from kubeforge.cluster.controllers import deployment, replicaset, serviceaccount
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.testing import Kubectl, eventually
 
@@ -40,7 +39,7 @@ async def api(server: APIServer) -> AsyncIterator[Client]:
     """A client of a server running the workload controllers."""
     manager = Manager(client=Client(config(server), field_manager="kube-controller-manager"))
     for module in (serviceaccount, replicaset, deployment):
-        module.setup(manager, ClusterOptions())
+        module.setup(manager)
     task = asyncio.create_task(manager.start())
     async with Client(config(server)) as client:
         yield client

@@ -15,7 +15,6 @@ from kubeforge.client import Client, ClusterConfig
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.errors import NotFound
 from kubeforge.cluster.controllers import endpoints
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.testing import eventually
 
@@ -33,7 +32,7 @@ async def api(server: APIServer) -> AsyncIterator[Client]:
         server=server.url, ca_data=server.ca_pem, credentials=StaticToken(server.token)
     )
     manager = Manager(client=Client(cfg, field_manager="kube-controller-manager"))
-    endpoints.setup(manager, ClusterOptions())
+    endpoints.setup(manager)
     task = asyncio.create_task(manager.start())
     async with Client(cfg) as client:
         yield client

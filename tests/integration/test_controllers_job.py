@@ -13,7 +13,6 @@ from kubeforge.apiserver import APIServer
 from kubeforge.client import Client, ClusterConfig
 from kubeforge.client.auth import StaticToken
 from kubeforge.cluster.controllers import job
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.testing import Kubectl, eventually
 
@@ -30,7 +29,7 @@ async def api(server: APIServer) -> AsyncIterator[Client]:
         server=server.url, ca_data=server.ca_pem, credentials=StaticToken(server.token)
     )
     manager = Manager(client=Client(cfg, field_manager="kube-controller-manager"))
-    job.setup(manager, ClusterOptions(), pod_failure_backoff=0.05)
+    job.setup(manager, pod_failure_backoff=0.05)
     task = asyncio.create_task(manager.start())
     async with Client(cfg) as client:
         yield client

@@ -58,7 +58,7 @@ async def running_cluster(
 ) -> AsyncIterator[list[SimulatedNode]]:
     """The scheduler in a manager plus simulated nodes, all talking HTTPS to `server`."""
     manager = Manager(client=Client(config_of(server)))
-    scheduler.setup(manager, options)
+    scheduler.setup(manager)
     manager_task = asyncio.create_task(manager.start())
     nodes = [SimulatedNode(Client(config_of(server)), name, options, logs) for name in names]
     node_tasks = [asyncio.create_task(node.run()) for node in nodes]

@@ -16,7 +16,6 @@ from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
 from kubeforge.cluster.controllers import scheduler
 from kubeforge.cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.testing import eventually
 
@@ -31,7 +30,7 @@ async def manager(server: APIServer) -> AsyncIterator[Manager]:
         server=server.url, ca_data=server.ca_pem, credentials=StaticToken(server.token)
     )
     mgr = Manager(client=Client(config))
-    scheduler.setup(mgr, ClusterOptions())
+    scheduler.setup(mgr)
     task = asyncio.create_task(mgr.start())
     yield mgr
     mgr.stop()

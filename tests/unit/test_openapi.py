@@ -16,7 +16,8 @@ from kubeforge.apiserver.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.openapi import OpenAPIV3, crd_schema_name, gv_path
 from kubeforge.apiserver.registry import Registry
 from kubeforge.apiserver.resource import ResourceType, Subresource
-from kubeforge.testing import Kubectl, find_kubectl
+from kubeforge.testing import Kubectl
+from tests.support import kubectl_for
 
 SCHEMAS = "#/components/schemas/"
 WIDGET_SCHEMA: dict[str, Any] = {
@@ -399,10 +400,7 @@ def kubectl(request: pytest.FixtureRequest, fake: FakeServer, tmp_path: Path) ->
     }
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_bytes(orjson.dumps(config))
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    binary = find_kubectl(request.param, exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / "cache", request.param)
 
 
 CONFIGMAP_YAML = """\

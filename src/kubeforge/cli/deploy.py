@@ -30,7 +30,14 @@ import typer
 import yaml
 
 from kubeforge.api.meta import GroupVersionKind
-from kubeforge.cli.install import ContextOption, KubeconfigOption, cluster_config
+from kubeforge.cli.connections import (
+    ContextOption,
+    KubeconfigOption,
+    StepFailed,
+    cluster_config,
+    describe_cluster,
+    run_against,
+)
 from kubeforge.cli.project import fail
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
@@ -65,10 +72,6 @@ _MISSING_HINTS = {
     "cert-manager.io": "config/certmanager needs cert-manager: https://cert-manager.io/docs/installation/",
     "monitoring.coreos.com": "config/prometheus needs the Prometheus Operator's CRDs",
 }
-
-
-class _Failed(Exception):
-    """A step failed; the message says which and why."""
 
 
 # building -----------------------------------------------------------------------------------
@@ -157,10 +160,6 @@ def _describe(obj: dict[str, Any]) -> str:
     return f"{obj.get('kind')} {namespace}/{name}" if namespace else f"{obj.get('kind')} {name}"
 
 
-def _where(config: ClusterConfig) -> str:
-    return f"context {config.context!r}" if config.context else config.server
-
-
 # commands -----------------------------------------------------------------------------------
 
 
@@ -183,7 +182,7 @@ def deploy(
         typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
     _, objects = build(root, kustomize)
     config = cluster_config(kubeconfig, context)
-    _run(_deploy(config, objects, wait=wait, timeout=timeout), config)
+    run_against(_deploy(config, objects, wait=wait, timeout=timeout), config)
 
 
 def undeploy(
@@ -200,7 +199,7 @@ def undeploy(
     every object of their kinds)."""
     _, objects = build(directory.resolve(), kustomize)
     config = cluster_config(kubeconfig, context)
-    _run(_undeploy(config, objects, wait=wait, timeout=timeout), config)
+    run_against(_undeploy(config, objects, wait=wait, timeout=timeout), config)
 
 
 def build_installer(
@@ -223,24 +222,13 @@ def build_installer(
     typer.echo(f"wrote        {output} ({len(objects)} objects)")
 
 
-def _run(step: Any, config: ClusterConfig) -> None:
-    try:
-        asyncio.run(step)
-    except _Failed as exc:
-        raise fail(str(exc)) from None
-    except ConnectionError as exc:
-        raise fail(f"cannot reach the API server at {config.server}: {exc}") from None
-    except ApiError as exc:
-        raise fail(str(exc)) from None
-
-
 # deploy -------------------------------------------------------------------------------------
 
 
 async def _deploy(
     config: ClusterConfig, objects: list[dict[str, Any]], *, wait: bool, timeout: float
 ) -> None:
-    typer.echo(f"deploying {len(objects)} objects to {_where(config)}")
+    typer.echo(f"deploying {len(objects)} objects to {describe_cluster(config)}")
     async with Client(config, field_manager=FIELD_MANAGER) as client:
         await _check_served(client, objects)
         crds = [o for o in objects if o.get("kind") == CRD]
@@ -251,7 +239,7 @@ async def _deploy(
             try:
                 await client.wait_established(names, timeout=60)
             except TimeoutError:
-                raise _Failed(f"CRDs not established after 60s: {', '.join(names)}") from None
+                raise StepFailed(f"CRDs not established after 60s: {', '.join(names)}") from None
             client.discovery.invalidate()
         for obj in objects:
             if obj.get("kind") != CRD:
@@ -284,14 +272,14 @@ async def _check_served(client: Client, objects: list[dict[str, Any]]) -> None:
         for group, kinds in sorted(missing.items()):
             hint = _MISSING_HINTS.get(group, f"install what serves {group} first")
             parts.append(f"{', '.join(sorted(set(kinds)))}: {hint}")
-        raise _Failed("the cluster does not serve " + "; ".join(parts))
+        raise StepFailed("the cluster does not serve " + "; ".join(parts))
 
 
 async def _apply(client: Client, obj: dict[str, Any]) -> None:
     try:
         await client.apply(obj, field_manager=FIELD_MANAGER, force=True)
     except ApiError as exc:
-        raise _Failed(f"the server rejected {_describe(obj)}: {exc.message}") from None
+        raise StepFailed(f"the server rejected {_describe(obj)}: {exc.message}") from None
     typer.echo(f"applied      {_describe(obj)}")
 
 
@@ -314,7 +302,7 @@ def _rollout(deployment: dict[str, Any]) -> _Rollout:
         if condition.get("type") == "Progressing" and condition.get("reason") == (
             "ProgressDeadlineExceeded"
         ):
-            raise _Failed(f"deployment {name} exceeded its progress deadline")
+            raise StepFailed(f"deployment {name} exceeded its progress deadline")
     wanted = spec.get("replicas", 1)
     updated = status.get("updatedReplicas", 0)
     replicas = status.get("replicas", 0)
@@ -380,7 +368,9 @@ async def _wait_available(client: Client, deployment: dict[str, Any], timeout: f
             shown = state
         if elapsed > timeout:
             why = "; ".join(problems) or rollout.message
-            raise _Failed(f"Deployment {namespace}/{name} not available after {timeout:g}s: {why}")
+            raise StepFailed(
+                f"Deployment {namespace}/{name} not available after {timeout:g}s: {why}"
+            )
         await asyncio.sleep(1.0)
 
 
@@ -390,7 +380,7 @@ async def _wait_available(client: Client, deployment: dict[str, Any], timeout: f
 async def _undeploy(
     config: ClusterConfig, objects: list[dict[str, Any]], *, wait: bool, timeout: float
 ) -> None:
-    typer.echo(f"deleting {len(objects)} objects from {_where(config)}")
+    typer.echo(f"deleting {len(objects)} objects from {describe_cluster(config)}")
     async with Client(config, field_manager=FIELD_MANAGER) as client:
         deleting: list[dict[str, Any]] = []
         # Reverse order: webhooks and the manager go first, the namespace and CRDs last.
@@ -401,7 +391,7 @@ async def _undeploy(
                 typer.echo(f"not found    {_describe(obj)}")
                 continue
             except ApiError as exc:
-                raise _Failed(f"cannot delete {_describe(obj)}: {exc.message}") from None
+                raise StepFailed(f"cannot delete {_describe(obj)}: {exc.message}") from None
             typer.echo(f"deleting     {_describe(obj)}")
             deleting.append(obj)
         if not wait:
@@ -413,7 +403,7 @@ async def _undeploy(
             if not left:
                 break
             if time.monotonic() - started > timeout:
-                raise _Failed(
+                raise StepFailed(
                     f"still present after {timeout:g}s (finalizers?): "
                     + ", ".join(_describe(o) for o in left)
                 )

@@ -15,12 +15,20 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from kubeforge.cli.connections import (
+    ContextOption,
+    KubeconfigOption,
+    StepFailed,
+    cluster_config,
+    describe_cluster,
+    run_against,
+)
 from kubeforge.cli.project import fail
 from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig, ConfigError, load_config
+from kubeforge.client.config import ClusterConfig
 from kubeforge.client.errors import ApiError, NotFound
 
-__all__ = ["cluster_config", "install", "read_crds", "uninstall"]
+__all__ = ["install", "read_crds", "uninstall"]
 
 CRD_KIND = "apiextensions.k8s.io/v1/CustomResourceDefinition"
 FIELD_MANAGER = "kubeforge"
@@ -28,26 +36,7 @@ FIELD_MANAGER = "kubeforge"
 DirOption = Annotated[
     Path, typer.Option("--dir", help="The project root (CRDs are read from config/crd/bases).")
 ]
-KubeconfigOption = Annotated[
-    Path | None,
-    typer.Option(help="The kubeconfig file (default: KUBECONFIG, ~/.kube/config, in-cluster)."),
-]
-ContextOption = Annotated[
-    str | None, typer.Option(help="The kubeconfig context (default: the current context).")
-]
 TimeoutOption = Annotated[float, typer.Option(help="Seconds to wait for the CRDs.")]
-
-
-class _Failed(Exception):
-    """A step failed; the message says which and why."""
-
-
-def cluster_config(kubeconfig: Path | None, context: str | None) -> ClusterConfig:
-    """The cluster to talk to, as kubectl would choose it; a bad configuration ends the command."""
-    try:
-        return load_config(kubeconfig=kubeconfig, context=context)
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
 
 
 def read_crds(directory: Path) -> list[dict[str, Any]]:
@@ -83,7 +72,7 @@ def install(
     """Install the project's CRDs into the cluster and wait until they are established."""
     crds = read_crds(directory)
     config = cluster_config(kubeconfig, context)
-    _run(_install(config, crds, timeout), config)
+    run_against(_install(config, crds, timeout), config)
 
 
 def uninstall(
@@ -95,32 +84,17 @@ def uninstall(
     """Delete the project's CRDs (and all their objects) from the cluster."""
     crds = read_crds(directory)
     config = cluster_config(kubeconfig, context)
-    _run(_uninstall(config, crds, timeout), config)
-
-
-def _run(step: Any, config: ClusterConfig) -> None:
-    try:
-        asyncio.run(step)
-    except _Failed as exc:
-        raise fail(str(exc)) from None
-    except ConnectionError as exc:
-        raise fail(f"cannot reach the API server at {config.server}: {exc}") from None
-    except ApiError as exc:
-        raise fail(str(exc)) from None
-
-
-def _where(config: ClusterConfig) -> str:
-    return f"context {config.context!r}" if config.context else config.server
+    run_against(_uninstall(config, crds, timeout), config)
 
 
 async def _install(config: ClusterConfig, crds: list[dict[str, Any]], timeout: float) -> None:
-    typer.echo(f"installing {len(crds)} CRD(s) into {_where(config)}")
+    typer.echo(f"installing {len(crds)} CRD(s) into {describe_cluster(config)}")
     async with Client(config, field_manager=FIELD_MANAGER) as client:
         for crd in crds:
             try:
                 await client.apply(crd, field_manager=FIELD_MANAGER, force=True)
             except ApiError as exc:
-                raise _Failed(f"the server rejected CRD {_name(crd)}: {exc.message}") from None
+                raise StepFailed(f"the server rejected CRD {_name(crd)}: {exc.message}") from None
             typer.echo(f"applied      {_name(crd)}")
         started = time.monotonic()
 
@@ -135,7 +109,7 @@ async def _install(config: ClusterConfig, crds: list[dict[str, Any]], timeout: f
         problems = await asyncio.gather(*(established(_name(crd)) for crd in crds))
     failed = [p for p in problems if p]
     if failed:
-        raise _Failed(f"not established after {timeout:g}s: " + "; ".join(failed))
+        raise StepFailed(f"not established after {timeout:g}s: " + "; ".join(failed))
 
 
 async def _not_established(client: Client, name: str) -> str:
@@ -153,7 +127,7 @@ async def _not_established(client: Client, name: str) -> str:
 
 
 async def _uninstall(config: ClusterConfig, crds: list[dict[str, Any]], timeout: float) -> None:
-    typer.echo(f"deleting {len(crds)} CRD(s) from {_where(config)}")
+    typer.echo(f"deleting {len(crds)} CRD(s) from {describe_cluster(config)}")
     async with Client(config) as client:
         names: list[str] = []
         for crd in crds:
@@ -164,7 +138,7 @@ async def _uninstall(config: ClusterConfig, crds: list[dict[str, Any]], timeout:
                 typer.echo(f"not found    {name}")
                 continue
             except ApiError as exc:
-                raise _Failed(f"cannot delete CRD {name}: {exc.message}") from None
+                raise StepFailed(f"cannot delete CRD {name}: {exc.message}") from None
             typer.echo(f"deleting     {name}")
             names.append(name)
         started = time.monotonic()
@@ -182,7 +156,7 @@ async def _uninstall(config: ClusterConfig, crds: list[dict[str, Any]], timeout:
             await asyncio.wait_for(asyncio.gather(*(gone(n) for n in names)), timeout)
         except TimeoutError:
             left = [n for n in names if await _exists(client, n)]
-            raise _Failed(
+            raise StepFailed(
                 f"still present after {timeout:g}s (objects with finalizers?): {', '.join(left)}"
             ) from None
 

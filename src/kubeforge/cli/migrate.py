@@ -12,17 +12,15 @@ to run while controllers write the objects, and to run again after an interrupti
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Annotated
 
 import typer
 
-from kubeforge.cli.install import ContextOption, KubeconfigOption, cluster_config
+from kubeforge.cli.connections import ContextOption, KubeconfigOption, cluster_config, run_against
 from kubeforge.cli.project import fail
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import ApiError
 from kubeforge.client.storagemigration import (
     DEFAULT_CHUNK_SIZE,
     MigrationError,
@@ -55,12 +53,8 @@ def migrate_storage_command(
     to that version (so the older versions can be dropped from the CRD)."""
     config = cluster_config(kubeconfig, context)
     try:
-        asyncio.run(_migrate(config, kind, chunk_size))
+        run_against(_migrate(config, kind, chunk_size), config)
     except MigrationError as exc:
-        raise fail(str(exc)) from None
-    except ConnectionError as exc:
-        raise fail(f"cannot reach the API server at {config.server}: {exc}") from None
-    except ApiError as exc:
         raise fail(str(exc)) from None
 
 

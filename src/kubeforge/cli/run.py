@@ -43,7 +43,12 @@ from typing import Annotated, Any
 
 import typer
 
-from kubeforge.cli.install import ContextOption, KubeconfigOption, cluster_config
+from kubeforge.cli.connections import (
+    ContextOption,
+    KubeconfigOption,
+    cluster_config,
+    describe_cluster,
+)
 from kubeforge.cli.project import Project, ProjectError, fail, open_project
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
@@ -418,8 +423,7 @@ async def _run_manager(
             except Exception as exc:
                 raise setup_error(exc) from None
         names = ", ".join([*manager.controllers, *manager.runnables]) or "none"
-        where = f"context {config.context!r}" if config.context else config.server
-        log.info("project %s: controllers %s; cluster %s", name, names, where)
+        log.info("project %s: controllers %s; cluster %s", name, names, describe_cluster(config))
         if register_with is not None:
             local = _serve_webhooks(name, manager, register_with, flags)
     except BaseException:

@@ -139,17 +139,18 @@ class DevCluster:
     def _controller_setups(self) -> dict[str, Callable[[Manager], None]]:
         """What each built-in controller registers with the cluster's manager, by its name
         (controllernames.KNOWN; garbage collection and namespace deletion are the server's)."""
-        options, server = self.options, self.server
+        server = self.server
         certificates = server.certificates
         assert certificates is not None
+        job_backoff = self.options.job_backoff_seconds
         return {
-            names.SERVICEACCOUNT: lambda m: serviceaccount.setup(m, options),
-            names.REPLICASET: lambda m: replicaset.setup(m, options),
-            names.DEPLOYMENT: lambda m: deployment.setup(m, options),
-            names.JOB: lambda m: job.setup(m, options),
-            names.ENDPOINTS: lambda m: endpoints.setup_endpoints(m, options),
-            names.ENDPOINTSLICE: lambda m: endpoints.setup_endpointslices(m, options),
-            names.SCHEDULER: lambda m: scheduler.setup(m, options),
+            names.SERVICEACCOUNT: serviceaccount.setup,
+            names.REPLICASET: replicaset.setup,
+            names.DEPLOYMENT: deployment.setup,
+            names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.ENDPOINTS: endpoints.setup_endpoints,
+            names.ENDPOINTSLICE: endpoints.setup_endpointslices,
+            names.SCHEDULER: scheduler.setup,
             # The controllers that need the cluster's keys, as kube-controller-manager has them.
             names.ROOT_CA_PUBLISHER: lambda m: rootca.setup(m, server.ca_pem),
             names.SERVICEACCOUNT_TOKEN: lambda m: tokens.setup(

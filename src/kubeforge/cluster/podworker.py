@@ -18,30 +18,31 @@ import hashlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
 from kubeforge.api.machinery.timestamps import now_rfc3339, parse_time_or_none
+from kubeforge.client.client import Client
 from kubeforge.client.errors import ApiError, Conflict, NotFound
 from kubeforge.cluster.commandline import container_argv, full_image
 from kubeforge.cluster.containers import (
     ContainerProcess,
     LocalLaunch,
+    LocalRuntime,
     PodSandbox,
     StartError,
     UnsafePath,
     local_launch,
 )
-from kubeforge.cluster.options import START_SECONDS_ANNOTATION
+from kubeforge.cluster.options import START_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge.cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
+from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.cluster.probes import ProbeHooks, ProbeTarget, run_probes
 from kubeforge.cluster.simulation import Behaviour, container_behaviour
+from kubeforge.runtime.events import EventRecorder
 
-if TYPE_CHECKING:
-    from kubeforge.cluster.kubelet import SimulatedNode
-
-__all__ = ["FIELD_MANAGER", "TERMINAL", "PodWorker"]
+__all__ = ["FIELD_MANAGER", "TERMINAL", "Node", "PodWorker"]
 
 log = logging.getLogger("kubeforge.kubelet")
 
@@ -147,10 +148,34 @@ class _Slot:
 # -- pods ------------------------------------------------------------------------------------
 
 
+class Node(Protocol):
+    """What a PodWorker needs of the node its pod is bound to (kubelet.py's SimulatedNode):
+    its client, name, address and settings, where logs and events go, what local processes
+    need, and the pod IPs of its subnet."""
+
+    @property
+    def client(self) -> Client: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def options(self) -> ClusterOptions: ...
+    @property
+    def logs(self) -> PodLogs: ...
+    @property
+    def events(self) -> EventRecorder: ...
+    @property
+    def local(self) -> LocalRuntime: ...
+    def allocate_ip(self, uid: str) -> str: ...
+    def reserve_ip(self, uid: str, ip: str) -> bool: ...
+    def release_ip(self, uid: str) -> None: ...
+
+
 class PodWorker:
     """Runs one pod bound to the node, from its first sight to its removal."""
 
-    def __init__(self, node: SimulatedNode, pod: dict[str, Any]) -> None:
+    def __init__(self, node: Node, pod: dict[str, Any]) -> None:
         self.node = node
         self.pod = pod
         meta = pod["metadata"]

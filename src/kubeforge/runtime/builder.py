@@ -19,12 +19,12 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Protocol, Unpack
 
 from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
 from kubeforge.client.client import KindLike
-from kubeforge.runtime.cache import kind_key
-from kubeforge.runtime.controller import Controller, ControllerOptionsArgs
+from kubeforge.runtime.cache import Cache, kind_key
+from kubeforge.runtime.controller import Controller, ControllerOptions, ControllerOptionsArgs
 from kubeforge.runtime.handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
@@ -32,6 +32,7 @@ from kubeforge.runtime.handler import (
     EventHandler,
     MapFunc,
 )
+from kubeforge.runtime.metrics import Metrics
 from kubeforge.runtime.predicate import Predicate
 from kubeforge.runtime.reconcile import (
     ObjectAdapter,
@@ -42,13 +43,24 @@ from kubeforge.runtime.reconcile import (
     SyncReconciler,
 )
 
-if TYPE_CHECKING:
-    from kubeforge.runtime.manager import Manager
-
-__all__ = ["AnyReconciler", "Builder"]
+__all__ = ["AnyReconciler", "Builder", "ControllerHost"]
 
 AnyReconciler = Reconciler | SyncReconciler | ObjectReconciler[Any] | SyncObjectReconciler[Any]
 """Any of the reconciler shapes a controller can run."""
+
+
+class ControllerHost(Protocol):
+    """What a Builder needs of the manager it registers a controller with (manager.py's
+    Manager): its defaults, metrics and cache, and the registration itself."""
+
+    @property
+    def controller_defaults(self) -> ControllerOptions: ...
+    @property
+    def metrics(self) -> Metrics: ...
+    @property
+    def cache(self) -> Cache: ...
+    def resolve_owner_scope(self, owner: KindLike, handler: EnqueueRequestForOwner) -> None: ...
+    def add_controller(self, controller: Controller) -> None: ...
 
 
 @dataclass
@@ -94,7 +106,7 @@ def _split(handler: EventHandler | MapFunc) -> tuple[EventHandler | None, MapFun
 class Builder:
     """Fluent controller setup; `complete(reconciler)` registers it with the manager."""
 
-    def __init__(self, manager: Manager) -> None:
+    def __init__(self, manager: ControllerHost) -> None:
         self.manager = manager
         self._for: _Watch | None = None
         self._owns: list[tuple[_Watch, bool]] = []

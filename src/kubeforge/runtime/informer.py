@@ -1,22 +1,21 @@
-"""Informer: list, then watch, keeping a local store in step with the server.
+"""Informer: one kind's objects kept in a local store, and handlers told of every change.
 
-The first list fills the store page by page and tells handlers about each object as an
-initial add. Then a watch runs from the list's resourceVersion; when the server ends it, it
-resumes from the last revision seen (bookmarks keep that fresh). If the server no longer has
-that history (410 Gone), the informer lists again and, in one step, makes the store equal to
-the new list, telling handlers exactly what changed: adds, updates and deletes. Failures
-back off with jitter (0.8 s doubling to 30 s) and are counted; the informer never stops on
-its own. Every `resync_period` (10 h ± 10% by default) handlers see every object again as an
-update from itself, which controllers treat as low-priority work.
+An informer is three steps, one module each, read in this order (kube-runtime composes its
+watcher, reflector and controller the same way; client-go's shared informer does the same
+jobs):
+
+1. watcher.py lists, then watches, each namespace it covers: resuming from the last revision
+   seen, listing again after 410 Gone, backing off (jittered, counted) after failures;
+2. reflector.py applies what the watchers see to the `Store` (store.py) and says what
+   changed, holding the objects the cache's own writes returned until their watch events
+   arrive (reading your own writes);
+3. this module tells the registered handlers (one failing handler does not stop the
+   others), tells a late handler what is already there, and resyncs: every
+   `resync_period` (10 h ± 10% by default) handlers see every object again as an update
+   from itself, which controllers treat as low-priority work.
 
 An informer watches all namespaces, one, or several (one list and watch per namespace, into
 one store). A metadata-only informer keeps each object's apiVersion, kind and metadata only.
-
-Reading your own writes: `observe_write` puts an object a write returned into the store at
-once, so a reconcile that runs before the write's watch event arrives reads what it wrote,
-not an older copy. Handlers still hear of the change from the watch event, with the version
-they last saw as the old object; watch events older than a written object (by
-resourceVersion) reach handlers but do not replace it in the store.
 """
 
 from __future__ import annotations
@@ -24,24 +23,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.compactjson import dumps_exact
 from kubeforge.api.machinery.selectors import LabelSelector
 from kubeforge.client.client import Client, KindLike
-from kubeforge.client.errors import Gone
-from kubeforge.client.watch import BOOKMARK, DELETED
-from kubeforge.runtime.store import NAMESPACE_INDEX, IndexFunc, Store, key_of
+from kubeforge.runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
+from kubeforge.runtime.store import IndexFunc, Store
+from kubeforge.runtime.watcher import Watcher
 
 __all__ = [
     "HandlerFuncs",
     "Informer",
-    "ResourceEventHandler",
     "Transform",
     "strip_managed_fields",
 ]
@@ -58,14 +54,6 @@ def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
     return obj
-
-
-class ResourceEventHandler(Protocol):
-    """What an informer tells about changes. Handlers must not modify the objects."""
-
-    def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None: ...
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None: ...
-    def on_delete(self, obj: dict[str, Any]) -> None: ...
 
 
 @dataclass
@@ -89,45 +77,31 @@ class HandlerFuncs:
             self.delete(obj)
 
 
-class _Backoff:
-    """client-go's reflector backoff: 0.8 s doubling to 30 s, full jitter, reset after 2 min
-    without failures."""
+class _Handlers:
+    """The registered handlers as one handler: each told in turn."""
 
-    def __init__(self, initial: float = 0.8, cap: float = 30.0, reset_after: float = 120.0):
-        self.initial, self.cap, self.reset_after = initial, cap, reset_after
-        self.current = initial
-        self.last_failure = 0.0
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.handlers: list[ResourceEventHandler] = []
 
-    def next(self) -> float:
-        now = time.monotonic()
-        if now - self.last_failure > self.reset_after:
-            self.current = self.initial
-        self.last_failure = now
-        delay = self.current * (1 + random.random())
-        self.current = min(self.current * 2, self.cap)
-        return min(delay, self.cap)
+    def call(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            # A broken handler must not stop the informer for everyone else.
+            log.exception("%s: event handler failed", self.name)
 
+    def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
+        for handler in self.handlers:
+            self.call(handler.on_add, obj, is_in_initial_list)
 
-@dataclass
-class _Written:
-    """A key whose stored object came from a write, not yet confirmed by the watch."""
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        for handler in self.handlers:
+            self.call(handler.on_update, old, new)
 
-    version: int | None  # the written object's resourceVersion (None: not comparable)
-    seen: bytes | None  # what handlers were last told about the key (None: nothing)
-    deleted: bool = False  # a delete (or a change out of the selection) removed it
-
-
-def _version(obj: Mapping[str, Any]) -> int | None:
-    """The object's resourceVersion as a number. Versions are opaque to clients, but every
-    Kubernetes storage hands out increasing integers; client-go's mutation cache relies on
-    the same ordering. A version that is not a number is never compared."""
-    text = (obj.get("metadata") or {}).get("resourceVersion")
-    if not isinstance(text, str):
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        for handler in self.handlers:
+            self.call(handler.on_delete, obj)
 
 
 def _metadata_of(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,14 +158,27 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.metadata_only = metadata_only
         self.store = Store(indexers)
-        self.synced = asyncio.Event()
         self.watch_restarts = 0
         self._scopes = scopes
-        self._versions: dict[str | None, str] = {}  # each scope's resume point
-        self._listed: set[str | None] = set()
         self._labels = LabelSelector.parse(label_selector) if label_selector else None
-        self._written: dict[str, _Written] = {}
-        self._handlers: list[ResourceEventHandler] = []
+        self._handlers = _Handlers(self.name)
+        self._watchers = [
+            Watcher(
+                client,
+                kind,
+                scope,
+                name=self.name,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                page_size=page_size,
+                metadata_only=metadata_only,
+                timeout=watch_timeout,
+                on_restart=self._restarted,
+            )
+            for scope in scopes
+        ]
+        self._reflector = Reflector(self.store, self._handlers, self._prepare, scopes)
+        self.synced = self._reflector.synced
         self._task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
@@ -206,15 +193,18 @@ class Informer:
     @property
     def last_resource_version(self) -> str:
         """The resourceVersion the watch resumes from (the newest over the namespaces)."""
-        versions = [v for v in self._versions.values() if v]
+        versions = [w.resource_version for w in self._watchers if w.resource_version]
         if len(versions) <= 1:
             return versions[0] if versions else ""
-        return max(versions, key=lambda v: _version({"metadata": {"resourceVersion": v}}) or 0)
+        return max(
+            versions,
+            key=lambda v: resource_version_number({"metadata": {"resourceVersion": v}}) or 0,
+        )
 
     @property
     def unconfirmed_writes(self) -> int:
         """Objects stored from writes whose watch events have not arrived yet."""
-        return len(self._written)
+        return self._reflector.unconfirmed
 
     @property
     def name(self) -> str:
@@ -227,29 +217,10 @@ class Informer:
 
     def add_handler(self, handler: ResourceEventHandler) -> None:
         """Register a handler; once synced, it is told about the current objects first."""
-        self._handlers.append(handler)
+        self._handlers.handlers.append(handler)
         if self.synced.is_set():
             for _, data in list(self.store.items()):
-                self._call(handler.on_add, orjson.loads(data), True)
-
-    def _call(self, fn: Callable[..., None], *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:
-            # A broken handler must not stop the informer for everyone else.
-            log.exception("%s: event handler failed", self.name)
-
-    def _emit_add(self, obj: dict[str, Any], initial: bool) -> None:
-        for handler in self._handlers:
-            self._call(handler.on_add, obj, initial)
-
-    def _emit_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        for handler in self._handlers:
-            self._call(handler.on_update, old, new)
-
-    def _emit_delete(self, obj: dict[str, Any]) -> None:
-        for handler in self._handlers:
-            self._call(handler.on_delete, obj)
+                self._handlers.call(handler.on_add, orjson.loads(data), True)
 
     # running --------------------------------------------------------------------------------
 
@@ -280,43 +251,17 @@ class Informer:
         """List and watch (each namespace) until cancelled."""
         resync = asyncio.create_task(self._resync_loop()) if self.resync_period else None
         try:
-            if len(self._scopes) == 1:
-                await self._reflect(self._scopes[0])
+            if len(self._watchers) == 1:
+                await self._watchers[0].run(self._reflector)
             else:
                 async with asyncio.TaskGroup() as group:
-                    for scope in self._scopes:
-                        group.create_task(self._reflect(scope), name=f"{self.name} in {scope}")
+                    for watcher in self._watchers:
+                        group.create_task(
+                            watcher.run(self._reflector), name=f"{self.name} in {watcher.scope}"
+                        )
         finally:
             if resync is not None:
                 resync.cancel()
-
-    async def _reflect(self, scope: str | None) -> None:
-        """List and watch one namespace (or all) until cancelled."""
-        backoff = _Backoff()
-        need_list = True
-        while True:
-            try:
-                if need_list:
-                    await self._list(scope)
-                    need_list = False
-                await self._watch(scope)
-            except Gone:
-                # The history we would resume from is gone: list again, at once.
-                need_list = True
-                self._restarted("expired")
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self._restarted(type(exc).__name__)
-                delay = backoff.next()
-                log.warning(
-                    "%s: %s failed (%s); retrying in %.1fs",
-                    self.name,
-                    "list" if need_list else "watch",
-                    exc,
-                    delay,
-                )
-                await asyncio.sleep(delay)
 
     def _restarted(self, why: str) -> None:
         self.watch_restarts += 1
@@ -327,139 +272,6 @@ class Informer:
         if self.metadata_only:
             obj = _metadata_of(obj)
         return self.transform(obj) if self.transform is not None else obj
-
-    async def _list(self, scope: str | None) -> None:
-        first = scope not in self._listed
-        # The first list of an empty store fills it directly; a re-list gathers the new
-        # state first and then makes the store equal to it in one step.
-        direct = first and not self.store
-        fresh: dict[str, tuple[dict[str, Any], bytes]] = {}
-        rv = ""
-        async for page in self.client.list_pages(
-            _untyped(self.kind),
-            namespace=scope,
-            all_namespaces=scope is None,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            page_size=self.page_size,
-            metadata_only=self.metadata_only,
-        ):
-            rv = rv or page.resource_version
-            for item in page.items:
-                obj = self._prepare(item)
-                if direct:
-                    self.store.put(obj)
-                    self._emit_add(obj, True)
-                else:
-                    fresh[key_of(obj)] = (obj, dumps_exact(obj))
-        if not direct:
-            self._replace(scope, fresh, initial=first)
-        self._versions[scope] = rv
-        self._listed.add(scope)
-        if len(self._listed) == len(self._scopes):
-            self.synced.set()
-
-    def _replace(
-        self, scope: str | None, fresh: dict[str, tuple[dict[str, Any], bytes]], initial: bool
-    ) -> None:
-        """Make the store's objects of `scope` those of a re-list, telling handlers what
-        changed. Runs without yielding, so no reader sees a half-replaced store."""
-        store = self.store
-        if len(self._scopes) == 1:
-            in_scope = set(store.keys())
-            self._written.clear()
-        else:
-            in_scope = set(store.by_index(NAMESPACE_INDEX, scope or ""))
-            prefix = f"{scope}/"
-            for key in [k for k in self._written if k.startswith(prefix)]:
-                del self._written[key]
-        for key, (obj, data) in fresh.items():
-            before = store.raw(key)
-            if before is None:
-                store.put(obj, data)
-                self._emit_add(obj, initial)
-            elif before != data:
-                store.put(obj, data)
-                self._emit_update(orjson.loads(before), obj)
-        for key in in_scope - fresh.keys():
-            old = store.delete(key)
-            if old is not None:
-                self._emit_delete(orjson.loads(old))
-
-    async def _watch(self, scope: str | None) -> None:
-        low, high = self.watch_timeout
-        timeout = random.randint(low, high)
-        started = time.monotonic()
-        async for event in self.client.watch(
-            _untyped(self.kind),
-            namespace=scope,
-            all_namespaces=scope is None,
-            resource_version=self._versions.get(scope, ""),
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            timeout_seconds=timeout,
-            allow_bookmarks=True,
-            idle_timeout=timeout + 60,
-            metadata_only=self.metadata_only,
-        ):
-            rv = event.resource_version
-            if event.type == BOOKMARK:
-                if rv:
-                    self._versions[scope] = rv
-                continue
-            obj = self._prepare(event.object)
-            key = key_of(obj)
-            written = self._written.get(key) if self._written else None
-            if written is not None:
-                self._confirm(key, written, event.type, obj)
-            elif event.type == DELETED:
-                self.store.delete(key)
-                self._emit_delete(obj)
-            else:
-                data = dumps_exact(obj)
-                previous = self.store.put(obj, data)
-                if previous is None:
-                    self._emit_add(obj, False)
-                elif previous != data:
-                    self._emit_update(orjson.loads(previous), obj)
-            if rv:
-                self._versions[scope] = rv
-        if time.monotonic() - started < timeout - 1:
-            # The server closed the stream long before its timeout: count it, then resume.
-            self._restarted("closed")
-
-    def _confirm(self, key: str, written: _Written, event_type: str, obj: dict[str, Any]) -> None:
-        """A watch event for a key the store holds a written object of."""
-        version = _version(obj)
-        if event_type == DELETED:
-            if (
-                not written.deleted
-                and written.version is not None
-                and version is not None
-                and version < written.version
-            ):
-                # An earlier object of that name went away; the one written since stays.
-                written.seen = None
-            else:
-                del self._written[key]
-                self.store.delete(key)
-            self._emit_delete(obj)
-            return
-        data = dumps_exact(obj)
-        seen = written.seen
-        caught_up = not written.deleted and (
-            written.version is None or version is None or version >= written.version
-        )
-        if caught_up:
-            # The watch has reached the write: from here on it is the source again.
-            del self._written[key]
-            self.store.put(obj, data)
-        else:
-            written.seen = data
-        if seen is None:
-            self._emit_add(obj, False)
-        else:
-            self._emit_update(orjson.loads(seen), obj)
 
     # reading your own writes ----------------------------------------------------------------
 
@@ -480,39 +292,13 @@ class Informer:
             # It left the selection: the watch will say DELETED.
             self.observe_delete(meta.get("namespace"), meta.get("name") or "")
             return
-        obj = self._prepare(obj)
-        key = key_of(obj)
-        version = _version(obj)
-        written = self._written.get(key)
-        current = self.store.raw(key)
-        if written is None and current is not None and version is not None:
-            stored = _version(orjson.loads(current))
-            if stored is not None and stored >= version:
-                return  # the watch already brought this version or a later one
-        elif (
-            written is not None
-            and not written.deleted
-            and written.version is not None
-            and version is not None
-            and version < written.version
-        ):
-            return  # an older write's answer arriving late
-        seen = written.seen if written is not None else current
-        self._written[key] = _Written(version, seen)
-        self.store.put(obj)
+        self._reflector.written(obj)
 
     def observe_delete(self, namespace: str | None, name: str) -> None:
         """Drop an object a delete removed (or a write moved out of the selection)."""
         if not self.synced.is_set() or self.field_selector or not self._in_scope(namespace):
             return
-        key = f"{namespace}/{name}" if namespace else name
-        written = self._written.get(key)
-        current = self.store.raw(key)
-        if written is None and current is None:
-            return
-        seen = written.seen if written is not None else current
-        self._written[key] = _Written(None, seen, deleted=True)
-        self.store.delete(key)
+        self._reflector.removed(f"{namespace}/{name}" if namespace else name)
 
     # resync ---------------------------------------------------------------------------------
 
@@ -528,10 +314,4 @@ class Informer:
         """Tell handlers about every cached object again (as an update from itself)."""
         for _, data in list(self.store.items()):
             obj = orjson.loads(data)
-            self._emit_update(obj, obj)
-
-
-def _untyped(kind: KindLike) -> KindLike:
-    """The informer keeps dicts: address a typed class by its kind string."""
-    info = getattr(kind, "__kubeforge__", None)
-    return str(info.gvk) if info is not None else kind
+            self._handlers.on_update(obj, obj)

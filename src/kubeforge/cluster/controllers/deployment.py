@@ -47,7 +47,6 @@ from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._claiming import claim, controllers_of
 from kubeforge.cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
 from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.cached_client import CachedClient
 from kubeforge.runtime.manager import Manager
@@ -1105,7 +1104,7 @@ def _deployment_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
     return controllers_of(cache, rs, DEPLOYMENT) if controller_ref(rs) is not None else []
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the Deployment controller with `manager`."""
     cache = manager.cache
     deletes_only = Funcs(on_create=lambda _obj: False, on_update=lambda _old, _new: False)

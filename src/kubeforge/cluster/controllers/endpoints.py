@@ -37,7 +37,6 @@ from kubeforge.client.errors import AlreadyExists, NotFound
 from kubeforge.cluster.controllers._children import generate_name_prefix
 from kubeforge.cluster.controllers._podstate import is_pod_ready, is_pod_terminal
 from kubeforge.cluster.controllers._writes import quiet_conflicts
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.cache import Cache
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import Funcs
@@ -633,13 +632,13 @@ def _services_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
     return out
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the Endpoints and EndpointSlice controllers with `manager`."""
-    setup_endpoints(manager, options)
-    setup_endpointslices(manager, options)
+    setup_endpoints(manager)
+    setup_endpointslices(manager)
 
 
-def setup_endpoints(manager: Manager, options: ClusterOptions) -> None:
+def setup_endpoints(manager: Manager) -> None:
     """Register the Endpoints controller with `manager`."""
     cache = manager.cache
     deletes_only = Funcs(on_create=lambda _obj: False, on_update=lambda _old, _new: False)
@@ -658,7 +657,7 @@ def setup_endpoints(manager: Manager, options: ClusterOptions) -> None:
     )
 
 
-def setup_endpointslices(manager: Manager, options: ClusterOptions) -> None:
+def setup_endpointslices(manager: Manager) -> None:
     """Register the EndpointSlice controller with `manager`."""
     cache = manager.cache
     (

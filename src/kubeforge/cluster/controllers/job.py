@@ -58,7 +58,6 @@ from kubeforge.cluster.controllers._podstate import (
     ready_condition,
 )
 from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
@@ -950,17 +949,9 @@ class JobReconciler(Reconciler):
 # -- wiring ------------------------------------------------------------------------------------
 
 
-def setup(
-    manager: Manager,
-    options: ClusterOptions,
-    *,
-    pod_failure_backoff: float | None = None,
-) -> None:
+def setup(manager: Manager, *, pod_failure_backoff: float) -> None:
     """Register the Job controller with `manager` (`pod_failure_backoff`: seconds before
-    the first replacement of a failed pod, doubling per failure up to six minutes; by
-    default `options.job_backoff_seconds`)."""
-    if pod_failure_backoff is None:
-        pod_failure_backoff = options.job_backoff_seconds
+    the first replacement of a failed pod, doubling per failure up to six minutes)."""
     expectations = Expectations()
     reconciler = JobReconciler(
         expectations,

@@ -52,7 +52,6 @@ from kubeforge.cluster.controllers._writes import (
     quiet_conflicts,
     replace,
 )
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
 
@@ -280,7 +279,7 @@ async def slow_start(count: int, create: Any) -> tuple[int, BaseException | None
 # -- wiring ------------------------------------------------------------------------------------
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the ReplicaSet controller with `manager`."""
     expectations = Expectations()
     reconciler = ReplicaSetReconciler(expectations, manager.event_recorder("replicaset-controller"))

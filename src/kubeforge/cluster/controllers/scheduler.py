@@ -26,7 +26,6 @@ from kubeforge.api.machinery.quantity import decode_quantity
 from kubeforge.api.machinery.selectors import label_set_matches, requirement_matches
 from kubeforge.api.machinery.timestamps import now_rfc3339
 from kubeforge.client.errors import Conflict, NotFound
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.handler import Queue
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
@@ -388,7 +387,7 @@ class Scheduler(Reconciler):
             pass
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the scheduler with `manager`."""
     manager.cache.index_field(POD, NODE_INDEX, _occupied_node)
     manager.cache.index_field(POD, PENDING_INDEX, _pending)

@@ -12,7 +12,6 @@ from typing import Any
 from kubeforge.api.machinery.access import is_deleting, name_of, namespace_of, status_of
 from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge.cluster.controllers._writes import namespace_terminating
-from kubeforge.cluster.options import ClusterOptions
 from kubeforge.runtime.manager import Manager
 from kubeforge.runtime.predicate import Funcs
 from kubeforge.runtime.reconcile import Reconciler, Request, Result
@@ -65,7 +64,7 @@ def _namespace_of_account(account: dict[str, Any]) -> list[Request]:
     return [Request("", namespace_of(account))]
 
 
-def setup(manager: Manager, options: ClusterOptions) -> None:
+def setup(manager: Manager) -> None:
     """Register the service account controller with `manager`."""
     deletes_only = Funcs(on_create=lambda _obj: False, on_update=lambda _old, _new: False)
     (

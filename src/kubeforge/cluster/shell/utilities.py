@@ -10,19 +10,36 @@ import ast
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Protocol
 
 from kubeforge.cluster.shell.arithmetic import evaluate
-from kubeforge.cluster.shell.control import TO_LOG, Exit, LoopControl, program_name
+from kubeforge.cluster.shell.control import TO_LOG, Exit, LoopControl, Output, program_name
 from kubeforge.cluster.shell.syntax import ASSIGNMENT
 
-if TYPE_CHECKING:
-    from kubeforge.cluster.shell.interpreter import Shell
+__all__ = ["UTILITIES", "ShellContext", "Utility"]
 
-__all__ = ["UTILITIES", "Utility"]
 
-Utility = Callable[["Shell", list[str], bytes], Awaitable[int]]
+class ShellContext(Protocol):
+    """What a utility may use of the shell running it (interpreter.py's Shell): its
+    variables, positional parameters, files, output and options, and running a command."""
+
+    vars: dict[str, str]
+    positional: list[str]
+    files: dict[str, bytes]
+    out: Output
+    status: int
+    errexit: bool
+    sleep_seconds: float | None
+    # Since when loops have run without a sleep (None: a sleep since), to pace busy loops.
+    busy_since: float | None
+    background: list[asyncio.Task[int]]
+
+    async def call(self, argv: list[str], stdin: bytes, scoped: Mapping[str, str]) -> int: ...
+    def write(self, text: str) -> None: ...
+
+
+Utility = Callable[[ShellContext, list[str], bytes], Awaitable[int]]
 _OCTAL = re.compile(r"0[0-7]{0,3}|[1-7][0-7]{0,2}")
 
 
@@ -52,7 +69,7 @@ def _escapes(text: str) -> tuple[str, bool]:
     return "".join(out), False
 
 
-async def _echo(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _echo(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     args = argv[1:]
     newline, escapes = True, False
     while args and re.fullmatch(r"-[neE]+", args[0]):
@@ -113,7 +130,7 @@ def _printf_format(fmt: str, args: list[str]) -> str:
             return "".join(out)
 
 
-async def _printf(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _printf(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if len(argv) < 2:
         sh.write("printf: usage: printf format [arguments]\n")
         return 2
@@ -134,7 +151,7 @@ async def _forever() -> int:
     return 0
 
 
-async def _sleep(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _sleep(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if any(a in ("infinity", "inf") for a in argv[1:]):
         return await _forever()
     total = 0.0
@@ -154,7 +171,7 @@ async def _sleep(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _exit(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _exit(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     code = sh.status
     if len(argv) > 1:
         try:
@@ -165,15 +182,15 @@ async def _exit(sh: Shell, argv: list[str], stdin: bytes) -> int:
     raise Exit(code)
 
 
-async def _true(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _true(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _false(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _false(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     return 1
 
 
-async def _date(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _date(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     fmt = "%a %b %e %H:%M:%S UTC %Y"
     for arg in argv[1:]:
         if arg.startswith("+"):
@@ -189,12 +206,12 @@ async def _date(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _hostname(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _hostname(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     sh.write(sh.vars.get("HOSTNAME", "localhost") + "\n")
     return 0
 
 
-async def _env(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _env(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     args = argv[1:]
     scoped: dict[str, str] = {}
     while args and ASSIGNMENT.match(args[0]):
@@ -212,7 +229,7 @@ async def _env(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _printenv(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _printenv(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if len(argv) == 1:
         return int(await _env(sh, argv[:1], stdin))
     status = 0
@@ -224,7 +241,7 @@ async def _printenv(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return status
 
 
-async def _export(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _export(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     for arg in argv[1:]:
         if "=" in arg:
             key, _, value = arg.partition("=")
@@ -232,13 +249,13 @@ async def _export(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _unset(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _unset(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     for name in argv[1:]:
         sh.vars.pop(name, None)
     return 0
 
 
-async def _set(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _set(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     args = argv[1:]
     while args:
         arg = args.pop(0)
@@ -253,7 +270,7 @@ async def _set(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _cat(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _cat(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     names = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
     if not names:
         sh.out(stdin)
@@ -270,7 +287,7 @@ async def _cat(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return status
 
 
-async def _tee(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _tee(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     append = "-a" in argv[1:]
     for name in (a for a in argv[1:] if not a.startswith("-")):
         if name in TO_LOG:
@@ -284,11 +301,11 @@ def _lines(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def _input(sh: Shell, names: list[str], stdin: bytes) -> bytes:
+def _input(sh: ShellContext, names: list[str], stdin: bytes) -> bytes:
     return b"".join(sh.files.get(n, b"") for n in names) if names else stdin
 
 
-async def _grep(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _grep(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     flags = "".join(a[1:] for a in argv[1:] if a.startswith("-") and len(a) > 1)
     rest = [a for a in argv[1:] if not a.startswith("-") or a == "-"]
     if not rest:
@@ -334,13 +351,13 @@ def _count_option(argv: list[str], default: int) -> tuple[int, list[str]]:
     return count, names
 
 
-async def _head(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _head(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     count, names = _count_option(argv, 10)
     sh.out(b"".join(_lines(_input(sh, names, stdin))[:count]))
     return 0
 
 
-async def _tail(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _tail(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if any(a in ("-f", "-F", "--follow") for a in argv[1:]):
         return await _forever()
     count, names = _count_option(argv, 10)
@@ -349,7 +366,7 @@ async def _tail(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _wc(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _wc(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     names = [a for a in argv[1:] if not a.startswith("-")]
     data = _input(sh, names, stdin)
     lines = data.count(b"\n")
@@ -364,19 +381,19 @@ async def _wc(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _touch(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _touch(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     for name in (a for a in argv[1:] if not a.startswith("-")):
         sh.files.setdefault(name, b"")
     return 0
 
 
-async def _rm(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _rm(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     for name in (a for a in argv[1:] if not a.startswith("-")):
         sh.files.pop(name, None)
     return 0
 
 
-async def _seq(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _seq(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     try:
         numbers = [int(a) for a in argv[1:]]
     except ValueError:
@@ -397,7 +414,7 @@ async def _seq(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _fixed_output(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _fixed_output(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     texts = {
         "whoami": "root",
         "id": "uid=0(root) gid=0(root) groups=0(root)",
@@ -412,7 +429,7 @@ async def _fixed_output(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0 if program_name(argv[0]) != "tty" else 1
 
 
-async def _test(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _test(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     args = argv[1:]
     if program_name(argv[0]) == "[":
         if not args or args[-1] != "]":
@@ -426,7 +443,7 @@ async def _test(sh: Shell, argv: list[str], stdin: bytes) -> int:
         return 2
 
 
-def _test_expression(sh: Shell, args: list[str]) -> bool:
+def _test_expression(sh: ShellContext, args: list[str]) -> bool:
     if "-o" in args:
         i = args.index("-o")
         return _test_expression(sh, args[:i]) or _test_expression(sh, args[i + 1 :])
@@ -478,18 +495,18 @@ _NUMERIC_TESTS: dict[str, Callable[[int, int], bool]] = {
 }
 
 
-async def _loop_control(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _loop_control(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     levels = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 1
     raise LoopControl(program_name(argv[0]), max(levels, 1))
 
 
-async def _exec(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _exec(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if len(argv) == 1:
         return 0
     raise Exit(await sh.call(argv[1:], stdin, {}))
 
 
-async def _wait(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _wait(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     tasks, sh.background = sh.background, []
     status = 0
     for task in tasks:
@@ -497,7 +514,7 @@ async def _wait(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return status
 
 
-async def _read(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _read(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     names = [a for a in argv[1:] if not a.startswith("-")] or ["REPLY"]
     if not stdin:
         return 1
@@ -508,7 +525,7 @@ async def _read(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _shift(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _shift(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     count = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 1
     if count > len(sh.positional) - 1:
         return 1
@@ -516,7 +533,7 @@ async def _shift(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
-async def _expr(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _expr(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     text = " ".join(argv[1:]).replace("\\*", "*")
     try:
         value = evaluate(ast.parse(text.replace("/", "//"), mode="eval").body)
@@ -527,7 +544,7 @@ async def _expr(sh: Shell, argv: list[str], stdin: bytes) -> int:
     return 0 if value else 1
 
 
-async def _nothing(sh: Shell, argv: list[str], stdin: bytes) -> int:
+async def _nothing(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     return 0
 
 
