@@ -11,7 +11,7 @@ from kubeforge.apiserver import APIServer
 from kubeforge.apiserver.config import ServerConfig
 from kubeforge.client import Client as KubeClient, load_kubeconfig
 from kubeforge.testing import Kubectl
-from tests.support import HTTPClient, connect
+from tests.support import HTTPClient, connect, kubectl_for
 
 
 @pytest.fixture
@@ -36,9 +36,7 @@ def kubeconfig(server: APIServer, tmp_path: Path) -> Path:
 @pytest.fixture
 def kubectl(kubeconfig: Path, tmp_path: Path) -> Kubectl:
     """The default kubectl, pointed at `server`, with a private cache (and HOME) directory."""
-    cache = tmp_path / "kube-cache"
-    cache.mkdir()
-    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / "kube-cache")
 
 
 @pytest.fixture
@@ -63,7 +61,5 @@ async def gc_http(gc_server: APIServer) -> AsyncIterator[HTTPClient]:
 
 @pytest.fixture
 def gc_kubectl(gc_server: APIServer, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / "kube-cache"
-    cache.mkdir()
     kubeconfig = gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig")
-    return Kubectl(kubeconfig, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / "kube-cache")

@@ -1,19 +1,24 @@
-"""Test helpers: raw HTTPS access to the embedded server, and free local ports."""
+"""Test helpers: raw HTTPS access to the embedded server, RBAC grants, free local ports, and
+the `kubeforge` command run to its end."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import orjson
 
 from kubeforge.apiserver import APIServer
+from kubeforge.testing import Kubectl, find_kubectl
 
 
 @dataclass
@@ -100,9 +105,85 @@ async def connect(server: APIServer) -> AsyncIterator[HTTPClient]:
         yield HTTPClient(server, session)
 
 
+def kubectl_for(kubeconfig: Path, home: Path, version: str | None = None) -> Kubectl:
+    """kubectl pointed at `kubeconfig`, exactly `version` when given, with `home` (made when
+    missing) as its discovery cache and HOME: nothing shared with other tests."""
+    home.mkdir(parents=True, exist_ok=True)
+    binary = find_kubectl(version, exact=True)
+    return Kubectl(kubeconfig, binary=binary, cache_dir=home, env={"HOME": str(home)})
+
+
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
+def cluster_role(name: str, rules: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": rules,
+        **fields,
+    }
+
+
+def rbac_subject(kind: str, name: str) -> dict[str, Any]:
+    """A User or Group subject."""
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name}
+
+
+def cluster_role_binding(name: str, role: str, *subjects: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": list(subjects),
+    }
+
+
+async def bind(http: HTTPClient, name: str, role: str, user: str) -> None:
+    """The ClusterRole `role` bound to `user` cluster-wide by the binding `name`."""
+    binding = cluster_role_binding(name, role, rbac_subject("User", user))
+    reply = await http.post(f"{RBAC}/clusterrolebindings", binding)
+    assert reply.status == 201, reply.body
+
+
+async def grant(http: HTTPClient, user: str, rules: list[dict[str, Any]]) -> str:
+    """A ClusterRole with `rules`, bound to `user` cluster-wide; the role's name."""
+    name = f"{user}-rights"
+    reply = await http.post(f"{RBAC}/clusterroles", cluster_role(name, rules))
+    assert reply.status == 201, reply.body
+    await bind(http, name, name, user)
+    return name
+
+
 def free_port() -> int:
     """A local port nothing listens on (bound and released)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+async def kubeforge(*args: str, cwd: Path | None = None, timeout: float = 60.0) -> Run:
+    """`kubeforge ARGS` run to its end (without colours), and what it printed."""
+    proc = await asyncio.create_subprocess_exec(
+        *KUBEFORGE,
+        *args,
+        cwd=cwd,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    return Run(proc.returncode or 0, out.decode(), err.decode())

@@ -17,54 +17,43 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from kubeforge.client.client import Client
-from kubeforge.client.config import load_kubeconfig
-from kubeforge.testing import USE_EXISTING_CLUSTER
+from kubeforge.testing import USE_EXISTING_CLUSTER, DevProcess, DevProcessError
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 20.0
+# How long an interrupted command has to end on its own Ctrl-C before it is killed.
+INTERRUPT_GRACE = 0.25
 
 
-async def _ready(kubeconfig: Path) -> bool:
-    """Whether the cluster answers /readyz."""
-    async with Client(load_kubeconfig(kubeconfig)) as client:
+async def run(command: list[str], port: int) -> int:
+    """Run `command` against a cluster started for it; the command's exit status, or 1 when
+    the cluster did not become ready (its output is then shown)."""
+    with tempfile.TemporaryDirectory(prefix="kubeforge-dev-") as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
         try:
-            answer = await client.transport.request("GET", "/readyz", timeout=5)
-        except Exception:
-            return False
-        return answer.body.strip() == b"ok"
-
-
-def wait_until_ready(dev: subprocess.Popen[bytes], kubeconfig: Path, timeout: float) -> bool:
-    """Poll until the cluster is ready; False when it exited or the time ran out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if dev.poll() is not None:
-            return False
-        # The kubeconfig is written once the cluster has started.
-        if kubeconfig.exists() and asyncio.run(_ready(kubeconfig)):
-            return True
-        time.sleep(0.1)
-    return False
-
-
-def stop(dev: subprocess.Popen[bytes]) -> None:
-    """Stop the cluster as Ctrl-C would, killing it if it does not stop in time."""
-    if dev.poll() is not None:
-        return
-    dev.send_signal(signal.SIGTERM)
-    try:
-        dev.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        dev.kill()
-        dev.wait()
+            dev = await DevProcess(kubeconfig=kubeconfig, port=port, timeout=START_TIMEOUT).start()
+        except DevProcessError as exc:
+            sys.stderr.write(exc.output)
+            print(exc, file=sys.stderr)
+            return 1
+        try:
+            env = {**os.environ, "KUBECONFIG": str(kubeconfig), USE_EXISTING_CLUSTER: "1"}
+            child = await asyncio.create_subprocess_exec(*command, env=env)
+            try:
+                return await child.wait()
+            finally:
+                if child.returncode is None:  # interrupted
+                    try:
+                        await asyncio.wait_for(child.wait(), INTERRUPT_GRACE)
+                    except TimeoutError:
+                        child.kill()
+                        await child.wait()
+        finally:
+            await dev.stop(timeout=STOP_TIMEOUT)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,31 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         command = command[1:]
     if not command:
         parser.error("no command given")
-    with tempfile.TemporaryDirectory(prefix="kubeforge-dev-") as tmp:
-        directory = Path(tmp)
-        kubeconfig = directory / "kubeconfig"
-        log = (directory / "dev.log").open("wb")
-        dev = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "kubeforge.cli.main", "dev"),
-                *("--port", str(args.port), "--kubeconfig", str(kubeconfig)),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            if not wait_until_ready(dev, kubeconfig, START_TIMEOUT):
-                log.flush()
-                sys.stderr.write((directory / "dev.log").read_text(errors="replace"))
-                print("kubeforge dev did not become ready", file=sys.stderr)
-                return 1
-            env = {**os.environ, "KUBECONFIG": str(kubeconfig), USE_EXISTING_CLUSTER: "1"}
-            return subprocess.run(command, env=env, check=False).returncode
-        except KeyboardInterrupt:
-            return 130
-        finally:
-            stop(dev)
-            log.close()
+    try:
+        return asyncio.run(run(command, args.port))
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import pytest
 
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
-from kubeforge.testing import Kubectl, eventually, find_kubectl
+from kubeforge.testing import Kubectl, eventually
+from tests.support import kubectl_for
 
 pytestmark = pytest.mark.kubectl
 
@@ -24,10 +25,7 @@ async def cluster(request: pytest.FixtureRequest) -> AsyncIterator[DevCluster]:
 @pytest.fixture
 def kc(cluster: DevCluster, tmp_path: Path) -> Kubectl:
     kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    binary = find_kubectl("1.31", exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / "cache", "1.31")
 
 
 async def pods(kc: Kubectl, selector: str, namespace: str = "default") -> list[dict[str, object]]:

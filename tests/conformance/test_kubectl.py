@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from kubeforge.apiserver import APIServer
-from kubeforge.testing import Kubectl, eventually, find_kubectl
+from kubeforge.testing import Kubectl, eventually
 from tests.integration.crd_fixtures import widget_crd
+from tests.support import kubectl_for
 
 pytestmark = pytest.mark.kubectl
 
@@ -58,10 +59,7 @@ spec:
 
 @pytest.fixture(params=VERSIONS)
 def kc(request: pytest.FixtureRequest, kubeconfig: Path, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / f"cache-{request.param}"
-    cache.mkdir()
-    binary = find_kubectl(request.param, exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / f"cache-{request.param}", request.param)
 
 
 async def install_widgets(kc: Kubectl, tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubeforge.testing import Kubectl, find_kubectl
+from kubeforge.testing import Kubectl
 from tests.integration.crd_fixtures import widget_crd
+from tests.support import kubectl_for
 
 pytestmark = pytest.mark.kubectl
 
@@ -68,10 +69,7 @@ spec:
 
 @pytest.fixture(params=VERSIONS)
 def kc(request: pytest.FixtureRequest, kubeconfig: Path, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / f"cache-{request.param}"
-    cache.mkdir()
-    binary = find_kubectl(request.param, exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / f"cache-{request.param}", request.param)
 
 
 def manifest(tmp_path: Path, name: str, text: str) -> str:

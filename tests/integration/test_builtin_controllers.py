@@ -10,9 +10,6 @@ acted on what was made before it.
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ import pytest
 from kubeforge.client.client import Client
 from kubeforge.cluster.controllernames import KNOWN
 from kubeforge.cluster.options import ClusterOptions
-from kubeforge.testing import Kubectl, TestEnv, eventually
-from tests.support import free_port
+from kubeforge.testing import DevProcess, Kubectl, TestEnv, eventually
+from tests.support import free_port, kubeforge
 
 NS = "default"
 JOB = "batch/v1/Job"
@@ -228,66 +225,28 @@ async def test_an_unknown_controller_is_refused_before_anything_starts() -> None
 
 # kubeforge dev --controllers ------------------------------------------------------------------
 
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
-
 
 async def test_dev_controllers_flag_turns_the_job_controller_off(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        *KUBEFORGE,
-        "dev",
-        "--port",
-        str(free_port()),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--controllers",
-        "*,-job",
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
     kubectl = Kubectl(kubeconfig, cache_dir=tmp_path / "cache")
-
-    async def ready() -> bool:
-        assert proc.returncode is None, "kubeforge dev exited"
-        if not kubeconfig.exists():
-            return False
-        return (await kubectl.run("get", "--raw", "/readyz", check=False)).code == 0
-
-    try:
-        await eventually(ready, timeout=60)
+    async with DevProcess("--controllers", "*,-job", kubeconfig=kubeconfig, cwd=tmp_path) as dev:
         await kubectl.run("create", "job", "left-alone", "--image=busybox", "--", "sleep", "1")
         await kubectl.run("create", "deployment", "witness", "--image=nginx")
         await kubectl.run("wait", "--for=jsonpath={.status.readyReplicas}=1", "deployment/witness")
         pods = await kubectl.run("get", "pods", "-l", "batch.kubernetes.io/job-name=left-alone")
         assert pods.out == "", pods.out
-    finally:
-        if proc.returncode is None:
-            proc.terminate()
-        out, _ = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, out.decode()
-    assert "  controllers off: job-controller\n" in out.decode()
+    assert dev.returncode == 0, dev.output
+    assert "  controllers off: job-controller\n" in dev.output
 
 
 async def test_dev_refuses_an_unknown_controller_in_one_line(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        *KUBEFORGE,
-        "dev",
-        "--port",
-        str(free_port()),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--controllers",
-        "*,-cronjob",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    _, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 1
-    (line,) = err.decode().splitlines()
+    done = await kubeforge(
+        "dev", "--port", str(free_port()), "--kubeconfig", str(kubeconfig),
+        "--controllers", "*,-cronjob",
+    )  # fmt: skip
+    assert done.code == 1
+    (line,) = done.err.splitlines()
     assert line.startswith('error: --controllers: "cronjob" is not in the list of known')
     assert all(name in line for name in KNOWN)
     assert not kubeconfig.exists()

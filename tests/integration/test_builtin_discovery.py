@@ -37,6 +37,18 @@ def _sub_kind(kind: str, group: str, version: str) -> tuple[str, str, str]:
     return group, version, kind
 
 
+def _facts(kind: str, scope: str, resource: dict[str, Any], subresources: Any) -> Facts:
+    """What is compared of one resource: its lists in order-free form."""
+    return {
+        "kind": kind,
+        "scope": scope,
+        "verbs": sorted(resource["verbs"]),
+        "shortNames": sorted(resource.get("shortNames", [])),
+        "categories": sorted(resource.get("categories", [])),
+        "subresources": subresources,
+    }
+
+
 def _expected() -> dict[tuple[str, str], dict[str, Facts]]:
     out: dict[tuple[str, str], dict[str, Facts]] = {}
     for gv in _reference():
@@ -47,14 +59,7 @@ def _expected() -> dict[tuple[str, str], dict[str, Facts]]:
                 s["subresource"]: (_sub_kind(s["kind"], group, version), sorted(s["verbs"]))
                 for s in r.get("subresources", [])
             }
-            resources[r["resource"]] = {
-                "kind": r["kind"],
-                "scope": r["scope"],
-                "verbs": sorted(r["verbs"]),
-                "shortNames": sorted(r.get("shortNames", [])),
-                "categories": sorted(r.get("categories", [])),
-                "subresources": subs,
-            }
+            resources[r["resource"]] = _facts(r["kind"], r["scope"], r, subs)
         out[(group, version)] = resources
     return out
 
@@ -67,14 +72,8 @@ def _from_legacy(doc: dict[str, Any], group: str, version: str) -> dict[str, Fac
             subs.append(r)
             continue
         assert r["singularName"] == r["kind"].lower(), r
-        resources[r["name"]] = {
-            "kind": r["kind"],
-            "scope": "Namespaced" if r["namespaced"] else "Cluster",
-            "verbs": sorted(r["verbs"]),
-            "shortNames": sorted(r.get("shortNames", [])),
-            "categories": sorted(r.get("categories", [])),
-            "subresources": {},
-        }
+        scope = "Namespaced" if r["namespaced"] else "Cluster"
+        resources[r["name"]] = _facts(r["kind"], scope, r, {})
     for s in subs:
         parent, name = s["name"].split("/", 1)
         kind = (s.get("group", group), s.get("version", version), s["kind"])
@@ -90,17 +89,11 @@ def _from_aggregated(version_doc: dict[str, Any], group: str) -> dict[str, Facts
         kind = r["responseKind"]
         assert (kind["group"], kind["version"]) == (group, version), r
         assert r["singularResource"] == kind["kind"].lower(), r
-        resources[r["resource"]] = {
-            "kind": kind["kind"],
-            "scope": r["scope"],
-            "verbs": sorted(r["verbs"]),
-            "shortNames": sorted(r.get("shortNames", [])),
-            "categories": sorted(r.get("categories", [])),
-            "subresources": {
-                s["subresource"]: (_kind_of(s["responseKind"]), sorted(s["verbs"]))
-                for s in r.get("subresources", [])
-            },
+        subs = {
+            s["subresource"]: (_kind_of(s["responseKind"]), sorted(s["verbs"]))
+            for s in r.get("subresources", [])
         }
+        resources[r["resource"]] = _facts(kind["kind"], r["scope"], r, subs)
     return resources
 
 

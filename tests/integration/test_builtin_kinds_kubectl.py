@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.testing import Kubectl, find_kubectl
+from kubeforge.testing import Kubectl
+from tests.support import kubectl_for
 
 MANIFESTS = """
 apiVersion: storage.k8s.io/v1
@@ -156,10 +157,7 @@ ROWS = [
 
 @pytest.fixture(params=["1.33", "1.29"])
 def kc(request: pytest.FixtureRequest, kubeconfig: Path, tmp_path: Path) -> Kubectl:
-    cache = tmp_path / f"cache-{request.param}"
-    cache.mkdir()
-    binary = find_kubectl(request.param, exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / f"cache-{request.param}", request.param)
 
 
 async def test_apply_get_explain_delete(kc: Kubectl, server: APIServer) -> None:

@@ -12,11 +12,12 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from kubeforge.api.machinery.certificates import user_subject
 from kubeforge.cluster.devcluster import DevCluster
-from kubeforge.testing import Kubectl, eventually, find_kubectl
-from tests.support import HTTPClient
+from kubeforge.testing import eventually
+from tests.support import RBAC, HTTPClient, bind, grant, kubectl_for
 
 CSRS = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client"
@@ -26,11 +27,9 @@ AS_ALICE = {"Impersonate-User": "alice"}
 def request_pem(user: str, groups: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
     """A PKCS#10 request for `user` in `groups`, and its private key (both PEM)."""
     key = ec.generate_private_key(ec.SECP256R1())
-    names = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-    names.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
     csr = (
         x509.CertificateSigningRequestBuilder()
-        .subject_name(x509.Name(names))
+        .subject_name(user_subject(user, groups))
         .sign(key, hashes.SHA256())
     )
     key_pem = key.private_bytes(
@@ -131,32 +130,14 @@ async def test_approval_needs_the_approve_verb_on_the_signer(http: HTTPClient) -
     request, _ = request_pem("dave")
     csr = (await http.post(CSRS, csr_object("dave", request))).json()
     # Alice may write the approval subresource, but may not approve for any signer yet.
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": "csr-approver"},
-        "rules": [
-            {
-                "apiGroups": ["certificates.k8s.io"],
-                "resources": ["certificatesigningrequests", "certificatesigningrequests/approval"],
-                "verbs": ["get", "update", "patch"],
-            }
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "alice-approves"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "csr-approver",
-        },
-        "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
-    }
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    assert (await http.post(f"{rbac}/clusterroles", role)).status == 201
-    assert (await http.post(f"{rbac}/clusterrolebindings", binding)).status == 201
+    rules = [
+        {
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["certificatesigningrequests", "certificatesigningrequests/approval"],
+            "verbs": ["get", "update", "patch"],
+        }
+    ]
+    role = await grant(http, "alice", rules)
     refused = await http.put(f"{CSRS}/dave/approval", _approval(csr), headers=AS_ALICE)
     assert refused.status == 403
     assert refused.json()["message"] == (
@@ -164,7 +145,8 @@ async def test_approval_needs_the_approve_verb_on_the_signer(http: HTTPClient) -
         'to approve requests with signerName "kubernetes.io/kube-apiserver-client"'
     )
     # `approve` on every signer of the domain is enough.
-    role["rules"].append(
+    current = (await http.get(f"{RBAC}/clusterroles/{role}")).json()
+    current["rules"].append(
         {
             "apiGroups": ["certificates.k8s.io"],
             "resources": ["signers"],
@@ -172,9 +154,7 @@ async def test_approval_needs_the_approve_verb_on_the_signer(http: HTTPClient) -
             "verbs": ["approve"],
         }
     )
-    current = (await http.get(f"{rbac}/clusterroles/csr-approver")).json()
-    current["rules"] = role["rules"]
-    assert (await http.put(f"{rbac}/clusterroles/csr-approver", current)).status == 200
+    assert (await http.put(f"{RBAC}/clusterroles/{role}", current)).status == 200
     approved = await http.put(f"{CSRS}/dave/approval", _approval(csr), headers=AS_ALICE)
     assert approved.status == 200, approved.body
     [condition] = approved.json()["status"]["conditions"]
@@ -223,32 +203,14 @@ async def test_approval_and_status_each_change_their_own_part(http: HTTPClient) 
 async def test_signing_needs_the_sign_verb(http: HTTPClient) -> None:
     request, _ = request_pem("frank")
     csr = (await http.post(CSRS, csr_object("frank", request))).json()
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": "csr-status"},
-        "rules": [
-            {
-                "apiGroups": ["certificates.k8s.io"],
-                "resources": ["certificatesigningrequests/status"],
-                "verbs": ["update"],
-            }
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": "alice-status"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "csr-status",
-        },
-        "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
-    }
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    assert (await http.post(f"{rbac}/clusterroles", role)).status == 201
-    assert (await http.post(f"{rbac}/clusterrolebindings", binding)).status == 201
+    rules = [
+        {
+            "apiGroups": ["certificates.k8s.io"],
+            "resources": ["certificatesigningrequests/status"],
+            "verbs": ["update"],
+        }
+    ]
+    await grant(http, "alice", rules)
     cert = http.server.user_kubeconfig_dict("frank")["users"][0]["user"]
     csr["status"] = {"certificate": cert["client-certificate-data"]}
     reply = await http.put(f"{CSRS}/frank/status", csr, headers=AS_ALICE)
@@ -262,10 +224,7 @@ async def test_kubectl_approve_and_the_issued_certificate_authenticates(
 ) -> None:
     async with DevCluster() as cluster:
         kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
-        cache = tmp_path / "cache"
-        cache.mkdir()
-        binary = find_kubectl(version, exact=True)
-        kc = Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+        kc = kubectl_for(kubeconfig, tmp_path / "cache", version)
         request, key = request_pem("grace", ("developers",))
         manifest = tmp_path / "csr.yaml"
         manifest.write_text(yaml.safe_dump(csr_object("grace", request, expirationSeconds=3600)))
@@ -300,7 +259,7 @@ async def test_kubectl_approve_and_the_issued_certificate_authenticates(
         }
         grace_config = tmp_path / "grace"
         grace_config.write_text(yaml.safe_dump(config))
-        grace = Kubectl(grace_config, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+        grace = kubectl_for(grace_config, tmp_path / "cache", version)
         who = await grace.json("auth", "whoami")
         info = who["status"]["userInfo"]
         assert info["username"] == "grace"
@@ -343,13 +302,9 @@ async def test_requests_with_client_usages_missing_fail(tmp_path: Path) -> None:
 async def test_the_bootstrap_approver_role_lets_its_holder_approve(http: HTTPClient) -> None:
     request, _ = request_pem("frank")
     csr = (await http.post(CSRS, csr_object("frank", request))).json()
-    rbac = "/apis/rbac.authorization.k8s.io/v1"
-    approver = (
-        await http.get(
-            f"{rbac}/clusterroles/system:certificates.k8s.io:kube-apiserver-client-approver"
-        )
-    ).json()
-    assert approver["rules"] == [
+    approver = "system:certificates.k8s.io:kube-apiserver-client-approver"
+    role = (await http.get(f"{RBAC}/clusterroles/{approver}")).json()
+    assert role["rules"] == [
         {
             "apiGroups": ["certificates.k8s.io"],
             "resources": ["signers"],
@@ -358,37 +313,13 @@ async def test_the_bootstrap_approver_role_lets_its_holder_approve(http: HTTPCli
         }
     ]
     # The signer role alone is not enough: the approval subresource must be writable too.
-    writer = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": "csr-approval-writer"},
-        "rules": [
-            {
-                "apiGroups": ["certificates.k8s.io"],
-                "resources": ["certificatesigningrequests/approval"],
-                "verbs": ["update"],
-            }
-        ],
+    writes_approvals = {
+        "apiGroups": ["certificates.k8s.io"],
+        "resources": ["certificatesigningrequests/approval"],
+        "verbs": ["update"],
     }
-    assert (await http.post(f"{rbac}/clusterroles", writer)).status == 201
-    for name, role in (
-        ("alice-writes-approvals", "csr-approval-writer"),
-        ("alice-approves-clients", "system:certificates.k8s.io:kube-apiserver-client-approver"),
-    ):
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [
-                {"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}
-            ],
-        }
-        assert (await http.post(f"{rbac}/clusterrolebindings", binding)).status == 201
+    await grant(http, "alice", [writes_approvals])
+    await bind(http, "alice-approves-clients", approver, "alice")
     approved = await http.put(f"{CSRS}/frank/approval", _approval(csr), headers=AS_ALICE)
     assert approved.status == 200, approved.body
     # Another signer's requests stay out of reach.

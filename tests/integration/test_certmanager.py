@@ -153,6 +153,26 @@ async def test_a_certificate_waits_for_its_issuer(env: TestEnv) -> None:
     await wait_ready(client, CERTIFICATE, "early")
 
 
+async def test_every_usage_cert_manager_names_is_issued(env: TestEnv) -> None:
+    # cert-manager's KeyUsage list is the one of CertificateSigningRequests, extended key
+    # usages included (some without a name in `cryptography`).
+    client = env.client
+    await client.create(issuer("selfsigned", {"selfSigned": {}}))
+    usages = ["digital signature", "s/mime", "ipsec end system", "ipsec user", "netscape sgc"]
+    await client.create(certificate("usages", "selfsigned", commonName="u", usages=usages))
+    issued = await wait_ready(client, CERTIFICATE, "usages")
+    assert ready(issued)["reason"] == "Ready"
+    cert = x509.load_pem_x509_certificate((await secret_data(client, "usages-tls"))["tls.crt"])
+    extended = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    assert [oid.dotted_string for oid in extended] == [
+        "1.3.6.1.5.5.7.3.4",  # s/mime is email protection
+        "1.3.6.1.5.5.7.3.5",
+        "1.3.6.1.5.5.7.3.7",
+        "2.16.840.1.113730.4.1",
+    ]
+    assert cert.extensions.get_extension_for_class(x509.KeyUsage).value.digital_signature
+
+
 async def test_ca_bundles_are_injected_where_the_annotations_say(env: TestEnv) -> None:
     client = env.client
     webhooks = {

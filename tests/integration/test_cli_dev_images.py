@@ -4,18 +4,14 @@ line on stderr before anything starts."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
-from kubeforge.testing import Kubectl, eventually
-from tests.support import free_port
+from kubeforge.testing import DevProcess, Kubectl, eventually
+from tests.support import free_port, kubeforge
 
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 MARKER = "read from the mapped directory"
 
 
@@ -32,30 +28,11 @@ async def test_dev_image_flag_runs_the_mapped_images_pods_from_the_directory(
     project.mkdir()
     (project / "marker.txt").write_text(MARKER + "\n")
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        *KUBEFORGE,
-        "dev",
-        "--port",
-        str(free_port()),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--image",
-        f"demo:v1={project}",
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
     kubectl = Kubectl(kubeconfig, cache_dir=tmp_path / "cache")
-
-    async def ready() -> bool:
-        assert proc.returncode is None, "kubeforge dev exited"
-        if not kubeconfig.exists():
-            return False
-        return (await kubectl.run("get", "--raw", "/readyz", check=False)).code == 0
-
+    dev = await DevProcess(
+        "--image", f"demo:v1={project}", kubeconfig=kubeconfig, cwd=tmp_path
+    ).start()
     try:
-        await eventually(ready, timeout=60)
         # The container's command runs in the directory, so it reads the file there.
         read = "import pathlib; print(pathlib.Path('marker.txt').read_text().strip())"
         for pod, image in (("mapped", "demo:v1"), ("other", "other:v1")):
@@ -79,11 +56,9 @@ async def test_dev_image_flag_runs_the_mapped_images_pods_from_the_directory(
         # An image not mapped is simulated, as without the flag: nothing ran.
         assert (await kubectl.run("logs", "other")).out.startswith("(simulated) python -c")
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGINT)
-        out, _ = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode == 0, out.decode()
-    assert f"  image demo:v1: runs from {project} as local processes\n" in out.decode()
+        await dev.stop(signal.SIGINT)  # as Ctrl-C
+    assert dev.returncode == 0, dev.output
+    assert f"  image demo:v1: runs from {project} as local processes\n" in dev.output
 
 
 @pytest.mark.parametrize(
@@ -99,22 +74,12 @@ async def test_dev_refuses_a_malformed_image_mapping_in_one_line(
 ) -> None:
     missing = tmp_path / "missing"
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        *KUBEFORGE,
-        "dev",
-        "--port",
-        str(free_port()),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--image",
-        value.format(missing=missing),
+    done = await kubeforge(
+        "dev", "--port", str(free_port()), "--kubeconfig", str(kubeconfig),
+        "--image", value.format(missing=missing),
         cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    )  # fmt: skip
     # Status 1 and `error: ...`, as every other refused value of the CLI.
-    assert proc.returncode == 1, out.decode() + err.decode()
-    assert err.decode().splitlines() == [f"error: {message.format(missing=missing)}"]
+    assert done.code == 1, done.out + done.err
+    assert done.err.splitlines() == [f"error: {message.format(missing=missing)}"]
     assert not kubeconfig.exists()

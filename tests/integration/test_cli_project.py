@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +14,8 @@ import yaml
 
 from kubeforge.client import Client, NotFound
 from kubeforge.testing import Kubectl, eventually, find_kubectl
+from tests.support import KUBEFORGE, kubeforge
 
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 GROUP = "demo.kubeforge.dev"
 CRD_FILE = f"{GROUP}_widgets.yaml"
 CRD_NAME = f"widgets.{GROUP}"
@@ -110,25 +108,6 @@ def write_project(root: Path, *, sync_timeout: float = 30.0) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return root
-
-
-@dataclass
-class Run:
-    code: int
-    out: str
-    err: str
-
-
-async def kubeforge(*args: str, timeout: float = 60.0) -> Run:
-    proc = await asyncio.create_subprocess_exec(
-        *KUBEFORGE,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout)
-    return Run(proc.returncode or 0, out.decode(), err.decode())
 
 
 async def kustomize(directory: Path) -> list[dict[str, Any]]:

@@ -6,14 +6,13 @@ import asyncio
 import base64
 import resource
 import ssl
-import sys
 from pathlib import Path
 
 import orjson
 import yaml
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
-from kubeforge.testing import Kubectl, eventually, find_kubectl
+from kubeforge.testing import DevProcess, Kubectl, eventually, find_kubectl
 from tests.support import connect, free_port
 
 
@@ -206,26 +205,16 @@ async def test_probes_answer_under_a_flood_of_idle_connections(tmp_path: Path) -
     # of idle TLS connections cannot make /readyz unanswerable.
     port = free_port()
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kubeforge.cli.main",
-        "dev",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(kubeconfig),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        preexec_fn=_low_open_file_limit,
-    )
+    dev = await DevProcess(
+        kubeconfig=kubeconfig, port=port, preexec_fn=_low_open_file_limit
+    ).start()
+    assert dev.process is not None
     idle: list[asyncio.StreamWriter] = []
     try:
-        await eventually(kubeconfig.exists, timeout=60)
         config = yaml.safe_load(kubeconfig.read_text())
         ca = base64.b64decode(config["clusters"][0]["cluster"]["certificate-authority-data"])
         context = ssl.create_default_context(cadata=ca.decode())
-        limits = Path(f"/proc/{proc.pid}/limits").read_text()
+        limits = Path(f"/proc/{dev.process.pid}/limits").read_text()
         line = next(x for x in limits.splitlines() if x.startswith("Max open files"))
         assert line.split()[3:5] == [str(HARD_LIMIT), str(HARD_LIMIT)]
 
@@ -256,6 +245,5 @@ async def test_probes_answer_under_a_flood_of_idle_connections(tmp_path: Path) -
     finally:
         for writer in idle:
             writer.close()
-        proc.terminate()
-        _, err = await asyncio.wait_for(proc.communicate(), 30)
-    assert b"serving at most 192 connections, not 1024" in err
+        await dev.stop()
+    assert "serving at most 192 connections, not 1024" in dev.output

@@ -5,56 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 from kubeforge.client import Client, Gone, load_kubeconfig
-from kubeforge.testing import eventually
+from kubeforge.testing import DevProcess, eventually
 from tests.support import free_port
 
 NS = "default"
-
-
-async def start_dev(port: int, kubeconfig: Path, data_dir: Path) -> asyncio.subprocess.Process:
-    kubeconfig.unlink(missing_ok=True)
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kubeforge.cli.main",
-        "dev",
-        "--port",
-        str(port),
-        "--kubeconfig",
-        str(kubeconfig),
-        "--data-dir",
-        str(data_dir),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-
-    async def up() -> bool:
-        return kubeconfig.exists()
-
-    await eventually(up, timeout=30)
-    return proc
 
 
 WRITERS = 8
 
 
 async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: Path) -> None:
-    port = free_port()
     kubeconfig = tmp_path / "kubeconfig"
-    data = tmp_path / "data"
-    proc = await start_dev(port, kubeconfig, data)
+    # Started again on the same port and data directory after the kill.
+    dev = DevProcess("--data-dir", str(tmp_path / "data"), kubeconfig=kubeconfig, port=free_port())
     created: dict[str, str] = {}  # name -> resourceVersion the server answered
     counters: dict[str, tuple[int, str]] = {}  # name -> (last acknowledged value, its RV)
     answered: list[list[int]] = [[] for _ in range(WRITERS)]  # each writer's RVs, in order
     watched: list[tuple[str, str, str]] = []  # (type, name, resourceVersion)
     last_seen = ""
 
-    async with Client(load_kubeconfig(kubeconfig)) as api:
+    async with dev, Client(load_kubeconfig(kubeconfig)) as api:
         start_rv = (await api.list("v1/ConfigMap", namespace=NS)).resource_version
 
         async def watch() -> None:
@@ -99,8 +73,7 @@ async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: P
             return len(created) >= 150 and len(watched) >= 100
 
         await eventually(under_load, timeout=60)
-        proc.send_signal(signal.SIGKILL)  # no chance to flush anything
-        await proc.wait()
+        await dev.stop(signal.SIGKILL)  # no chance to flush anything
         for task in (*writers, watcher):
             try:
                 await asyncio.wait_for(task, 30)
@@ -111,63 +84,56 @@ async def test_acknowledged_writes_survive_kill_9_and_watches_resume(tmp_path: P
     for revisions in answered:  # one writer's writes were answered in commit order
         assert revisions == sorted(revisions) and len(set(revisions)) == len(revisions)
 
-    proc = await start_dev(port, kubeconfig, data)
-    try:
-        async with Client(load_kubeconfig(kubeconfig)) as api:
-            stored = {
-                o["metadata"]["name"]: o for o in await api.list("v1/ConfigMap", namespace=NS)
-            }
-            missing = sorted(set(acknowledged) - set(stored))
-            assert missing == [], f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
-            for name, rv in created.items():  # never written again
-                assert stored[name]["metadata"]["resourceVersion"] == rv
-            for name, (value, rv) in counters.items():
-                # At least what was acknowledged; one more if the last update landed
-                # but its answer did not.
-                have = int(stored[name]["data"]["n"])
-                have_rv = int(stored[name]["metadata"]["resourceVersion"])
-                assert have in (value, value + 1), (name, have, value)
-                assert (have_rv == int(rv)) if have == value else (have_rv > int(rv))
-            # Revisions continue upward after the restart.
-            fresh = await api.create(
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-restart"}},
-                namespace=NS,
-            )
-            highest = max(int(rv) for rv in acknowledged.values())
-            assert int(fresh["metadata"]["resourceVersion"]) > highest
-            revisions = [int(rv) for _, _, rv in watched]
-            assert revisions == sorted(revisions)  # what was seen before came in order
+    async with dev, Client(load_kubeconfig(kubeconfig)) as api:  # started again
+        stored = {o["metadata"]["name"]: o for o in await api.list("v1/ConfigMap", namespace=NS)}
+        missing = sorted(set(acknowledged) - set(stored))
+        assert missing == [], f"{len(missing)} acknowledged writes lost, e.g. {missing[:3]}"
+        for name, rv in created.items():  # never written again
+            assert stored[name]["metadata"]["resourceVersion"] == rv
+        for name, (value, rv) in counters.items():
+            # At least what was acknowledged; one more if the last update landed
+            # but its answer did not.
+            have = int(stored[name]["data"]["n"])
+            have_rv = int(stored[name]["metadata"]["resourceVersion"])
+            assert have in (value, value + 1), (name, have, value)
+            assert (have_rv == int(rv)) if have == value else (have_rv > int(rv))
+        # Revisions continue upward after the restart.
+        fresh = await api.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-restart"}},
+            namespace=NS,
+        )
+        highest = max(int(rv) for rv in acknowledged.values())
+        assert int(fresh["metadata"]["resourceVersion"]) > highest
+        revisions = [int(rv) for _, _, rv in watched]
+        assert revisions == sorted(revisions)  # what was seen before came in order
 
-            # A watch resumed from before every write gets every acknowledged one, in order
-            # (or the server answers 410 and a re-list covers them).
-            expected = {int(rv) for rv in created.values()}
-            expected |= {int(r) for rs in answered for r in rs}
-            resumed: list[tuple[str, int]] = []
-            for since in (last_seen, start_rv):
-                resumed.clear()
-                try:
+        # A watch resumed from before every write gets every acknowledged one, in order
+        # (or the server answers 410 and a re-list covers them).
+        expected = {int(rv) for rv in created.values()}
+        expected |= {int(r) for rs in answered for r in rs}
+        resumed: list[tuple[str, int]] = []
+        for since in (last_seen, start_rv):
+            resumed.clear()
+            try:
 
-                    async def resume(since: str = since) -> None:
-                        async for event in api.watch(
-                            "v1/ConfigMap", namespace=NS, resource_version=since, timeout_seconds=10
-                        ):
-                            if event.type != "BOOKMARK":
-                                name = event.object["metadata"]["name"]
-                                resumed.append((name, int(event.resource_version)))
-                                if name == "after-restart":
-                                    return
+                async def resume(since: str = since) -> None:
+                    async for event in api.watch(
+                        "v1/ConfigMap", namespace=NS, resource_version=since, timeout_seconds=10
+                    ):
+                        if event.type != "BOOKMARK":
+                            name = event.object["metadata"]["name"]
+                            resumed.append((name, int(event.resource_version)))
+                            if name == "after-restart":
+                                return
 
-                    await asyncio.wait_for(resume(), 15)
-                    seen = [rv for _, rv in resumed]
-                    assert seen == sorted(seen) and len(set(seen)) == len(seen)
-                    later = {rv for rv in expected if rv > int(since)}
-                    assert later <= set(seen), f"{len(later - set(seen))} events missing"
-                except Gone:
-                    relisted = {
-                        o["metadata"]["name"] for o in await api.list("v1/ConfigMap", namespace=NS)
-                    }
-                    assert set(acknowledged) | {"after-restart"} <= relisted
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(proc.wait(), 30)
-    assert proc.returncode == 0
+                await asyncio.wait_for(resume(), 15)
+                seen = [rv for _, rv in resumed]
+                assert seen == sorted(seen) and len(set(seen)) == len(seen)
+                later = {rv for rv in expected if rv > int(since)}
+                assert later <= set(seen), f"{len(later - set(seen))} events missing"
+            except Gone:
+                relisted = {
+                    o["metadata"]["name"] for o in await api.list("v1/ConfigMap", namespace=NS)
+                }
+                assert set(acknowledged) | {"after-restart"} <= relisted
+    assert dev.returncode == 0, dev.output

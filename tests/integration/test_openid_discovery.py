@@ -13,7 +13,7 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import TestEnv
-from tests.support import connect
+from tests.support import RBAC, cluster_role_binding, connect, rbac_subject
 
 CONFIGURATION = "/.well-known/openid-configuration"
 JWKS = "/openid/v1/jwks"
@@ -97,24 +97,12 @@ async def test_tokens_verify_against_the_published_keys(env: TestEnv) -> None:
             assert (await r.json())["message"] == (
                 'forbidden: User "system:anonymous" cannot get path "/openid/v1/jwks"'
             )
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "oidc-reviewer"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "system:service-account-issuer-discovery",
-            },
-            "subjects": [
-                {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "Group",
-                    "name": "system:unauthenticated",
-                }
-            ],
-        }
-        await post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+        binding = cluster_role_binding(
+            "oidc-reviewer",
+            "system:service-account-issuer-discovery",
+            rbac_subject("Group", "system:unauthenticated"),
+        )
+        await post(f"{RBAC}/clusterrolebindings", binding)
         async with http.get(server + JWKS) as r:
             assert r.status == 200
             assert await r.json(content_type=None) == keyset
@@ -124,9 +112,8 @@ async def test_tokens_verify_against_the_published_keys(env: TestEnv) -> None:
 
 async def test_the_bootstrap_role_and_binding_are_kubes() -> None:
     async with APIServer() as server, connect(server) as http:
-        rbac = "/apis/rbac.authorization.k8s.io/v1"
         role = (
-            await http.get(f"{rbac}/clusterroles/system:service-account-issuer-discovery")
+            await http.get(f"{RBAC}/clusterroles/system:service-account-issuer-discovery")
         ).json()
         assert role["rules"] == [
             {
@@ -140,7 +127,7 @@ async def test_the_bootstrap_role_and_binding_are_kubes() -> None:
             }
         ]
         binding = (
-            await http.get(f"{rbac}/clusterrolebindings/system:service-account-issuer-discovery")
+            await http.get(f"{RBAC}/clusterrolebindings/system:service-account-issuer-discovery")
         ).json()
         assert binding["subjects"] == [
             {

@@ -25,11 +25,10 @@ from kubeforge.client import Client
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.testing import TestEnv, eventually
-from tests.integration.test_cli_project import kubeforge
 from tests.integration.test_cli_scaffold import KUBEFORGE, cli, scaffold
 from tests.integration.test_cli_webhook_versions import tree
 from tests.integration.test_deploy_on_dev_cluster import NAMESPACE, deploy, frigate, manager_pods
-from tests.support import free_port
+from tests.support import free_port, kubeforge
 
 DEPENDENCY = "tidemark"
 MODULE = f"def mark(text: str) -> str:\n    return '{DEPENDENCY}: ' + text\n"

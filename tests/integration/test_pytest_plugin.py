@@ -44,18 +44,25 @@ def setup(manager):
     manager.controller().for_(WIDGET).named("widgets").complete(WidgetReconciler())
 '''
 
-WIDGET_TESTS = f'''
-import kubeforge
-from kubeforge.testing import Kubectl, TestEnv, eventually
-
+# What the project's tests share: a Widget, and whether the controller has seen it.
+WIDGETS = f'''
 WIDGET = """
 apiVersion: {GROUP}/v1
 kind: Widget
 metadata:
   name: first
-spec:
-  size: 3
 """
+
+
+async def seen(client) -> bool:
+    widget = await client.get("{GROUP}/v1/Widget", "first")
+    return (widget.get("status") or {{}}).get("phase") == "Seen"
+'''
+
+WIDGET_TESTS = f'''
+import kubeforge
+from kubeforge.testing import Kubectl, TestEnv, eventually
+from widgets import WIDGET, seen
 
 
 async def test_the_controller_marks_widgets(
@@ -72,12 +79,7 @@ async def test_the_controller_marks_widgets(
     assert kubeforge_client is testenv.client
     assert manager.running.is_set() and list(manager.controllers) == ["widgets"]
     await kubectl.apply(WIDGET)
-
-    async def seen() -> bool:
-        widget = await kubeforge_client.get("{GROUP}/v1/Widget", "first")
-        return (widget.get("status") or {{}}).get("phase") == "Seen"
-
-    await eventually(seen, timeout=20)
+    await eventually(lambda: seen(kubeforge_client), timeout=20)
     header, row = (await kubectl.run("get", "widgets")).rows()
     assert dict(zip(header, row)) == {{"NAME": "first", "PHASE": "Seen"}}
 
@@ -129,11 +131,13 @@ def ini(**options: str) -> str:
 
 
 def project(pytester: pytest.Pytester, **options: str) -> Path:
-    """A project as `kubeforge init` lays it out, with one CRD and main.setup."""
+    """A project as `kubeforge init` lays it out, with one CRD, main.setup, and what its
+    tests share (widgets.py)."""
     bases = pytester.path / "config" / "crd" / "bases"
     bases.mkdir(parents=True)
     (bases / f"{GROUP}_widgets.yaml").write_text(crd("Widget"))
     (pytester.path / "main.py").write_text(MAIN)
+    (pytester.path / "widgets.py").write_text(WIDGETS)
     (pytester.path / "pytest.ini").write_text(ini(**options))
     return pytester.path
 
@@ -213,14 +217,29 @@ async def test_options(testenv, manager, kubectl) -> None:
     pytester.runpytest().assert_outcomes(passed=1)
 
 
-def test_a_malformed_setup_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    project(pytester, kubeforge_setup="main.setup")
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        (
+            "kubeforge_setup",
+            "main.setup",
+            "kubeforge_setup must name a function as module:function (like main:setup)",
+        ),
+        (
+            "kubeforge_controllers",
+            "*,-jobs",
+            'kubeforge_controllers: "jobs" is not in the list of known controllers',
+        ),
+    ],
+)
+def test_a_malformed_option_is_a_usage_error(
+    pytester: pytest.Pytester, option: str, value: str, message: str
+) -> None:
+    project(pytester, **{option: value})
     pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ["*kubeforge_setup must name a function as module:function (like main:setup)*"]
-    )
+    result.stderr.fnmatch_lines([f"*{message}*"])
 
 
 USES_MANAGER = "async def test_it(manager) -> None:\n    pass\n"
@@ -260,13 +279,7 @@ import os
 
 import kubeforge
 from kubeforge.testing import eventually
-
-WIDGET = """
-apiVersion: {GROUP}/v1
-kind: Widget
-metadata:
-  name: first
-"""
+from widgets import WIDGET, seen
 
 
 async def test_existing(testenv, kubectl, manager) -> None:
@@ -275,12 +288,7 @@ async def test_existing(testenv, kubectl, manager) -> None:
     assert sorted(testenv.installed) == ["gadgets.{GROUP}", "widgets.{GROUP}"]
     await kubectl.run("create", "configmap", "made-by-kubectl")
     await kubectl.apply(WIDGET)
-
-    async def seen() -> bool:
-        widget = await testenv.client.get("{GROUP}/v1/Widget", "first")
-        return (widget.get("status") or {{}}).get("phase") == "Seen"
-
-    await eventually(seen, timeout=20)
+    await eventually(lambda: seen(testenv.client), timeout=20)
 
 
 async def test_cluster_scoped(kubeforge_client: kubeforge.Client) -> None:
@@ -458,16 +466,6 @@ def test_the_cluster_options_fixture_can_ask_for_a_bare_api_server(
     pytester.runpytest().assert_outcomes(passed=1)
 
 
-def test_an_unknown_controller_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    project(pytester, kubeforge_controllers="*,-jobs")
-    pytester.makepyfile(test_nothing="def test_nothing() -> None:\n    pass\n")
-    result = pytester.runpytest()
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        ['*kubeforge_controllers: "jobs" is not in the list of known controllers*']
-    )
-
-
 RBAC = f"""
 apiVersion: v1
 kind: ServiceAccount
@@ -498,18 +496,13 @@ subjects:
   namespace: demo-system
 """
 
-OWN_MANAGER_TESTS = f'''
+OWN_MANAGER_TESTS = """
 import logging
 
 from kubeforge.testing import eventually
+from widgets import WIDGET
 
 ACCOUNT = "system:serviceaccount:demo-system:controller-manager"
-WIDGET = """
-apiVersion: {GROUP}/v1
-kind: Widget
-metadata:
-  name: first
-"""
 
 
 class Records(logging.Handler):
@@ -528,14 +521,14 @@ async def test_own_manager(testenv, kubectl, kubeforge_setup, kubeforge_manager_
     logger.addHandler(records)
     try:
         async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as manager:
-            review = {{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
+            review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
             me = await manager.client.create(review)
             assert me["status"]["userInfo"]["username"] == ACCOUNT
             await kubectl.apply(WIDGET)
             await eventually(lambda: bool(records.seen), timeout=20)
     finally:
         logger.removeHandler(records)
-'''
+"""
 
 
 def test_managers_a_test_starts_run_as_the_account_and_report_refusals(

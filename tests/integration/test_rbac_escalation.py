@@ -3,42 +3,11 @@ ClusterRole's aggregationRule, and the `escalate` verb limited to some role name
 
 from __future__ import annotations
 
-from typing import Any
+from tests.support import RBAC, HTTPClient, Reply, cluster_role, grant
 
-from tests.support import HTTPClient, Reply
-
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 CLUSTERROLES = f"{RBAC}/clusterroles"
 MERGE = "application/merge-patch+json"
 AGGREGATION_REFUSED = "must have cluster-admin privileges to use the aggregationRule"
-
-
-def cluster_role(name: str, rules: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name},
-        "rules": rules,
-        **fields,
-    }
-
-
-async def grant(http: HTTPClient, user: str, rules: list[dict[str, Any]]) -> None:
-    """A ClusterRole with `rules`, bound to `user` cluster-wide."""
-    reply = await http.post(CLUSTERROLES, cluster_role(f"{user}-rights", rules))
-    assert reply.status == 201, reply.body
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"{user}-rights"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": f"{user}-rights",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    assert (await http.post(f"{RBAC}/clusterrolebindings", binding)).status == 201
 
 
 def as_user(user: str) -> dict[str, str]:

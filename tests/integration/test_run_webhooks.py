@@ -19,12 +19,11 @@ import orjson
 import pytest
 
 from kubeforge.api.machinery.certificates import generate_certificates
-from kubeforge.testing import Kubectl, eventually
-from tests.support import free_port
+from kubeforge.testing import DevProcess, Kubectl, eventually
+from tests.support import KUBEFORGE, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WATCHER = ROOT / "examples" / "watcher"
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
 MUTATING = "mutatingwebhookconfiguration/watcher-local-mutating-webhook-configuration"
 VALIDATING = "validatingwebhookconfiguration/watcher-local-validating-webhook-configuration"
 
@@ -54,25 +53,14 @@ async def finish(proc: asyncio.subprocess.Process, sig: int = signal.SIGTERM) ->
 async def dev(tmp_path: Path) -> AsyncIterator[Kubectl]:
     """`kubeforge dev` in its own process, and kubectl pointed at it."""
     kubeconfig = tmp_path / "kubeconfig"
-    proc = await start(
-        "dev", "--port", str(free_port()), "--kubeconfig", str(kubeconfig), cwd=tmp_path
-    )
     cache = tmp_path / "cache"
     cache.mkdir()
-    kubectl = Kubectl(kubeconfig, cache_dir=cache)
-
-    async def ready() -> bool:
-        assert proc.returncode is None, "kubeforge dev exited"
-        if not kubeconfig.exists():
-            return False
-        return (await kubectl.run("get", "--raw", "/readyz", check=False)).code == 0
-
+    dev = await DevProcess(kubeconfig=kubeconfig, cwd=tmp_path).start()
     try:
-        await eventually(ready, timeout=60)
-        yield kubectl
+        yield Kubectl(kubeconfig, cache_dir=cache)
     finally:
-        out = await finish(proc, signal.SIGINT)
-        assert proc.returncode == 0, out
+        await dev.stop(signal.SIGINT)  # as Ctrl-C
+        assert dev.returncode == 0, dev.output
 
 
 async def url_of(kubectl: Kubectl) -> str:

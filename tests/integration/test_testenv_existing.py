@@ -46,10 +46,11 @@ def obj(kind: str, name: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def outside(tmp_path: Path) -> AsyncIterator[tuple[DevCluster, Path]]:
-    """A running cluster and a kubeconfig for it."""
+async def outside(tmp_path: Path) -> AsyncIterator[tuple[kubeforge.Client, Path]]:
+    """A running cluster: an administrator's client, and a kubeconfig for it."""
     async with DevCluster() as cluster:
-        yield cluster, cluster.write_kubeconfig(tmp_path / "outside" / "kubeconfig")
+        assert cluster.client is not None
+        yield cluster.client, cluster.write_kubeconfig(tmp_path / "outside" / "kubeconfig")
 
 
 def existing(kubeconfig: Path, bases: Path, namespace: str | None) -> TestEnv:
@@ -94,15 +95,14 @@ async def test_the_namespace_given_is_created_and_everything_defaults_to_it(
 
 
 async def test_what_the_test_made_is_removed_and_nothing_else(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     bases = write(tmp_path / "bases", crd("Grape"), cluster_scoped("Gizmo"))
     async with existing(kubeconfig, bases, None):
         pass  # an earlier run installed the CRDs
     # Made before the environment starts (not by the test): left alone.
-    await cluster.client.create(obj(GIZMO, "before"))
+    await client.create(obj(GIZMO, "before"))
     async with existing(kubeconfig, bases, "t-made") as env:
         assert env.cluster is None
         await env.client.create(obj(GRAPE, "grape"))
@@ -114,7 +114,6 @@ async def test_what_the_test_made_is_removed_and_nothing_else(
         await env.client.get("v1/ConfigMap", "from-kubectl", namespace="t-made")
         me = await kubectl.json("auth", "whoami")
         assert me["status"]["userInfo"]["username"] == "kubeforge-admin"
-    client = cluster.client
     # The namespace goes with its content (the cluster's namespace controller does it) ...
     await eventually(lambda: absent(client, "v1/Namespace", "t-made", None), timeout=30)
     # ... the project's cluster-scoped objects made by the test are deleted, earlier ones stay.
@@ -127,14 +126,13 @@ async def test_what_the_test_made_is_removed_and_nothing_else(
 
 
 async def test_a_namespace_that_existed_is_used_and_left(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     async with existing(kubeconfig, write(tmp_path / "bases", crd("Grape")), "default") as env:
         await env.client.create(obj(GRAPE, "kept"))
-    await cluster.client.get("v1/Namespace", "default")
-    await cluster.client.get(GRAPE, "kept", namespace="default")
+    await client.get("v1/Namespace", "default")
+    await client.get(GRAPE, "kept", namespace="default")
 
 
 class Holding(kubeforge.Reconciler):
@@ -159,10 +157,9 @@ def holding(manager: kubeforge.Manager) -> None:
 
 
 async def test_clean_up_waits_while_a_manager_removes_its_finalizers(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     bases = write(tmp_path / "bases", crd("Grape"))
     async with existing(kubeconfig, bases, "t-held") as env:
         async with env.run_manager(holding):
@@ -175,25 +172,24 @@ async def test_clean_up_waits_while_a_manager_removes_its_finalizers(
             await eventually(finalized)
             await env.clean_up()
             # Gone before the manager stops: its controller took its finalizer off.
-            assert await absent(cluster.client, GRAPE, "held", "t-held")
+            assert await absent(client, GRAPE, "held", "t-held")
         await env.clean_up()  # once only
-    await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-held", None), timeout=30)
+    await eventually(lambda: absent(client, "v1/Namespace", "t-held", None), timeout=30)
 
 
 async def test_finalizers_no_controller_takes_off_are_taken_off(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
     # The managers the test ran have stopped: nobody else would finalize its objects, and
     # its namespace would stay Terminating for good.
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     bases = write(tmp_path / "bases", crd("Grape"), cluster_scoped("Gizmo"))
     async with existing(kubeconfig, bases, "t-stuck") as env:
         for kind in (GRAPE, GIZMO):
             await env.client.create(held(obj(kind, "stuck")))
-    assert await absent(cluster.client, GRAPE, "stuck", "t-stuck")
-    assert await absent(cluster.client, GIZMO, "stuck", None)
-    await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-stuck", None), timeout=30)
+    assert await absent(client, GRAPE, "stuck", "t-stuck")
+    assert await absent(client, GIZMO, "stuck", None)
+    await eventually(lambda: absent(client, "v1/Namespace", "t-stuck", None), timeout=30)
 
 
 def held(body: dict[str, Any]) -> dict[str, Any]:
@@ -202,27 +198,25 @@ def held(body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_what_a_running_controller_leaves_held_is_named_then_released(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     bases = write(tmp_path / "bases", crd("Grape"))
     # A manager runs, but none of its controllers takes this finalizer off.
     async with existing(kubeconfig, bases, "t-named") as env, env.run_manager():
         await env.client.create(held(obj(GRAPE, "forgotten")))
         with pytest.warns(UserWarning, match=f"finalizers removed now: {GRAPE} forgotten"):
             await env.clean_up(timeout=0.5)
-        assert await absent(cluster.client, GRAPE, "forgotten", "t-named")
+        assert await absent(client, GRAPE, "forgotten", "t-named")
 
 
 async def test_a_crd_left_pointing_at_a_local_conversion_webhook_installs_again(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
     # A run that did not end cleanly (or `kubeforge run` against the same cluster) leaves
     # the CRD's conversion webhook at a URL of this machine; the project's CRD names a
     # Service. Merged by an apply, the two make a CRD the server refuses (422).
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     own = crd("Grape")
     own["spec"]["conversion"] = {
         "strategy": "Webhook",
@@ -240,11 +234,11 @@ async def test_a_crd_left_pointing_at_a_local_conversion_webhook_installs_again(
     }
     stale = copy.deepcopy(own)
     stale["spec"]["conversion"]["webhook"]["clientConfig"] = {"url": "https://127.0.0.1:1/convert"}
-    await cluster.client.apply(stale, field_manager="kubeforge", force=True)
+    await client.apply(stale, field_manager="kubeforge", force=True)
     bases = write(tmp_path / "bases", own)
     async with existing(kubeconfig, bases, None) as env:
         assert env.installed == [crd_name("Grape")]
-    installed = await cluster.client.get(
+    installed = await client.get(
         "apiextensions.k8s.io/v1/CustomResourceDefinition", crd_name("Grape")
     )
     assert installed["spec"]["conversion"] == own["spec"]["conversion"]
@@ -272,19 +266,18 @@ async def test_the_projects_objects_go_where_no_namespace_controller_runs(
 
 
 async def test_an_environment_that_fails_to_start_removes_only_its_namespace(
-    outside: tuple[DevCluster, Path], tmp_path: Path
+    outside: tuple[kubeforge.Client, Path], tmp_path: Path
 ) -> None:
-    cluster, kubeconfig = outside
-    assert cluster.client is not None
+    client, kubeconfig = outside
     gizmos = cluster_scoped("Gizmo")
     async with existing(kubeconfig, write(tmp_path / "first", gizmos), None):
         pass
-    await cluster.client.create(obj(GIZMO, "before"))
+    await client.create(obj(GIZMO, "before"))
     broken = crd("Broken")
     broken["spec"]["versions"][0]["storage"] = False  # no storage version: refused
     env = existing(kubeconfig, write(tmp_path / "bases", gizmos, broken), "t-failed")
     with pytest.raises(kubeforge.ApiError):
         await env.start()
     # Nothing was known to be the test's but its namespace.
-    await cluster.client.get(GIZMO, "before")
-    await eventually(lambda: absent(cluster.client, "v1/Namespace", "t-failed", None), timeout=30)
+    await client.get(GIZMO, "before")
+    await eventually(lambda: absent(client, "v1/Namespace", "t-failed", None), timeout=30)

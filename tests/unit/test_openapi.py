@@ -17,7 +17,8 @@ from kubeforge.apiserver.discovery.openapi import OpenAPIV3, crd_schema_name, gv
 from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
 from kubeforge.apiserver.types.registry import Registry
 from kubeforge.apiserver.types.resource import ResourceType, Subresource
-from kubeforge.testing import Kubectl, find_kubectl
+from kubeforge.testing import Kubectl
+from tests.support import kubectl_for
 
 SCHEMAS = "#/components/schemas/"
 WIDGET_SCHEMA: dict[str, Any] = {
@@ -400,10 +401,7 @@ def kubectl(request: pytest.FixtureRequest, fake: FakeServer, tmp_path: Path) ->
     }
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_bytes(orjson.dumps(config))
-    cache = tmp_path / "cache"
-    cache.mkdir()
-    binary = find_kubectl(request.param, exact=True)
-    return Kubectl(kubeconfig, binary=binary, cache_dir=cache, env={"HOME": str(cache)})
+    return kubectl_for(kubeconfig, tmp_path / "cache", request.param)
 
 
 CONFIGMAP_YAML = """\

@@ -13,9 +13,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 SNIPPET = '''
-from typing import Any
+from typing import Any, Unpack
 
 import kubeforge
+from kubeforge.client import GetOptions, KindLike, KindOf, ListOptions, Obj, PatchOptions
 from kubeforge.models import ConfigMap
 
 
@@ -42,6 +43,12 @@ class Reconcile(kubeforge.Reconciler):
         reveal_type(stored)  # reveal: snippet.Thing
         patched = await self.client.patch(Thing, "x", {"spec": {"size": 2}})
         reveal_type(patched)  # reveal: snippet.Thing
+        options: PatchOptions = {"field_manager": "x", "force": True, "patch_type": "apply"}
+        applied = await self.client.patch(Thing, "x", {}, **options)
+        reveal_type(applied)  # reveal: snippet.Thing
+        await self.client.patch(Thing, "x", {}, patch_type="yaml")  # error: arg-type
+        await self.client.delete(Thing, "x", propagation_policy="Background", dry_run=True)
+        await self.client.delete_object(thing, grace_period_seconds="0")  # error: arg-type
         done = await kubeforge.create_or_update(self.client, ConfigMap(), lambda c: None)
         reveal_type(done[0])  # reveal: kubeforge.models.core_v1.ConfigMap
         reveal_type(done[1])  # reveal: kubeforge.runtime.upsert.OperationResult
@@ -60,6 +67,18 @@ class Blocking(kubeforge.SyncReconciler):
     def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
         thing = self.client.get(Thing, request.name)
         reveal_type(thing)  # reveal: snippet.Thing
+        raw = self.client.get("v1/ConfigMap", "x", namespace="default")
+        reveal_type(raw)  # reveal: dict[str, Any]
+        listed = self.client.list(Thing)
+        reveal_type(listed)  # reveal: kubeforge.client.client.ObjectList[snippet.Thing]
+        patched = self.client.patch(Thing, "x", {}, field_manager="x", force=True)
+        reveal_type(patched)  # reveal: snippet.Thing
+        status = self.client.patch_status("v1/ConfigMap", "x", {}, field_validation="Strict")
+        reveal_type(status)  # reveal: dict[str, Any]
+        reveal_type(self.client.update_status(thing))  # reveal: snippet.Thing
+        self.client.patch(Thing, "x", {}, forse=True)  # error: call-arg
+        self.client.patch(Thing, "x")  # error: call-arg
+        self.client.delete_all_of(Thing, grace_period_seconds=0)  # error: call-arg
         done = kubeforge.create_or_patch(self.client, thing, lambda t: None)
         reveal_type(done[0])  # reveal: snippet.Thing
         return None
@@ -80,6 +99,30 @@ def clients(
     both: list[kubeforge.ObjectClient] = [live, cached]
     sync: kubeforge.SyncObjectClient = blocking
     wrong: kubeforge.ObjectClient = blocking  # error: assignment
+    unawaited: kubeforge.SyncObjectClient = cached  # error: assignment
+    readers_by_hand: kubeforge.SyncReader = FakeReader()
+
+
+class FakeReader:
+    """A blocking reader written by hand satisfies the protocol made from `Reader`."""
+
+    def get(self, kind: KindOf[Obj], name: str, **options: Unpack[GetOptions]) -> Obj:
+        raise NotImplementedError
+
+    def list(
+        self, kind: KindOf[Obj], **options: Unpack[ListOptions]
+    ) -> kubeforge.ObjectList[Obj]:
+        raise NotImplementedError
+
+    def get_metadata(
+        self, kind: KindLike, name: str, **options: Unpack[GetOptions]
+    ) -> kubeforge.PartialObjectMetadata:
+        raise NotImplementedError
+
+    def list_metadata(
+        self, kind: KindLike, **options: Unpack[ListOptions]
+    ) -> kubeforge.ObjectList[kubeforge.PartialObjectMetadata]:
+        raise NotImplementedError
 
 
 def wiring(manager: kubeforge.Manager, config: dict[str, Any]) -> None:

@@ -17,33 +17,47 @@ import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, TypeAlias, Unpack
 
 import orjson
 from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata, ResourceInfo, gvk_of
 from kubeforge.client.config import ClusterConfig, load_config
 from kubeforge.client.discovery import APIResource, Discovery
 from kubeforge.client.errors import ApiError
+from kubeforge.client.options import (
+    ApplyOptions,
+    CreateOptions,
+    DeleteAllOfOptions,
+    DeleteOptions,
+    GetOptions,
+    ListOptions,
+    PatchOptions,
+    UpdateOptions,
+)
 from kubeforge.client.transport import RequestObserver, Response, Transport
 from kubeforge.client.watch import BOOKMARK, WatchEvent, watch_events
 
 __all__ = [
     "Client",
     "KindLike",
+    "KindOf",
+    "Obj",
     "ObjectList",
-    "PatchType",
-    "PropagationPolicy",
     "WriteObserver",
     "Written",
     "matching_fields_selector",
 ]
 
 T = TypeVar("T")
+Obj = TypeVar("Obj", default=dict[str, Any])
+"""What a read gives: instances of a typed class, or dicts for a kind given by name."""
 KindLike = type[Any] | GroupVersionKind | str
-PatchType = Literal["merge", "json", "strategic", "apply"]
-PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+KindOf: TypeAlias = type[Obj] | GroupVersionKind | str
+"""A kind whose objects read as `Obj`: a typed class, or a `GroupVersionKind` or
+`"<apiVersion>/<Kind>"` string (dicts)."""
 
 _PATCH_CONTENT_TYPES: dict[str, str] = {
     "merge": "application/merge-patch+json",
@@ -52,6 +66,7 @@ _PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 DEFAULT_PAGE_SIZE = 500
+_NO_OPTIONS: Mapping[str, Any] = {}
 # Metadata-only reads ask for PartialObjectMetadata (as client-go's metadata client does),
 # with plain JSON as a fallback: a server that cannot project gets its objects cut here.
 _METADATA_ACCEPT = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
@@ -299,21 +314,18 @@ class Client:
             return from_dict(data)
         return target.typed(**data)
 
-    def _params(
-        self,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-        **extra: Any,
-    ) -> dict[str, str]:
+    def _params(self, writing: Mapping[str, Any] = _NO_OPTIONS, **extra: Any) -> dict[str, str]:
+        """Query parameters: a write's options (`dry_run`, `field_manager`,
+        `field_validation`), then each of `extra` that is set."""
         params: dict[str, str] = {}
-        if dry_run:
+        if writing.get("dry_run"):
             params["dryRun"] = "All"
-        manager = field_manager or self.field_manager
+        manager = writing.get("field_manager") or self.field_manager
         if manager:
             params["fieldManager"] = manager
-        if field_validation:
-            params["fieldValidation"] = field_validation
+        validation = writing.get("field_validation")
+        if validation:
+            params["fieldValidation"] = validation
         for key, value in extra.items():
             if value is not None:
                 params[key] = str(value).lower() if isinstance(value, bool) else str(value)
@@ -321,24 +333,20 @@ class Client:
 
     # reads ----------------------------------------------------------------------------------
 
-    @overload
-    async def get(self, kind: type[T], name: str, *, namespace: str | None = None) -> T: ...
-    @overload
-    async def get(
-        self, kind: GroupVersionKind | str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    async def get(self, kind: KindLike, name: str, *, namespace: str | None = None) -> Any:
+    async def get(self, kind: KindOf[Obj], name: str, **options: Unpack[GetOptions]) -> Obj:
         """One object by name; NotFound when it does not exist."""
-        target = await self._target(kind, namespace)
+        target = await self._target(kind, options.get("namespace"))
         path = target.resource.path(target.namespace, name)
-        return self._wrap(target, (await self._send("get", target, name, "GET", path)).json())
+        result: Obj = self._wrap(
+            target, (await self._send("get", target, name, "GET", path)).json()
+        )
+        return result
 
     async def get_metadata(
-        self, kind: KindLike, name: str, *, namespace: str | None = None
+        self, kind: KindLike, name: str, **options: Unpack[GetOptions]
     ) -> PartialObjectMetadata:
         """One object's metadata only (apiVersion, kind and metadata); NotFound when absent."""
-        target = await self._target(kind, namespace)
+        target = await self._target(kind, options.get("namespace"))
         path = target.resource.path(target.namespace, name)
         reply = await self._send("get", target, name, "GET", path, accept=_METADATA_ACCEPT)
         return PartialObjectMetadata.from_dict(_metadata_only(reply.json(), target.resource))
@@ -432,100 +440,46 @@ class Client:
             if not token:
                 return
 
-    @overload
     async def list(
         self,
-        kind: type[T],
+        kind: KindOf[Obj],
         *,
-        namespace: str | None = ...,
-        all_namespaces: bool = ...,
-        label_selector: str | None = ...,
-        field_selector: str | None = ...,
-        matching_fields: Mapping[str, str] | None = ...,
-        page_size: int = ...,
-    ) -> ObjectList[T]: ...
-    @overload
-    async def list(
-        self,
-        kind: GroupVersionKind | str,
-        *,
-        namespace: str | None = ...,
-        all_namespaces: bool = ...,
-        label_selector: str | None = ...,
-        field_selector: str | None = ...,
-        matching_fields: Mapping[str, str] | None = ...,
-        page_size: int = ...,
-    ) -> ObjectList[dict[str, Any]]: ...
-
-    async def list(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
-    ) -> ObjectList[Any]:
+        **options: Unpack[ListOptions],
+    ) -> ObjectList[Obj]:
         """Every object of a kind in a namespace (or all namespaces), fetched page by page.
 
         `matching_fields` entries are required field values, sent as a field selector.
         """
-        return await self._list_all(
-            kind,
-            namespace,
-            all_namespaces,
-            label_selector,
-            matching_fields_selector(field_selector, matching_fields),
-            page_size,
-            metadata_only=False,
-        )
+        return await self._list_all(kind, options, page_size, metadata_only=False)
 
     async def list_metadata(
         self,
         kind: KindLike,
         *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        **options: Unpack[ListOptions],
     ) -> ObjectList[PartialObjectMetadata]:
         """`list`, with each object's apiVersion, kind and metadata only."""
-        found = await self._list_all(
-            kind,
-            namespace,
-            all_namespaces,
-            label_selector,
-            matching_fields_selector(field_selector, matching_fields),
-            page_size,
-            metadata_only=True,
-        )
+        found = await self._list_all(kind, options, page_size, metadata_only=True)
         items = [PartialObjectMetadata.from_dict(item) for item in found.items]
         return ObjectList(items, found.resource_version, kind=found.kind)
 
     async def _list_all(
-        self,
-        kind: KindLike,
-        namespace: str | None,
-        all_namespaces: bool,
-        label_selector: str | None,
-        field_selector: str | None,
-        page_size: int,
-        *,
-        metadata_only: bool,
+        self, kind: KindLike, options: ListOptions, page_size: int, *, metadata_only: bool
     ) -> ObjectList[Any]:
+        selector = options.get("label_selector")
         items: list[Any] = []
         first: ObjectList[Any] | None = None
         async for page in self.list_pages(
             kind,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
+            namespace=options.get("namespace"),
+            label_selector=None if selector is None else str(selector),
+            field_selector=matching_fields_selector(
+                options.get("field_selector"), options.get("matching_fields")
+            ),
             page_size=page_size,
-            all_namespaces=all_namespaces,
+            all_namespaces=options.get("all_namespaces", False),
             metadata_only=metadata_only,
         ):
             first = first or page
@@ -581,20 +535,11 @@ class Client:
 
     # writes ---------------------------------------------------------------------------------
 
-    async def create(
-        self,
-        obj: T,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
+    async def create(self, obj: T, **options: Unpack[CreateOptions]) -> T:
         """Create an object (AlreadyExists when the name is taken). `obj` becomes the object
         as stored (name, uid, resourceVersion ...), in place, and is returned."""
-        target, data = await self._target_of(obj, namespace)
+        target, data = await self._target_of(obj, options.get("namespace"))
         path = target.resource.path(target.namespace)
-        params = self._params(dry_run, field_manager, field_validation)
         name = (data.get("metadata") or {}).get("name") or ""
         reply = await self._send(
             "create",
@@ -602,196 +547,83 @@ class Client:
             name or None,
             "POST",
             path,
-            params=params,
+            params=self._params(options),
             body=orjson.dumps(data),
             content_type="application/json",
         )
         result = reply.json()
-        if not dry_run:
+        if not options.get("dry_run"):
             self._written(target, (result.get("metadata") or {}).get("name") or name, reply)
         return adopt(obj, self._wrap(target, result))
 
     async def update(
-        self,
-        obj: T,
-        *,
-        subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
+        self, obj: T, *, subresource: str | None = None, **options: Unpack[UpdateOptions]
     ) -> T:
-        """Replace an object (Conflict when its resourceVersion is stale). `obj` becomes the
-        object as stored, in place, and is returned."""
+        """Replace an object (Conflict when its resourceVersion is stale), or its
+        `subresource`. `obj` becomes the object as stored, in place, and is returned."""
         target, data = await self._target_of(obj, None)
         name = (data.get("metadata") or {}).get("name")
         if not name:
             raise ValueError("update needs metadata.name")
-        path = target.resource.path(target.namespace, name, subresource)
-        params = self._params(dry_run, field_manager, field_validation)
         reply = await self._send(
             f"update_{subresource}" if subresource else "update",
             target,
             name,
             "PUT",
-            path,
-            params=params,
+            target.resource.path(target.namespace, name, subresource),
+            params=self._params(options),
             body=orjson.dumps(data),
             content_type="application/json",
         )
-        if not dry_run:
+        if not options.get("dry_run"):
             self._written(target, name, reply)
         return adopt(obj, self._wrap(target, reply.json()))
 
-    async def update_status(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
+    async def update_status(self, obj: T, **options: Unpack[UpdateOptions]) -> T:
         """Replace an object's status through its status subresource; `obj` becomes the
         object as stored, in place, and is returned."""
-        return await self.update(
-            obj,
-            subresource="status",
-            dry_run=dry_run,
-            field_manager=field_manager,
-            field_validation=field_validation,
-        )
-
-    @overload
-    async def patch(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = ...,
-        namespace: str | None = ...,
-        subresource: str | None = ...,
-        dry_run: bool = ...,
-        field_manager: str | None = ...,
-        force: bool | None = ...,
-        field_validation: str | None = ...,
-    ) -> T: ...
-    @overload
-    async def patch(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = ...,
-        namespace: str | None = ...,
-        subresource: str | None = ...,
-        dry_run: bool = ...,
-        field_manager: str | None = ...,
-        force: bool | None = ...,
-        field_validation: str | None = ...,
-    ) -> dict[str, Any]: ...
+        return await self.update(obj, subresource="status", **options)
 
     async def patch(
         self,
-        kind: KindLike,
+        kind: KindOf[Obj],
         name: str,
         patch: Any,
         *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
         subresource: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
-        """Patch an object: `merge` (RFC 7386), `json` (RFC 6902), `strategic` (built-ins),
-        or `apply` (server-side apply; prefer `apply()`). Returns the object as stored."""
-        target = await self._target(kind, namespace)
-        path = target.resource.path(target.namespace, name, subresource)
-        params = self._params(dry_run, field_manager, field_validation, force=force)
-        body = patch if isinstance(patch, bytes) else orjson.dumps(patch)
+        **options: Unpack[PatchOptions],
+    ) -> Obj:
+        """Patch an object (or its `subresource`): `merge` (RFC 7386), `json` (RFC 6902),
+        `strategic` (built-ins), or `apply` (server-side apply; prefer `apply()`). Returns the
+        object as stored."""
+        target = await self._target(kind, options.get("namespace"))
         reply = await self._send(
             f"patch_{subresource}" if subresource else "patch",
             target,
             name,
             "PATCH",
-            path,
-            params=params,
-            body=body,
-            content_type=_PATCH_CONTENT_TYPES[patch_type],
+            target.resource.path(target.namespace, name, subresource),
+            params=self._params(options, force=options.get("force")),
+            body=patch if isinstance(patch, bytes) else orjson.dumps(patch),
+            content_type=_PATCH_CONTENT_TYPES[options.get("patch_type", "merge")],
         )
-        if not dry_run:
+        if not options.get("dry_run"):
             self._written(target, name, reply)
-        return self._wrap(target, reply.json())
-
-    @overload
-    async def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = ...,
-        namespace: str | None = ...,
-        dry_run: bool = ...,
-        field_manager: str | None = ...,
-        force: bool | None = ...,
-        field_validation: str | None = ...,
-    ) -> T: ...
-    @overload
-    async def patch_status(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = ...,
-        namespace: str | None = ...,
-        dry_run: bool = ...,
-        field_manager: str | None = ...,
-        force: bool | None = ...,
-        field_validation: str | None = ...,
-    ) -> dict[str, Any]: ...
+        result: Obj = self._wrap(target, reply.json())
+        return result
 
     async def patch_status(
-        self,
-        kind: KindLike,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
+        self, kind: KindOf[Obj], name: str, patch: Any, **options: Unpack[PatchOptions]
+    ) -> Obj:
         """Patch an object's status subresource (a merge patch unless `patch_type` says);
         returns the object as stored."""
-        return await self.patch(
-            kind,
-            name,
-            patch,
-            patch_type=patch_type,
-            namespace=namespace,
-            subresource="status",
-            dry_run=dry_run,
-            field_manager=field_manager,
-            force=force,
-            field_validation=field_validation,
-        )
+        return await self.patch(kind, name, patch, subresource="status", **options)
 
     async def apply(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        subresource: str | None = None,
-        dry_run: bool = False,
+        self, obj: T, *, subresource: str | None = None, **options: Unpack[ApplyOptions]
     ) -> T:
-        """Server-side apply: make the object match `obj` for the fields this manager owns.
+        """Server-side apply: make the object (or its `subresource`) match `obj` for the
+        fields this manager owns.
 
         Creates the object when it does not exist. A field another manager owns with a
         different value raises Conflict unless `force`. Returns the object as stored; `obj`
@@ -801,47 +633,29 @@ class Client:
         name = (data.get("metadata") or {}).get("name")
         if not name:
             raise ValueError("apply needs metadata.name")
-        manager = field_manager or self.field_manager or "kubeforge"
-        path = target.resource.path(target.namespace, name, subresource)
-        params = self._params(dry_run, manager, None, force=force)
+        manager = options.get("field_manager") or self.field_manager or "kubeforge"
+        writing = {"dry_run": options.get("dry_run", False), "field_manager": manager}
         reply = await self._send(
             f"apply_{subresource}" if subresource else "apply",
             target,
             name,
             "PATCH",
-            path,
-            params=params,
+            target.resource.path(target.namespace, name, subresource),
+            params=self._params(writing, force=options.get("force", False)),
             body=orjson.dumps(data),
             content_type=_PATCH_CONTENT_TYPES["apply"],
         )
-        if not dry_run:
+        if not options.get("dry_run"):
             self._written(target, name, reply)
         result: T = self._wrap(target, reply.json())
         return result
 
-    async def apply_status(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T:
+    async def apply_status(self, obj: T, **options: Unpack[ApplyOptions]) -> T:
         """Server-side apply of an object's status; returns the object as stored."""
-        return await self.apply(
-            obj, field_manager=field_manager, force=force, subresource="status", dry_run=dry_run
-        )
+        return await self.apply(obj, subresource="status", **options)
 
     async def delete(
-        self,
-        kind: KindLike,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
+        self, kind: KindLike, name: str, **options: Unpack[DeleteOptions]
     ) -> dict[str, Any]:
         """Delete an object; returns the server's answer (the object while finalizers hold
         it, or a Status). NotFound when it does not exist.
@@ -851,71 +665,46 @@ class Client:
         they stay). `grace_period_seconds`: for Pods, how long they may take to stop (0:
         at once). `preconditions`: `{"uid": ..., "resourceVersion": ...}` the object must
         still have (Conflict otherwise). `dry_run`: validated and admitted, not done."""
-        target = await self._target(kind, namespace)
-        return await self._delete(
-            target, name, propagation_policy, grace_period_seconds, preconditions, dry_run
-        )
+        target = await self._target(kind, options.get("namespace"))
+        return await self._delete(target, name, options)
 
-    async def delete_object(
-        self,
-        obj: Any,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
+    async def delete_object(self, obj: Any, **options: Unpack[DeleteOptions]) -> dict[str, Any]:
         """Delete the object `obj` names (by kind, namespace and name); `obj` is unchanged."""
-        target, data = await self._target_of(obj, None)
+        target, data = await self._target_of(obj, options.get("namespace"))
         name = (data.get("metadata") or {}).get("name")
         if not name:
             raise ValueError("delete needs metadata.name")
-        return await self._delete(
-            target, name, propagation_policy, grace_period_seconds, preconditions, dry_run
-        )
+        return await self._delete(target, name, options)
 
-    def _delete_body(
-        self,
-        propagation_policy: str | None,
-        grace_period_seconds: int | None,
-        preconditions: Mapping[str, str | None] | None,
-        dry_run: bool,
-    ) -> bytes:
-        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    def _delete_body(self, options: Mapping[str, Any]) -> bytes:
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        propagation_policy = options.get("propagation_policy")
         if propagation_policy:
-            options["propagationPolicy"] = propagation_policy
+            body["propagationPolicy"] = propagation_policy
+        grace_period_seconds = options.get("grace_period_seconds")
         if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
+            body["gracePeriodSeconds"] = grace_period_seconds
         # A None value asks for no precondition on that field (controller-runtime's nil).
-        kept = {k: v for k, v in (preconditions or {}).items() if v is not None}
+        preconditions = options.get("preconditions") or {}
+        kept = {k: v for k, v in preconditions.items() if v is not None}
         if kept:
-            options["preconditions"] = kept
-        if dry_run:
-            options["dryRun"] = ["All"]
-        return orjson.dumps(options)
+            body["preconditions"] = kept
+        if options.get("dry_run"):
+            body["dryRun"] = ["All"]
+        return orjson.dumps(body)
 
-    async def _delete(
-        self,
-        target: _Target,
-        name: str,
-        propagation_policy: str | None,
-        grace_period_seconds: int | None,
-        preconditions: Mapping[str, str | None] | None,
-        dry_run: bool,
-    ) -> dict[str, Any]:
+    async def _delete(self, target: _Target, name: str, options: DeleteOptions) -> dict[str, Any]:
         reply = await self._send(
             "delete",
             target,
             name,
             "DELETE",
             target.resource.path(target.namespace, name),
-            body=self._delete_body(
-                propagation_policy, grace_period_seconds, preconditions, dry_run
-            ),
+            body=self._delete_body(options),
             content_type="application/json",
         )
         result: dict[str, Any] = reply.json() or {}
-        if not dry_run:
+        if not options.get("dry_run"):
             if result.get("kind") == "Status":
                 self._written(target, name, reply, deleted=True)
             elif (result.get("metadata") or {}).get("finalizers"):
@@ -923,19 +712,14 @@ class Client:
                 self._written(target, name, reply)
         return result
 
-    async def delete_all_of(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        dry_run: bool = False,
-    ) -> None:
+    async def delete_all_of(self, kind: KindLike, **options: Unpack[DeleteAllOfOptions]) -> None:
         """Delete every object of a kind in a namespace that matches the selectors."""
-        target = await self._target(kind, namespace)
-        params = self._params(labelSelector=label_selector, fieldSelector=field_selector)
+        target = await self._target(kind, options.get("namespace"))
+        selector = options.get("label_selector")
+        params = self._params(
+            labelSelector=None if selector is None else str(selector),
+            fieldSelector=options.get("field_selector"),
+        )
         await self._send(
             "delete_all_of",
             target,
@@ -943,7 +727,7 @@ class Client:
             "DELETE",
             target.resource.path(target.namespace),
             params=params,
-            body=self._delete_body(propagation_policy, None, None, dry_run),
+            body=self._delete_body(options),
             content_type="application/json",
         )
 

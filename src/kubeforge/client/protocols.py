@@ -1,12 +1,14 @@
 """What a client can do, as protocols: controller-runtime's client.Reader, client.Writer and
 client.SubResourceWriter (for status), and their union.
 
-`Client` (the live client), `CachedClient` (a reconciler's: cached reads, live writes) and
-anything else with these methods satisfy `Reader`, `Writer`, `StatusWriter` and
-`ObjectClient`; `SyncClient` satisfies the blocking twins `SyncReader`, `SyncWriter`,
-`SyncStatusWriter` and `SyncObjectClient`, with the same parameters. Helpers typed against
-these protocols work with every client, and a read returns the kind asked for: a typed
-class gives its instances, a `GroupVersionKind` or `"apps/v1/Deployment"` string gives dicts.
+Each verb is defined once, here: its object, and its options as one `TypedDict`
+(`kubeforge.client.options`). `Client` (the live client), `CachedClient` (a reconciler's:
+cached reads, live writes) and anything else with these methods satisfy `Reader`, `Writer`,
+`StatusWriter` and `ObjectClient`; `SyncClient` satisfies the blocking twins `SyncReader`,
+`SyncWriter`, `SyncStatusWriter` and `SyncObjectClient`, which are made from them. Helpers
+typed against these protocols work with every client, and a read returns the kind asked for:
+a typed class gives its instances, a `GroupVersionKind` or `"apps/v1/Deployment"` string
+gives dicts.
 
 Writes follow decision 0018: `create`, `update` and `update_status` change the object given
 in place into the object as stored and return it; `patch`, `patch_status`, `apply` and
@@ -15,11 +17,21 @@ in place into the object as stored and return it; `patch`, `patch_status`, `appl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar, Unpack
 
-from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.client.client import KindLike, ObjectList, PatchType, PropagationPolicy
+from kubeforge.api.meta import PartialObjectMetadata
+from kubeforge.client.client import KindLike, KindOf, Obj, ObjectList
+from kubeforge.client.forwarding import blocking_member
+from kubeforge.client.options import (
+    ApplyOptions,
+    CreateOptions,
+    DeleteAllOfOptions,
+    DeleteOptions,
+    GetOptions,
+    ListOptions,
+    PatchOptions,
+    UpdateOptions,
+)
 
 __all__ = [
     "ObjectClient",
@@ -38,393 +50,119 @@ T = TypeVar("T")
 class Reader(Protocol):
     """Reads objects: one by name, or a list (of one namespace, or of all namespaces)."""
 
-    @overload
-    async def get(self, kind: type[T], name: str, *, namespace: str | None = None) -> T: ...
-    @overload
-    async def get(
-        self, kind: GroupVersionKind | str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]: ...
+    async def get(self, kind: KindOf[Obj], name: str, **options: Unpack[GetOptions]) -> Obj:
+        """One object by name; NotFound when it does not exist."""
 
-    @overload
-    async def list(
-        self,
-        kind: type[T],
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[T]: ...
-    @overload
-    async def list(
-        self,
-        kind: GroupVersionKind | str,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[dict[str, Any]]: ...
+    async def list(self, kind: KindOf[Obj], **options: Unpack[ListOptions]) -> ObjectList[Obj]:
+        """The objects of a kind that match the options."""
 
     async def get_metadata(
-        self, kind: KindLike, name: str, *, namespace: str | None = None
-    ) -> PartialObjectMetadata: ...
+        self, kind: KindLike, name: str, **options: Unpack[GetOptions]
+    ) -> PartialObjectMetadata:
+        """One object's apiVersion, kind and metadata."""
 
     async def list_metadata(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[PartialObjectMetadata]: ...
+        self, kind: KindLike, **options: Unpack[ListOptions]
+    ) -> ObjectList[PartialObjectMetadata]:
+        """`list`, with each object's apiVersion, kind and metadata only."""
 
 
 class Writer(Protocol):
     """Creates, replaces, patches, applies and deletes objects."""
 
-    async def create(
-        self,
-        obj: T,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
+    async def create(self, obj: T, **options: Unpack[CreateOptions]) -> T:
+        """Create `obj` (AlreadyExists when the name is taken); it becomes the object as
+        stored, in place, and is returned."""
 
-    async def update(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
+    async def update(self, obj: T, **options: Unpack[UpdateOptions]) -> T:
+        """Replace `obj` (Conflict when its resourceVersion is stale); it becomes the object
+        as stored, in place, and is returned."""
 
-    @overload
     async def patch(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    async def patch(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
+        self, kind: KindOf[Obj], name: str, patch: Any, **options: Unpack[PatchOptions]
+    ) -> Obj:
+        """Patch an object; returns it as stored."""
 
-    async def apply(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T: ...
+    async def apply(self, obj: T, **options: Unpack[ApplyOptions]) -> T:
+        """Server-side apply `obj` (left as it is); returns the object as stored."""
 
     async def delete(
-        self,
-        kind: KindLike,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]: ...
+        self, kind: KindLike, name: str, **options: Unpack[DeleteOptions]
+    ) -> dict[str, Any]:
+        """Delete an object; returns the server's answer (the object while finalizers hold
+        it, or a Status). NotFound when it does not exist."""
 
-    async def delete_object(
-        self,
-        obj: Any,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]: ...
+    async def delete_object(self, obj: Any, **options: Unpack[DeleteOptions]) -> dict[str, Any]:
+        """Delete the object `obj` names (by kind, namespace and name); `obj` is unchanged."""
 
-    async def delete_all_of(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        dry_run: bool = False,
-    ) -> None: ...
+    async def delete_all_of(self, kind: KindLike, **options: Unpack[DeleteAllOfOptions]) -> None:
+        """Delete every object of a kind in a namespace that matches the selectors."""
 
 
 class StatusWriter(Protocol):
     """Writes the status subresource."""
 
-    async def update_status(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
+    async def update_status(self, obj: T, **options: Unpack[UpdateOptions]) -> T:
+        """Replace `obj`'s status; it becomes the object as stored, in place."""
 
-    @overload
     async def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    async def patch_status(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
+        self, kind: KindOf[Obj], name: str, patch: Any, **options: Unpack[PatchOptions]
+    ) -> Obj:
+        """Patch an object's status; returns the object as stored."""
 
-    async def apply_status(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T: ...
+    async def apply_status(self, obj: T, **options: Unpack[ApplyOptions]) -> T:
+        """Server-side apply of `obj`'s status; returns the object as stored."""
 
 
 class ObjectClient(Reader, Writer, StatusWriter, Protocol):
     """Reads and writes objects and their status (controller-runtime's client.Client)."""
 
 
+# The blocking twins: each member is the verb above, returning its result instead of a
+# coroutine (the placeholder under each declaration only names it).
+
+
 class SyncReader(Protocol):
     """`Reader`, blocking: for plain `def` reconcilers running in a worker thread."""
 
-    @overload
-    def get(self, kind: type[T], name: str, *, namespace: str | None = None) -> T: ...
-    @overload
-    def get(
-        self, kind: GroupVersionKind | str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    @overload
-    def list(
-        self,
-        kind: type[T],
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[T]: ...
-    @overload
-    def list(
-        self,
-        kind: GroupVersionKind | str,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[dict[str, Any]]: ...
-
-    def get_metadata(
-        self, kind: KindLike, name: str, *, namespace: str | None = None
-    ) -> PartialObjectMetadata: ...
-
-    def list_metadata(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[PartialObjectMetadata]: ...
+    @blocking_member(Reader.get)
+    def get(self) -> None: ...
+    @blocking_member(Reader.list)
+    def list(self) -> None: ...
+    @blocking_member(Reader.get_metadata)
+    def get_metadata(self) -> None: ...
+    @blocking_member(Reader.list_metadata)
+    def list_metadata(self) -> None: ...
 
 
 class SyncWriter(Protocol):
     """`Writer`, blocking."""
 
-    def create(
-        self,
-        obj: T,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-
-    def update(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-
-    @overload
-    def patch(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    def patch(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def apply(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T: ...
-
-    def delete(
-        self,
-        kind: KindLike,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]: ...
-
-    def delete_object(
-        self,
-        obj: Any,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]: ...
-
-    def delete_all_of(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        dry_run: bool = False,
-    ) -> None: ...
+    @blocking_member(Writer.create)
+    def create(self) -> None: ...
+    @blocking_member(Writer.update)
+    def update(self) -> None: ...
+    @blocking_member(Writer.patch)
+    def patch(self) -> None: ...
+    @blocking_member(Writer.apply)
+    def apply(self) -> None: ...
+    @blocking_member(Writer.delete)
+    def delete(self) -> None: ...
+    @blocking_member(Writer.delete_object)
+    def delete_object(self) -> None: ...
+    @blocking_member(Writer.delete_all_of)
+    def delete_all_of(self) -> None: ...
 
 
 class SyncStatusWriter(Protocol):
     """`StatusWriter`, blocking."""
 
-    def update_status(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-
-    @overload
-    def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    def patch_status(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def apply_status(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T: ...
+    @blocking_member(StatusWriter.update_status)
+    def update_status(self) -> None: ...
+    @blocking_member(StatusWriter.patch_status)
+    def patch_status(self) -> None: ...
+    @blocking_member(StatusWriter.apply_status)
+    def apply_status(self) -> None: ...
 
 
 class SyncObjectClient(SyncReader, SyncWriter, SyncStatusWriter, Protocol):

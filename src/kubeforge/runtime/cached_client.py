@@ -14,12 +14,14 @@ controller-runtime; the live client's means its default namespace. Pass `namespa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
-from typing import Any, TypeVar, overload
+from collections.abc import Coroutine
+from typing import Any, TypeVar, Unpack
 
-from kubeforge.api.machinery.selectors import LabelSelector
-from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.client.client import Client, KindLike, ObjectList, PatchType, PropagationPolicy
+from kubeforge.api.meta import PartialObjectMetadata
+from kubeforge.client.client import Client, KindLike, KindOf, Obj, ObjectList
+from kubeforge.client.forwarding import blocking, forward
+from kubeforge.client.options import GetOptions, ListOptions
+from kubeforge.client.protocols import StatusWriter, Writer
 from kubeforge.runtime.cache import Cache, FieldSelectorUnverified
 
 __all__ = ["CachedClient", "SyncClient"]
@@ -40,107 +42,45 @@ class CachedClient:
 
     # reads ----------------------------------------------------------------------------------
 
-    @overload
-    async def get(self, kind: type[T], name: str, *, namespace: str | None = None) -> T: ...
-    @overload
-    async def get(
-        self, kind: GroupVersionKind | str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    async def get(self, kind: KindLike, name: str, *, namespace: str | None = None) -> Any:
+    async def get(self, kind: KindOf[Obj], name: str, **options: Unpack[GetOptions]) -> Obj:
         """An object from the cache (NotFound when absent, NotCached for unwatched kinds)."""
-        return self.cache.get(kind, name, namespace=namespace)
+        result: Obj = self.cache.get(kind, name, namespace=options.get("namespace"))
+        return result
 
-    @overload
-    async def list(
-        self,
-        kind: type[T],
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[T]: ...
-    @overload
-    async def list(
-        self,
-        kind: GroupVersionKind | str,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[dict[str, Any]]: ...
-
-    async def list(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[Any]:
+    async def list(self, kind: KindOf[Obj], **options: Unpack[ListOptions]) -> ObjectList[Obj]:
         """Objects from the cache, filtered by namespace (None: every cached namespace),
         selectors and field indexes (`matching_fields`)."""
-        return await self._list(
-            kind,
-            None if all_namespaces else namespace,
-            label_selector,
-            field_selector,
-            matching_fields,
-            metadata_only=False,
-        )
+        return await self._list(kind, options, metadata_only=False)
 
     async def get_metadata(
-        self, kind: KindLike, name: str, *, namespace: str | None = None
+        self, kind: KindLike, name: str, **options: Unpack[GetOptions]
     ) -> PartialObjectMetadata:
         """An object's metadata from the cache (a metadata-only informer, or the whole one)."""
         result: PartialObjectMetadata = self.cache.get(
-            kind, name, namespace=namespace, metadata_only=True
+            kind, name, namespace=options.get("namespace"), metadata_only=True
         )
         return result
 
     async def list_metadata(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
+        self, kind: KindLike, **options: Unpack[ListOptions]
     ) -> ObjectList[PartialObjectMetadata]:
         """`list` of metadata only (PartialObjectMetadata)."""
-        return await self._list(
-            kind,
-            None if all_namespaces else namespace,
-            label_selector,
-            field_selector,
-            matching_fields,
-            metadata_only=True,
-        )
+        return await self._list(kind, options, metadata_only=True)
 
     async def _list(
-        self,
-        kind: KindLike,
-        namespace: str | None,
-        label_selector: str | LabelSelector | None,
-        field_selector: str | None,
-        matching_fields: Mapping[str, str] | None,
-        *,
-        metadata_only: bool,
+        self, kind: KindLike, options: ListOptions, *, metadata_only: bool
     ) -> ObjectList[Any]:
+        namespace = None if options.get("all_namespaces") else options.get("namespace")
+        label_selector = options.get("label_selector")
+        field_selector = options.get("field_selector")
+
         def read() -> list[Any]:
             return self.cache.list(
                 kind,
                 namespace=namespace,
                 label_selector=label_selector,
                 field_selector=field_selector,
-                matching_fields=matching_fields,
+                matching_fields=options.get("matching_fields"),
                 metadata_only=metadata_only,
             )
 
@@ -167,267 +107,25 @@ class CachedClient:
         informer = self.cache.informer_serving(kind, metadata_only=metadata_only)
         return ObjectList(items, informer.last_resource_version)
 
-    # writes: straight to the API server -----------------------------------------------------
+    # writes: straight to the API server (whose client puts what they return in the cache) --
 
-    async def create(
-        self,
-        obj: T,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        """Create `obj`; it becomes the object as stored (in place) and is returned."""
-        return await self.api.create(
-            obj,
-            namespace=namespace,
-            dry_run=dry_run,
-            field_manager=field_manager,
-            field_validation=field_validation,
-        )
-
-    async def update(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        """Replace `obj` (Conflict when stale); it becomes the object as stored, in place."""
-        return await self.api.update(
-            obj, dry_run=dry_run, field_manager=field_manager, field_validation=field_validation
-        )
-
-    async def update_status(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        """Replace `obj`'s status; it becomes the object as stored, in place."""
-        return await self.api.update_status(
-            obj, dry_run=dry_run, field_manager=field_manager, field_validation=field_validation
-        )
-
-    @overload
-    async def patch(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    async def patch(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    async def patch(
-        self,
-        kind: KindLike,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
-        """Patch an object; returns it as stored."""
-        return await self.api.patch(
-            kind,
-            name,
-            patch,
-            patch_type=patch_type,
-            namespace=namespace,
-            dry_run=dry_run,
-            field_manager=field_manager,
-            force=force,
-            field_validation=field_validation,
-        )
-
-    @overload
-    async def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    async def patch_status(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    async def patch_status(
-        self,
-        kind: KindLike,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
-        """Patch an object's status; returns the object as stored."""
-        return await self.api.patch_status(
-            kind,
-            name,
-            patch,
-            patch_type=patch_type,
-            namespace=namespace,
-            dry_run=dry_run,
-            field_manager=field_manager,
-            force=force,
-            field_validation=field_validation,
-        )
-
-    async def apply(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T:
-        """Server-side apply `obj` (left unchanged); returns the object as stored."""
-        return await self.api.apply(obj, field_manager=field_manager, force=force, dry_run=dry_run)
-
-    async def apply_status(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T:
-        """Server-side apply of `obj`'s status; returns the object as stored."""
-        return await self.api.apply_status(
-            obj, field_manager=field_manager, force=force, dry_run=dry_run
-        )
-
-    async def delete(
-        self,
-        kind: KindLike,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Delete an object; returns the server's answer."""
-        return await self.api.delete(
-            kind,
-            name,
-            namespace=namespace,
-            propagation_policy=propagation_policy,
-            grace_period_seconds=grace_period_seconds,
-            preconditions=preconditions,
-            dry_run=dry_run,
-        )
-
-    async def delete_object(
-        self,
-        obj: Any,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        """Delete the object `obj` names; returns the server's answer."""
-        return await self.api.delete_object(
-            obj,
-            propagation_policy=propagation_policy,
-            grace_period_seconds=grace_period_seconds,
-            preconditions=preconditions,
-            dry_run=dry_run,
-        )
-
-    async def delete_all_of(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        dry_run: bool = False,
-    ) -> None:
-        """Delete every matching object of a kind in a namespace."""
-        await self.api.delete_all_of(
-            kind,
-            namespace=namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            propagation_policy=propagation_policy,
-            dry_run=dry_run,
-        )
-
-    async def scale(
-        self, kind: KindLike, name: str, replicas: int, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        """Set an object's replicas through its scale subresource."""
-        return await self.api.scale(kind, name, replicas, namespace=namespace)
-
-    async def create_subresource(
-        self,
-        kind: KindLike,
-        name: str,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-    ) -> dict[str, Any]:
-        """`POST <object>/<subresource>`: eviction, binding, token ..."""
-        return await self.api.create_subresource(kind, name, subresource, body, namespace=namespace)
+    create = forward(Writer.create, via="api")
+    update = forward(Writer.update, via="api")
+    patch = forward(Writer.patch, via="api")
+    apply = forward(Writer.apply, via="api")
+    delete = forward(Writer.delete, via="api")
+    delete_object = forward(Writer.delete_object, via="api")
+    delete_all_of = forward(Writer.delete_all_of, via="api")
+    update_status = forward(StatusWriter.update_status, via="api")
+    patch_status = forward(StatusWriter.patch_status, via="api")
+    apply_status = forward(StatusWriter.apply_status, via="api")
+    scale = forward(Client.scale, via="api")
+    create_subresource = forward(Client.create_subresource, via="api")
 
 
 class SyncClient:
-    """Blocking versions of CachedClient's calls, for reconcilers running in a thread.
+    """Blocking versions of CachedClient's calls, for reconcilers running in a thread: each
+    is the cached client's call, with its parameters, run to its result (`blocking`).
 
     Each call runs on the manager's event loop; calling one from that loop's own thread
     would wait for itself, and raises RuntimeError instead.
@@ -477,354 +175,19 @@ class SyncClient:
     def namespace(self) -> str:
         return self._client.namespace
 
-    @overload
-    def get(self, kind: type[T], name: str, *, namespace: str | None = None) -> T: ...
-    @overload
-    def get(
-        self, kind: GroupVersionKind | str, name: str, *, namespace: str | None = None
-    ) -> dict[str, Any]: ...
-
-    def get(self, kind: KindLike, name: str, *, namespace: str | None = None) -> Any:
-        return self.run(self._client.get(kind, name, namespace=namespace))
-
-    @overload
-    def list(
-        self,
-        kind: type[T],
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[T]: ...
-    @overload
-    def list(
-        self,
-        kind: GroupVersionKind | str,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[dict[str, Any]]: ...
-
-    def list(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[Any]:
-        return self.run(
-            self._client.list(
-                kind,
-                namespace=namespace,
-                all_namespaces=all_namespaces,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                matching_fields=matching_fields,
-            )
-        )
-
-    def get_metadata(
-        self, kind: KindLike, name: str, *, namespace: str | None = None
-    ) -> PartialObjectMetadata:
-        return self.run(self._client.get_metadata(kind, name, namespace=namespace))
-
-    def list_metadata(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        all_namespaces: bool = False,
-        label_selector: str | LabelSelector | None = None,
-        field_selector: str | None = None,
-        matching_fields: Mapping[str, str] | None = None,
-    ) -> ObjectList[PartialObjectMetadata]:
-        return self.run(
-            self._client.list_metadata(
-                kind,
-                namespace=namespace,
-                all_namespaces=all_namespaces,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                matching_fields=matching_fields,
-            )
-        )
-
-    def create(
-        self,
-        obj: T,
-        *,
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        return self.run(
-            self._client.create(
-                obj,
-                namespace=namespace,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                field_validation=field_validation,
-            )
-        )
-
-    def update(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        return self.run(
-            self._client.update(
-                obj,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                field_validation=field_validation,
-            )
-        )
-
-    def update_status(
-        self,
-        obj: T,
-        *,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        field_validation: str | None = None,
-    ) -> T:
-        return self.run(
-            self._client.update_status(
-                obj,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                field_validation=field_validation,
-            )
-        )
-
-    @overload
-    def patch(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    def patch(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def patch(
-        self,
-        kind: KindLike,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
-        return self.run(
-            self._client.patch(
-                kind,
-                name,
-                patch,
-                patch_type=patch_type,
-                namespace=namespace,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                force=force,
-                field_validation=field_validation,
-            )
-        )
-
-    @overload
-    def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> T: ...
-    @overload
-    def patch_status(
-        self,
-        kind: GroupVersionKind | str,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def patch_status(
-        self,
-        kind: KindLike,
-        name: str,
-        patch: Any,
-        *,
-        patch_type: PatchType = "merge",
-        namespace: str | None = None,
-        dry_run: bool = False,
-        field_manager: str | None = None,
-        force: bool | None = None,
-        field_validation: str | None = None,
-    ) -> Any:
-        return self.run(
-            self._client.patch_status(
-                kind,
-                name,
-                patch,
-                patch_type=patch_type,
-                namespace=namespace,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                force=force,
-                field_validation=field_validation,
-            )
-        )
-
-    def apply(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T:
-        return self.run(
-            self._client.apply(obj, field_manager=field_manager, force=force, dry_run=dry_run)
-        )
-
-    def apply_status(
-        self,
-        obj: T,
-        *,
-        field_manager: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> T:
-        return self.run(
-            self._client.apply_status(
-                obj, field_manager=field_manager, force=force, dry_run=dry_run
-            )
-        )
-
-    def delete(
-        self,
-        kind: KindLike,
-        name: str,
-        *,
-        namespace: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        return self.run(
-            self._client.delete(
-                kind,
-                name,
-                namespace=namespace,
-                propagation_policy=propagation_policy,
-                grace_period_seconds=grace_period_seconds,
-                preconditions=preconditions,
-                dry_run=dry_run,
-            )
-        )
-
-    def delete_object(
-        self,
-        obj: Any,
-        *,
-        propagation_policy: PropagationPolicy | None = None,
-        grace_period_seconds: int | None = None,
-        preconditions: Mapping[str, str | None] | None = None,
-        dry_run: bool = False,
-    ) -> dict[str, Any]:
-        return self.run(
-            self._client.delete_object(
-                obj,
-                propagation_policy=propagation_policy,
-                grace_period_seconds=grace_period_seconds,
-                preconditions=preconditions,
-                dry_run=dry_run,
-            )
-        )
-
-    def delete_all_of(
-        self,
-        kind: KindLike,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        propagation_policy: PropagationPolicy | None = None,
-        dry_run: bool = False,
-    ) -> None:
-        self.run(
-            self._client.delete_all_of(
-                kind,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                propagation_policy=propagation_policy,
-                dry_run=dry_run,
-            )
-        )
-
-    def scale(
-        self, kind: KindLike, name: str, replicas: int, *, namespace: str | None = None
-    ) -> dict[str, Any]:
-        return self.run(self._client.scale(kind, name, replicas, namespace=namespace))
-
-    def create_subresource(
-        self,
-        kind: KindLike,
-        name: str,
-        subresource: str,
-        body: Mapping[str, Any],
-        *,
-        namespace: str | None = None,
-    ) -> dict[str, Any]:
-        return self.run(
-            self._client.create_subresource(kind, name, subresource, body, namespace=namespace)
-        )
+    get = blocking(CachedClient.get, via="cached")
+    list = blocking(CachedClient.list, via="cached")
+    get_metadata = blocking(CachedClient.get_metadata, via="cached")
+    list_metadata = blocking(CachedClient.list_metadata, via="cached")
+    create = blocking(CachedClient.create, via="cached")
+    update = blocking(CachedClient.update, via="cached")
+    patch = blocking(CachedClient.patch, via="cached")
+    apply = blocking(CachedClient.apply, via="cached")
+    delete = blocking(CachedClient.delete, via="cached")
+    delete_object = blocking(CachedClient.delete_object, via="cached")
+    delete_all_of = blocking(CachedClient.delete_all_of, via="cached")
+    update_status = blocking(CachedClient.update_status, via="cached")
+    patch_status = blocking(CachedClient.patch_status, via="cached")
+    apply_status = blocking(CachedClient.apply_status, via="cached")
+    scale = blocking(CachedClient.scale, via="cached")
+    create_subresource = blocking(CachedClient.create_subresource, via="cached")

@@ -1,6 +1,7 @@
 """Testing operators: TestEnv (the envtest equivalent), kubectl and waiting helpers, round
-trips between versions (with Hypothesis strategies for objects), and the pytest plugin
-(fixtures `testenv`, `kubeforge_client`, `manager`, `kubectl`).
+trips between versions (with Hypothesis strategies for objects), `kubeforge dev` in a process
+of its own, and the pytest plugin (fixtures `testenv`, `kubeforge_client`, `manager`,
+`kubectl`).
 
 Names are loaded on first use: pytest loads the plugin in every run of any project where
 kubeforge is installed, and that must not cost the import of the client and runtime.
@@ -14,6 +15,8 @@ from kubeforge.lazyload import lazy_exports
 
 __all__ = [
     "USE_EXISTING_CLUSTER",
+    "DevProcess",
+    "DevProcessError",
     "FlakyReconciler",
     "InjectedFailure",
     "Kubectl",
@@ -33,6 +36,8 @@ __all__ = [
 _EXPORTS: dict[str, str] = {
     "USE_EXISTING_CLUSTER": "kubeforge.testing.env",
     "TestEnv": "kubeforge.testing.env",
+    "DevProcess": "kubeforge.testing.devprocess",
+    "DevProcessError": "kubeforge.testing.devprocess",
     "Kubectl": "kubeforge.testing.kubectl",
     "KubectlError": "kubeforge.testing.kubectl",
     "KubectlResult": "kubeforge.testing.kubectl",
@@ -56,6 +61,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from kubeforge.testing.devprocess import (
+        DevProcess as DevProcess,
+        DevProcessError as DevProcessError,
+    )
     from kubeforge.testing.env import (
         USE_EXISTING_CLUSTER as USE_EXISTING_CLUSTER,
         TestEnv as TestEnv,

@@ -21,14 +21,18 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 __all__ = [
+    "EXTENDED_USAGES",
+    "KEY_USAGES",
     "ServingCertificates",
     "client_certificate",
     "generate_certificates",
     "load_chain_from_memory",
     "sign_certificate_request",
+    "user_subject",
 ]
 
 
@@ -175,42 +179,10 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def client_certificate(
-    certs: ServingCertificates, user: str, groups: tuple[str, ...] = (), days: int = 365
-) -> tuple[bytes, bytes]:
-    """A client certificate for `user` (CN) in `groups` (one O each), signed by the CA:
-    (certificate PEM, key PEM)."""
-    if not certs.ca_key_pem:
-        raise ValueError("the CA's private key is not available to sign client certificates")
-    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("unexpected CA key type")
-    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
-    now = dt.datetime.now(dt.UTC)
-    key = ec.generate_private_key(ec.SECP256R1())
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(min(now + dt.timedelta(days=days), ca_cert.not_valid_after_utc))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
-
-
-# CertificateSigningRequest usages as X.509 key usages and extended key usages
-# (k8s.io/client-go/util/cert and the controller manager's signer use the same table).
-_KEY_USAGES = {
+# The usages a CertificateSigningRequest or a cert-manager Certificate may ask for (both APIs
+# name the same list), as X.509 key usages (KeyUsage's fields) and extended key usages; the
+# table of k8s.io/client-go/util/cert, which the controller manager's signer uses too.
+KEY_USAGES: dict[str, str] = {
     "signing": "digital_signature",
     "digital signature": "digital_signature",
     "content commitment": "content_commitment",
@@ -222,7 +194,7 @@ _KEY_USAGES = {
     "encipher only": "encipher_only",
     "decipher only": "decipher_only",
 }
-_EXTENDED_USAGES = {
+EXTENDED_USAGES: dict[str, x509.ObjectIdentifier] = {
     "any": ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE,
     "server auth": ExtendedKeyUsageOID.SERVER_AUTH,
     "client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
@@ -241,6 +213,76 @@ _EXTENDED_USAGES = {
 _BACKDATE = dt.timedelta(minutes=5)
 
 
+def user_subject(user: str, groups: tuple[str, ...] = ()) -> x509.Name:
+    """The subject kube reads a user from: one O for each group, then the user as CN."""
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, g) for g in groups]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, user))
+    return x509.Name(attributes)
+
+
+def _signing_ca(
+    certs: ServingCertificates, what: str
+) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """The CA's key and certificate, to sign `what` with."""
+    if not certs.ca_key_pem:
+        raise ValueError(f"the CA's private key is not available to sign {what}")
+    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("unexpected CA key type")
+    return ca_key, x509.load_pem_x509_certificate(certs.ca_pem)
+
+
+def _signed(
+    ca: tuple[ec.EllipticCurvePrivateKey, x509.Certificate],
+    subject: x509.Name,
+    public_key: CertificatePublicKeyTypes,
+    usages: list[str],
+    lifetime: dt.timedelta,
+    names: x509.SubjectAlternativeName | None = None,
+) -> bytes:
+    """A leaf certificate the CA signs, PEM-encoded: backdated a little, never valid past
+    the CA's own end, with the given usages (see KEY_USAGES, EXTENDED_USAGES) and names."""
+    ca_key, ca_cert = ca
+    now = dt.datetime.now(dt.UTC)
+    flags = dict.fromkeys(set(KEY_USAGES.values()), False)
+    for usage in usages:
+        if usage in KEY_USAGES:
+            flags[KEY_USAGES[usage]] = True
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - _BACKDATE)
+        .not_valid_after(min(now + lifetime, ca_cert.not_valid_after_utc))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
+        )
+    )
+    if any(flags.values()):
+        builder = builder.add_extension(x509.KeyUsage(**flags), critical=True)
+    extended = [EXTENDED_USAGES[u] for u in dict.fromkeys(usages) if u in EXTENDED_USAGES]
+    if extended:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
+    if names is not None:
+        builder = builder.add_extension(names, critical=False)
+    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+
+
+def client_certificate(
+    certs: ServingCertificates, user: str, groups: tuple[str, ...] = (), days: int = 365
+) -> tuple[bytes, bytes]:
+    """A client certificate for `user` (CN) in `groups` (one O each), signed by the CA:
+    (certificate PEM, key PEM)."""
+    ca = _signing_ca(certs, "client certificates")
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = user_subject(user, groups)
+    lifetime = dt.timedelta(days=days)
+    return _signed(ca, subject, key.public_key(), ["client auth"], lifetime), _key_pem(key)
+
+
 def sign_certificate_request(
     certs: ServingCertificates,
     request: x509.CertificateSigningRequest,
@@ -252,41 +294,9 @@ def sign_certificate_request(
 
     As the controller manager's signer does (pkg/controller/certificates/authority): the
     request's own extensions are not copied, and the start is backdated five minutes."""
-    if not certs.ca_key_pem:
-        raise ValueError("the CA's private key is not available to sign certificates")
-    ca_key = serialization.load_pem_private_key(certs.ca_key_pem, password=None)
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise ValueError("unexpected CA key type")
-    ca_cert = x509.load_pem_x509_certificate(certs.ca_pem)
-    now = dt.datetime.now(dt.UTC)
-    not_before = now - _BACKDATE
-    not_after = min(now + lifetime, ca_cert.not_valid_after_utc)
-    flags = dict.fromkeys(set(_KEY_USAGES.values()), False)
-    for usage in usages:
-        if usage in _KEY_USAGES:
-            flags[_KEY_USAGES[usage]] = True
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(request.subject)
-        .issuer_name(ca_cert.subject)
-        .public_key(request.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-    )
-    if any(flags.values()):
-        builder = builder.add_extension(x509.KeyUsage(**flags), critical=True)
-    extended = [_EXTENDED_USAGES[u] for u in dict.fromkeys(usages) if u in _EXTENDED_USAGES]
-    if extended:
-        builder = builder.add_extension(x509.ExtendedKeyUsage(extended), critical=False)
+    ca = _signing_ca(certs, "certificates")
     try:
-        names = request.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        names = request.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         names = None
-    if names is not None:
-        builder = builder.add_extension(names.value, critical=False)
-    return builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    return _signed(ca, request.subject, request.public_key(), usages, lifetime, names)

@@ -41,13 +41,19 @@ class CertificateAdmission:
     def __init__(self, allowed: Callable[[Attributes], tuple[bool, str]]) -> None:
         self.allowed = allowed
 
-    def _may(self, user: UserInfo, verb: str, signer: str) -> bool:
-        """IsAuthorizedForSignerName: the signer by name, or every signer of its domain."""
-        for name in (signer, signer.split("/")[0] + "/*"):
-            attrs = Attributes(user, verb, True, GROUP, "*", "signers", "", "", name)
+    def _require(self, user: UserInfo, verb: str, signer: str, name: str) -> None:
+        """IsAuthorizedForSignerName: `verb` on the signer by name, or on every signer of its
+        domain; 403 otherwise."""
+        for signer_name in (signer, signer.split("/")[0] + "/*"):
+            attrs = Attributes(user, verb, True, GROUP, "*", "signers", "", "", signer_name)
             if self.allowed(attrs)[0]:
-                return True
-        return False
+                return
+        raise StatusError.forbidden(
+            GROUP,
+            "certificatesigningrequests",
+            name,
+            f'user not permitted to {verb} requests with signerName "{signer}"',
+        )
 
     def __call__(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         rt = call.rt
@@ -59,26 +65,12 @@ class CertificateAdmission:
             self._restrict_subject(obj, name)
         elif sub == "approval":
             # The new object's signer: an attempt to change it is refused by validation.
-            signer = _signer(obj)
-            if not self._may(call.user, "approve", signer):
-                raise StatusError.forbidden(
-                    GROUP,
-                    rt.plural,
-                    name,
-                    f'user not permitted to approve requests with signerName "{signer}"',
-                )
+            self._require(call.user, "approve", _signer(obj), name)
         elif sub == "status" and old is not None:
             certificate = as_dict(obj.get("status")).get("certificate")
             if certificate == as_dict(old.get("status")).get("certificate"):
                 return
-            signer = _signer(old)
-            if not self._may(call.user, "sign", signer):
-                raise StatusError.forbidden(
-                    GROUP,
-                    rt.plural,
-                    name,
-                    f'user not permitted to sign requests with signerName "{signer}"',
-                )
+            self._require(call.user, "sign", _signer(old), name)
 
     @staticmethod
     def _restrict_subject(obj: dict[str, Any], name: str) -> None:

@@ -170,13 +170,6 @@ class APFConfiguration:
         )
         exists = self.store.get(_LEVELS, "", level) is not None
         status, reason, message = _dangling(level, exists)
-        conditions = as_dict(stored.obj.get("status")).get("conditions") or []
-        current = next((c for c in conditions if c.get("type") == "Dangling"), None)
-        if current is not None and (current.get("status"), current.get("message")) == (
-            status,
-            message,
-        ):
-            return
         condition = {
             "type": "Dangling",
             "status": status,
@@ -184,4 +177,5 @@ class APFConfiguration:
             "reason": reason,
             "message": message,
         }
-        set_condition(self.commits, self._type("flowschemas"), stored, condition)
+        rt = self._type("flowschemas")
+        set_condition(self.commits, rt, stored, condition, unless_same=("status", "message"))

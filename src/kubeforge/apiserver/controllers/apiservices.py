@@ -178,13 +178,6 @@ class LocalAPIServices:
             return store.get(_SERVICES, namespace, name)
 
         status, reason, message = _availability(stored.obj, service)
-        conditions = as_dict(stored.obj.get("status")).get("conditions") or []
-        current = next((c for c in conditions if c.get("type") == "Available"), None)
-        if current is not None and (current.get("status"), current.get("reason")) == (
-            status,
-            reason,
-        ):
-            return
         condition = {
             "type": "Available",
             "status": status,
@@ -192,4 +185,6 @@ class LocalAPIServices:
             "reason": reason,
             "message": message,
         }
-        set_condition(self.commits, self._type(), stored, condition)
+        set_condition(
+            self.commits, self._type(), stored, condition, unless_same=("status", "reason")
+        )

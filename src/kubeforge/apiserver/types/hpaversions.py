@@ -11,6 +11,7 @@ back (and drops them), so a v1 client's update keeps what it could not see.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import orjson
@@ -28,6 +29,9 @@ BEHAVIOR = "autoscaling.alpha.kubernetes.io/behavior"
 _ANNOTATIONS = (METRICS, CURRENT_METRICS, CONDITIONS, BEHAVIOR)
 # The target autoscaling/v1 always meant when none is given.
 DEFAULT_CPU_UTILIZATION = 80
+# Fields both versions spell alike.
+_SAME_SPEC = ("scaleTargetRef", "minReplicas", "maxReplicas")
+_SAME_STATUS = ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas")
 
 
 def _json(value: Any) -> str:
@@ -51,177 +55,112 @@ def _is_cpu_utilization(metric: Any) -> bool:
 
 # -- metric shapes ----------------------------------------------------------------------------
 
+# autoscaling/v1 (like v2beta1) spells a metric source flat: each (v1 field, where in the v2
+# source, v2 field). Where: "" the source itself, "metric" its MetricIdentifier, _VALUE the
+# MetricTarget of a spec or the MetricValueStatus of a status. `{}` in a v1 field stands for
+# "target" or "current" (targetAverageValue, currentAverageValue).
+_VALUE = "value"
+_RESOURCE = (
+    ("name", "", "name"),
+    ("{}AverageUtilization", _VALUE, "averageUtilization"),
+    ("{}AverageValue", _VALUE, "averageValue"),
+    ("container", "", "container"),
+)
+_FLAT_FIELDS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "resource": _RESOURCE,
+    "containerResource": _RESOURCE,
+    "pods": (
+        ("metricName", "metric", "name"),
+        ("{}AverageValue", _VALUE, "averageValue"),
+        ("selector", "metric", "selector"),
+    ),
+    "object": (
+        ("target", "", "describedObject"),
+        ("metricName", "metric", "name"),
+        ("{}Value", _VALUE, "value"),
+        ("selector", "metric", "selector"),
+        ("averageValue", _VALUE, "averageValue"),
+    ),
+    "external": (
+        ("metricName", "metric", "name"),
+        ("metricSelector", "metric", "selector"),
+        ("{}Value", _VALUE, "value"),
+        ("{}AverageValue", _VALUE, "averageValue"),
+    ),
+}
+# A v2 MetricTarget's type is that of the first of these values a v1 spec sets (the target
+# then holds that value alone); with none set, the last one's type.
+_RESOURCE_TARGETS = (("averageUtilization", "Utilization"), ("averageValue", "AverageValue"))
+_TARGET_TYPES: dict[str, tuple[tuple[str, str], ...]] = {
+    "resource": _RESOURCE_TARGETS,
+    "containerResource": _RESOURCE_TARGETS,
+    "pods": (("averageValue", "AverageValue"),),
+    "object": (("averageValue", "AverageValue"), ("value", "Value")),
+    "external": (("averageValue", "AverageValue"), ("value", "Value")),
+}
 
-def _metric_to_v1(metric: Obj) -> Obj:
-    """An autoscaling/v2 MetricSpec in autoscaling/v1's (v2beta1-like) shape."""
-    out: Obj = {"type": metric.get("type")}
+
+def _sources(metric: Obj) -> Iterator[tuple[str, Obj, tuple[tuple[str, str, str], ...]]]:
+    """The metric's sources autoscaling/v1 knows, each with its flat fields."""
     for key, source in metric.items():
-        if key == "type" or not isinstance(source, dict):
-            continue
-        target = as_dict(source.get("target"))
-        described = as_dict(source.get("metric"))
+        fields = _FLAT_FIELDS.get(key)
+        if fields is not None and isinstance(source, dict):
+            yield key, source, fields
+
+
+def _to_v1(metric: Obj, side: str) -> Obj:
+    """An autoscaling/v2 MetricSpec (`side` "target") or MetricStatus ("current") in
+    autoscaling/v1's shape."""
+    out: Obj = {"type": metric.get("type")}
+    for key, source, fields in _sources(metric):
         converted: Obj = {}
-        if key in ("resource", "containerResource"):
-            _put(converted, "name", source.get("name"))
-            _put(converted, "targetAverageUtilization", target.get("averageUtilization"))
-            _put(converted, "targetAverageValue", target.get("averageValue"))
-            _put(converted, "container", source.get("container"))
-        elif key == "pods":
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "targetAverageValue", target.get("averageValue"))
-            _put(converted, "selector", described.get("selector"))
-        elif key == "object":
-            _put(converted, "target", source.get("describedObject"))
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "targetValue", target.get("value"))
-            _put(converted, "selector", described.get("selector"))
-            _put(converted, "averageValue", target.get("averageValue"))
-        elif key == "external":
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "metricSelector", described.get("selector"))
-            _put(converted, "targetValue", target.get("value"))
-            _put(converted, "targetAverageValue", target.get("averageValue"))
-        else:
-            continue
+        for v1_name, where, v2_name in fields:
+            holder = as_dict(source.get(side if where == _VALUE else where)) if where else source
+            _put(converted, v1_name.format(side), holder.get(v2_name))
         out[key] = converted
     return out
 
 
-def _metric_from_v1(metric: Obj) -> Obj:
-    """autoscaling/v1's MetricSpec shape back to an autoscaling/v2 MetricSpec."""
+def _from_v1(metric: Obj, side: str) -> Obj:
+    """autoscaling/v1's shape of a MetricSpec (`side` "target") or MetricStatus ("current")
+    back in autoscaling/v2's."""
     out: Obj = {"type": metric.get("type")}
-    for key, source in metric.items():
-        if key == "type" or not isinstance(source, dict):
-            continue
-        target: Obj = {}
+    for key, source, fields in _sources(metric):
         converted: Obj = {}
-        if key in ("resource", "containerResource"):
-            _put(converted, "name", source.get("name"))
-            if source.get("targetAverageUtilization") is not None:
-                target = {
-                    "type": "Utilization",
-                    "averageUtilization": source["targetAverageUtilization"],
-                }
+        value: Obj = {}
+        for v1_name, where, v2_name in fields:
+            found = source.get(v1_name.format(side))
+            if where == _VALUE:
+                _put(value, v2_name, found)
+            elif where == "metric":
+                described = converted.setdefault("metric", {"name": ""})
+                if v2_name == "name":
+                    described["name"] = found if isinstance(found, str) else ""
+                else:
+                    _put(described, v2_name, found)
             else:
-                target = {"type": "AverageValue"}
-                _put(target, "averageValue", source.get("targetAverageValue"))
-            _put(converted, "container", source.get("container"))
-        elif key == "pods":
-            converted["metric"] = _identifier(source.get("metricName"), source.get("selector"))
-            target = {"type": "AverageValue"}
-            _put(target, "averageValue", source.get("targetAverageValue"))
-        elif key == "object":
-            _put(converted, "describedObject", source.get("target"))
-            converted["metric"] = _identifier(source.get("metricName"), source.get("selector"))
-            if source.get("averageValue") is not None:
-                target = {"type": "AverageValue", "averageValue": source["averageValue"]}
-            else:
-                target = {"type": "Value"}
-                _put(target, "value", source.get("targetValue"))
-        elif key == "external":
-            converted["metric"] = _identifier(
-                source.get("metricName"), source.get("metricSelector")
-            )
-            if source.get("targetAverageValue") is not None:
-                target = {"type": "AverageValue", "averageValue": source["targetAverageValue"]}
-            else:
-                target = {"type": "Value"}
-                _put(target, "value", source.get("targetValue"))
-        else:
-            continue
-        converted["target"] = target
+                _put(converted, v2_name, found)
+        converted[side] = _typed_target(key, value) if side == "target" else value
         out[key] = converted
     return out
 
 
-def _identifier(name: Any, selector: Any) -> Obj:
-    out: Obj = {"name": name if isinstance(name, str) else ""}
-    _put(out, "selector", selector)
-    return out
+def _typed_target(key: str, values: Obj) -> Obj:
+    kinds = _TARGET_TYPES[key]
+    for field, kind in kinds:
+        if field in values:
+            return {"type": kind, field: values[field]}
+    return {"type": kinds[-1][1]}
 
 
-def _status_to_v1(metric: Obj) -> Obj:
-    """An autoscaling/v2 MetricStatus in autoscaling/v1's shape."""
-    out: Obj = {"type": metric.get("type")}
-    for key, source in metric.items():
-        if key == "type" or not isinstance(source, dict):
-            continue
-        current = as_dict(source.get("current"))
-        described = as_dict(source.get("metric"))
-        converted: Obj = {}
-        if key in ("resource", "containerResource"):
-            _put(converted, "name", source.get("name"))
-            _put(converted, "currentAverageUtilization", current.get("averageUtilization"))
-            _put(converted, "currentAverageValue", current.get("averageValue"))
-            _put(converted, "container", source.get("container"))
-        elif key == "pods":
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "currentAverageValue", current.get("averageValue"))
-            _put(converted, "selector", described.get("selector"))
-        elif key == "object":
-            _put(converted, "target", source.get("describedObject"))
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "currentValue", current.get("value"))
-            _put(converted, "selector", described.get("selector"))
-            _put(converted, "averageValue", current.get("averageValue"))
-        elif key == "external":
-            _put(converted, "metricName", described.get("name"))
-            _put(converted, "metricSelector", described.get("selector"))
-            _put(converted, "currentValue", current.get("value"))
-            _put(converted, "currentAverageValue", current.get("averageValue"))
-        else:
-            continue
-        out[key] = converted
-    return out
-
-
-def _status_from_v1(metric: Obj) -> Obj:
-    out: Obj = {"type": metric.get("type")}
-    for key, source in metric.items():
-        if key == "type" or not isinstance(source, dict):
-            continue
-        current: Obj = {}
-        converted: Obj = {}
-        if key in ("resource", "containerResource"):
-            _put(converted, "name", source.get("name"))
-            _put(current, "averageUtilization", source.get("currentAverageUtilization"))
-            _put(current, "averageValue", source.get("currentAverageValue"))
-            _put(converted, "container", source.get("container"))
-        elif key == "pods":
-            converted["metric"] = _identifier(source.get("metricName"), source.get("selector"))
-            _put(current, "averageValue", source.get("currentAverageValue"))
-        elif key == "object":
-            _put(converted, "describedObject", source.get("target"))
-            converted["metric"] = _identifier(source.get("metricName"), source.get("selector"))
-            _put(current, "value", source.get("currentValue"))
-            _put(current, "averageValue", source.get("averageValue"))
-        elif key == "external":
-            converted["metric"] = _identifier(
-                source.get("metricName"), source.get("metricSelector")
-            )
-            _put(current, "value", source.get("currentValue"))
-            _put(current, "averageValue", source.get("currentAverageValue"))
-        else:
-            continue
-        converted["current"] = current
-        out[key] = converted
-    return out
-
-
-# The behavior annotation holds the internal Go type, whose fields have no JSON names.
-def _go_names(value: Any) -> Any:
+# The behavior annotation holds the internal Go type, whose fields have no JSON names: Go's
+# field names are the JSON ones with an upper-case first letter.
+def _first_letters(value: Any, case: Callable[[str], str]) -> Any:
+    """`value` with the first letter of every key, at every depth, in `case`."""
     if isinstance(value, dict):
-        return {k[:1].upper() + k[1:]: _go_names(v) for k, v in value.items()}
+        return {case(k[:1]) + k[1:]: _first_letters(v, case) for k, v in value.items()}
     if isinstance(value, list):
-        return [_go_names(v) for v in value]
-    return value
-
-
-def _json_names(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k[:1].lower() + k[1:]: _json_names(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_names(v) for v in value]
+        return [_first_letters(v, case) for v in value]
     return value
 
 
@@ -237,22 +176,22 @@ def hpa_v2_to_v1(obj: Obj) -> Obj:
     annotations: dict[str, str] = {}
 
     v1_spec: Obj = {}
-    for key in ("scaleTargetRef", "minReplicas", "maxReplicas"):
+    for key in _SAME_SPEC:
         _put(v1_spec, key, copy.deepcopy(spec.get(key)))
     metrics = [m for m in as_list(spec.get("metrics")) if isinstance(m, dict)]
     cpu = next((m for m in metrics if _is_cpu_utilization(m)), None)
     if cpu is not None:
         v1_spec["targetCPUUtilizationPercentage"] = cpu["resource"]["target"]["averageUtilization"]
-    others = [_metric_to_v1(m) for m in metrics if not _is_cpu_utilization(m)]
+    others = [_to_v1(m, "target") for m in metrics if not _is_cpu_utilization(m)]
     if others:
         annotations[METRICS] = _json(others)
     if isinstance(spec.get("behavior"), dict):
-        annotations[BEHAVIOR] = _json(_go_names(spec["behavior"]))
+        annotations[BEHAVIOR] = _json(_first_letters(spec["behavior"], str.upper))
     out["spec"] = v1_spec
 
     if "status" in obj:
         v1_status: Obj = {}
-        for key in ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"):
+        for key in _SAME_STATUS:
             _put(v1_status, key, status.get(key))
         current = [m for m in as_list(status.get("currentMetrics")) if isinstance(m, dict)]
         for metric in current:
@@ -262,7 +201,7 @@ def hpa_v2_to_v1(obj: Obj) -> Obj:
                 if utilization is not None:
                     v1_status["currentCPUUtilizationPercentage"] = utilization
         if current:
-            annotations[CURRENT_METRICS] = _json([_status_to_v1(m) for m in current])
+            annotations[CURRENT_METRICS] = _json([_to_v1(m, "current") for m in current])
         conditions = as_list(status.get("conditions"))
         if conditions:
             annotations[CONDITIONS] = _json(conditions)
@@ -294,10 +233,10 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
     spec = as_dict(obj.get("spec"))
 
     v2_spec: Obj = {}
-    for key in ("scaleTargetRef", "minReplicas", "maxReplicas"):
+    for key in _SAME_SPEC:
         _put(v2_spec, key, copy.deepcopy(spec.get(key)))
     metrics = [
-        _metric_from_v1(m)
+        _from_v1(m, "target")
         for m in as_list(_annotation(annotations, METRICS))
         if isinstance(m, dict)
     ]
@@ -317,16 +256,16 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
     v2_spec["metrics"] = metrics
     behavior = _annotation(annotations, BEHAVIOR)
     if isinstance(behavior, dict):
-        v2_spec["behavior"] = _json_names(behavior)
+        v2_spec["behavior"] = _first_letters(behavior, str.lower)
     out["spec"] = v2_spec
 
     if "status" in obj:
         status = as_dict(obj.get("status"))
         v2_status: Obj = {}
-        for key in ("observedGeneration", "lastScaleTime", "currentReplicas", "desiredReplicas"):
+        for key in _SAME_STATUS:
             _put(v2_status, key, status.get(key))
         current = [
-            _status_from_v1(m)
+            _from_v1(m, "current")
             for m in as_list(_annotation(annotations, CURRENT_METRICS))
             if isinstance(m, dict)
         ]

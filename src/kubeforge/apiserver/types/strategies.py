@@ -549,14 +549,8 @@ class CSRStrategy(BuiltinStrategy):
             spec = obj["spec"] = {}
         for key in ("username", "uid", "groups", "extra"):
             spec.pop(key, None)
-        if user.name:
-            spec["username"] = user.name
-        if user.uid:
-            spec["uid"] = user.uid
-        if user.groups:
-            spec["groups"] = list(user.groups)
-        if user.extra:
-            spec["extra"] = {k: list(v) for k, v in user.extra.items()}
+        # The requester's UserInfo, its empty fields left out as Go's omitempty does.
+        spec.update((k, v) for k, v in user.to_dict().items() if v)
 
     def prepare_update(self, obj: Obj, old: Obj) -> None:
         if "spec" in old:

@@ -16,36 +16,16 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
 from kubeforge.api.machinery import timestamps
+from kubeforge.api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
 
 __all__ = ["CertificateError", "Issued", "Signer", "go_duration", "issue", "up_to_date"]
 
 DEFAULT_DURATION = dt.timedelta(hours=2160)
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_KEY_USAGES = {
-    "digital signature": "digital_signature",
-    "signing": "digital_signature",
-    "content commitment": "content_commitment",
-    "key encipherment": "key_encipherment",
-    "key agreement": "key_agreement",
-    "data encipherment": "data_encipherment",
-    "cert sign": "key_cert_sign",
-    "crl sign": "crl_sign",
-    "encipher only": "encipher_only",
-    "decipher only": "decipher_only",
-}
-_EXTENDED_USAGES = {
-    "server auth": ExtendedKeyUsageOID.SERVER_AUTH,
-    "client auth": ExtendedKeyUsageOID.CLIENT_AUTH,
-    "code signing": ExtendedKeyUsageOID.CODE_SIGNING,
-    "email protection": ExtendedKeyUsageOID.EMAIL_PROTECTION,
-    "timestamping": ExtendedKeyUsageOID.TIME_STAMPING,
-    "ocsp signing": ExtendedKeyUsageOID.OCSP_SIGNING,
-    "any": ExtendedKeyUsageOID.ANY_EXTENDED_KEY_USAGE,
-}
 
 PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey
 
@@ -167,13 +147,13 @@ def issue(spec: Mapping[str, Any], signer: Signer | None) -> Issued:
         )
     if is_ca and "cert sign" not in usages:
         usages.append("cert sign")
-    flags = dict.fromkeys(_KEY_USAGES.values(), False)
+    flags = dict.fromkeys(KEY_USAGES.values(), False)
     for usage in usages:
-        if usage in _KEY_USAGES:
-            flags[_KEY_USAGES[usage]] = True
-        elif usage not in _EXTENDED_USAGES:
+        if usage in KEY_USAGES:
+            flags[KEY_USAGES[usage]] = True
+        elif usage not in EXTENDED_USAGES:
             raise CertificateError(f"spec.usages: unknown usage {usage!r}")
-    extended = [_EXTENDED_USAGES[u] for u in usages if u in _EXTENDED_USAGES]
+    extended = [EXTENDED_USAGES[u] for u in usages if u in EXTENDED_USAGES]
 
     now = timestamps.now()
     if signer is None:

@@ -16,6 +16,7 @@ from typing import Any
 from cryptography import x509
 
 from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge.api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
 from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.api.machinery.govalues import GoValue
 from kubeforge.api.machinery.names import is_dns1123_label, is_dns1123_subdomain
@@ -33,31 +34,7 @@ __all__ = [
 ]
 
 LEGACY_UNKNOWN_SIGNER = "kubernetes.io/legacy-unknown"
-_USAGES = (
-    "any",
-    "cert sign",
-    "client auth",
-    "code signing",
-    "content commitment",
-    "crl sign",
-    "data encipherment",
-    "decipher only",
-    "digital signature",
-    "email protection",
-    "encipher only",
-    "ipsec end system",
-    "ipsec tunnel",
-    "ipsec user",
-    "key agreement",
-    "key encipherment",
-    "microsoft sgc",
-    "netscape sgc",
-    "ocsp signing",
-    "s/mime",
-    "server auth",
-    "signing",
-    "timestamping",
-)
+_USAGES = tuple(sorted({*KEY_USAGES, *EXTENDED_USAGES}))
 _TRUE_ONLY = frozenset({"Approved", "Denied", "Failed"})
 _ALL_STATUSES = ("False", "True", "Unknown")
 _MIN_EXPIRATION = 600

@@ -47,35 +47,37 @@ def _wildcard_list(values: list[Any], path: str, what: str) -> Errors:
     return []
 
 
+def _listed(values: list[Any], path: str, required: str, what: str) -> Errors:
+    """A list that must not be empty, and holds '*' only alone."""
+    if not values:
+        return [FieldError.required(path, required)]
+    return _wildcard_list(values, path, what)
+
+
 def _verbs(rule: Obj, path: str) -> Errors:
     verbs = as_list(rule.get("verbs"))
-    if not verbs:
-        return [FieldError.required(f"{path}.verbs", "verbs must contain at least one value")]
-    if "*" in verbs:
-        return _wildcard_list(verbs, f"{path}.verbs", "verbs")
-    if not set(verbs) <= _VERBS:
-        return [FieldError.not_supported(f"{path}.verbs", go_string_slice(verbs), sorted(_VERBS))]
-    return []
+    errs = _listed(verbs, f"{path}.verbs", "verbs must contain at least one value", "verbs")
+    if verbs and "*" not in verbs and not set(verbs) <= _VERBS:
+        errs.append(
+            FieldError.not_supported(f"{path}.verbs", go_string_slice(verbs), sorted(_VERBS))
+        )
+    return errs
 
 
 def _resource_rule(rule: Obj, path: str) -> Errors:
     errs = _verbs(rule, path)
-    groups = as_list(rule.get("apiGroups"))
-    if not groups:
-        errs.append(
-            FieldError.required(
-                f"{path}.apiGroups", "resource rules must supply at least one api group"
-            )
-        )
-    errs += _wildcard_list(groups, f"{path}.apiGroups", "api groups")
-    resources = as_list(rule.get("resources"))
-    if not resources:
-        errs.append(
-            FieldError.required(
-                f"{path}.resources", "resource rules must supply at least one resource"
-            )
-        )
-    errs += _wildcard_list(resources, f"{path}.resources", "resources")
+    errs += _listed(
+        as_list(rule.get("apiGroups")),
+        f"{path}.apiGroups",
+        "resource rules must supply at least one api group",
+        "api groups",
+    )
+    errs += _listed(
+        as_list(rule.get("resources")),
+        f"{path}.resources",
+        "resource rules must supply at least one resource",
+        "resources",
+    )
     namespaces = as_list(rule.get("namespaces"))
     if not namespaces and rule.get("clusterScope") is not True:
         errs.append(
@@ -99,15 +101,13 @@ def _resource_rule(rule: Obj, path: str) -> Errors:
 def _non_resource_rule(rule: Obj, path: str) -> Errors:
     errs = _verbs(rule, path)
     urls = as_list(rule.get("nonResourceURLs"))
-    if not urls:
-        errs.append(
-            FieldError.required(
-                f"{path}.nonResourceURLs", "nonResourceURLs must contain at least one value"
-            )
-        )
-    elif "*" in urls:
-        errs += _wildcard_list(urls, f"{path}.nonResourceURLs", "non-resource URLs")
-    else:
+    errs += _listed(
+        urls,
+        f"{path}.nonResourceURLs",
+        "nonResourceURLs must contain at least one value",
+        "non-resource URLs",
+    )
+    if "*" not in urls:
         for i, url in enumerate(urls):
             text = as_str(url)
             at = f"{path}.nonResourceURLs[{i}]"
@@ -287,15 +287,19 @@ def _queuing(queuing: Obj, path: str) -> Errors:
     return errs
 
 
-def _limited(limited: Obj, path: str) -> Errors:
-    errs: Errors = []
-    shares = as_int(limited.get("nominalConcurrencyShares"))
+def _shares(config: Obj, path: str) -> Errors:
+    shares = as_int(config.get("nominalConcurrencyShares"))
     if shares is not None and shares < 0:
-        errs.append(
+        return [
             FieldError.invalid(
                 f"{path}.nominalConcurrencyShares", shares, "must be a non-negative integer"
             )
-        )
+        ]
+    return []
+
+
+def _limited(limited: Obj, path: str) -> Errors:
+    errs = _shares(limited, path)
     response = as_dict(limited.get("limitResponse"))
     kind = response.get("type")
     response_path = f"{path}.limitResponse"
@@ -353,15 +357,7 @@ def validate_priority_level(obj: Obj) -> list[FieldError]:
             )
         exempt = spec.get("exempt")
         if isinstance(exempt, dict):
-            shares = as_int(exempt.get("nominalConcurrencyShares"))
-            if shares is not None and shares < 0:
-                errs.append(
-                    FieldError.invalid(
-                        "spec.exempt.nominalConcurrencyShares",
-                        shares,
-                        "must be a non-negative integer",
-                    )
-                )
+            errs += _shares(exempt, "spec.exempt")
             errs += _percent(exempt, "spec.exempt")
     elif kind == "Limited":
         if spec.get("exempt") is not None:
