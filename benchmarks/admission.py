@@ -60,7 +60,7 @@ async def serve_webhooks(info_path: Path) -> None:
     import orjson
     from aiohttp import web
 
-    from kubeforge.apiserver.tls import generate_certificates
+    from kubeforge._apiserver.tls import generate_certificates
 
     certs = generate_certificates()
 
@@ -125,12 +125,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 async def webhook_calls(hooks: dict[str, Any], path: str, calls: int) -> list[float]:
     """Seconds per call, one call at a time, the way the API server calls a webhook."""
-    from kubeforge.apiserver.admission.attributes import Attributes
-    from kubeforge.apiserver.admission.matching import Match
-    from kubeforge.apiserver.admission.review import read_answer, review_request
-    from kubeforge.apiserver.request.user import ADMIN
-    from kubeforge.apiserver.types.registry import Registry
-    from kubeforge.apiserver.webhookclient.client import ClientConfig, WebhookClient
+    from kubeforge._apiserver.admission.attributes import Attributes
+    from kubeforge._apiserver.admission.matching import Match
+    from kubeforge._apiserver.admission.review import read_answer, review_request
+    from kubeforge._apiserver.request.user import ADMIN
+    from kubeforge._apiserver.types.registry import Registry
+    from kubeforge._apiserver.webhookclient.client import ClientConfig, WebhookClient
 
     rt = Registry().get("", "v1", "configmaps")
     assert rt is not None

@@ -5,7 +5,7 @@ handler measured in the same run (the ceiling for Python HTTP on this machine).
 
 Each server runs in its own process (one core) and is loaded by `wrk` (a C client, on the
 other core) over HTTPS with keep-alive. For reference it also measures the same trivial answer
-served by the API server's own HTTP layer (apiserver/http/server.py). Watch fan-out is
+served by the API server's own HTTP layer (_apiserver/http/server.py). Watch fan-out is
 measured with 10 watch streams while the server commits writes as fast as it can in-process,
 so the number is the fan-out capacity rather than the HTTP write rate.
 
@@ -73,7 +73,7 @@ async def serve_trivial(info_path: Path) -> None:
     """A handler that does nothing but answer JSON, over the same kind of TLS."""
     from aiohttp import web
 
-    from kubeforge.apiserver.tls import generate_certificates
+    from kubeforge._apiserver.tls import generate_certificates
 
     certs = generate_certificates()
 
@@ -98,8 +98,8 @@ async def serve_trivial(info_path: Path) -> None:
 
 async def serve_trivial_own(info_path: Path) -> None:
     """The same trivial answer through the API server's own HTTP layer, for reference."""
-    from kubeforge.apiserver.http.server import HTTPServer, Request, Response
-    from kubeforge.apiserver.tls import generate_certificates
+    from kubeforge._apiserver.http.server import HTTPServer, Request, Response
+    from kubeforge._apiserver.tls import generate_certificates
 
     certs = generate_certificates()
 
@@ -115,9 +115,9 @@ async def serve_trivial_own(info_path: Path) -> None:
 async def serve_kubeforge(info_path: Path, events: int) -> None:
     """The embedded API server, plus an in-process write loop for the fan-out test."""
     from kubeforge.apiserver import APIServer, tune_gc
-    from kubeforge.apiserver.handlers.call import Call
-    from kubeforge.apiserver.handlers.writes import run_now
-    from kubeforge.apiserver.request.info import RequestInfo
+    from kubeforge._apiserver.handlers.call import Call
+    from kubeforge._apiserver.handlers.writes import run_now
+    from kubeforge._apiserver.request.info import RequestInfo
 
     server = APIServer()
     await server.start()

@@ -66,7 +66,7 @@ class GadgetV2(kubeforge.Resource[GadgetSpecV2, GadgetSpecV2], kubeforge.Convert
 
 async def serve_webhook(info_path: Path) -> None:
     """A webhook server converting Gadgets at /convert."""
-    from kubeforge.apiserver.tls import generate_certificates
+    from kubeforge._apiserver.tls import generate_certificates
 
     certs = generate_certificates()
     directory = Path(tempfile.mkdtemp())
@@ -112,7 +112,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 def crd(hook: dict[str, Any]) -> dict[str, Any]:
-    from kubeforge.api.crd import crd_for
+    from kubeforge._api.crd import crd_for
 
     definition = crd_for([Gadget, GadgetV2])
     definition["spec"]["conversion"]["webhook"]["clientConfig"] = {

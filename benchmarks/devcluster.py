@@ -156,7 +156,7 @@ def start_dev(tmp: Path) -> tuple[subprocess.Popen[bytes], Path, float]:
     kubeconfig = tmp / "dev.kubeconfig"
     kubeconfig.unlink(missing_ok=True)
     started = time.perf_counter()
-    command = [sys.executable, "-m", "kubeforge.cli.main", "dev", "--port", str(free_port())]
+    command = [sys.executable, "-m", "kubeforge._cli.main", "dev", "--port", str(free_port())]
     proc = subprocess.Popen(
         [*command, "--kubeconfig", str(kubeconfig)],
         stdout=subprocess.DEVNULL,
@@ -257,7 +257,7 @@ async def testenv_once(crds: Path) -> dict[str, float]:
 
 
 async def devcluster_once() -> dict[str, float]:
-    from kubeforge.cluster.devcluster import DevCluster
+    from kubeforge._cluster.devcluster import DevCluster
 
     started = time.perf_counter()
     cluster = DevCluster()
@@ -271,8 +271,8 @@ async def bare_server_once(crds: Path) -> dict[str, float]:
     """The peer: an API server alone (envtest's shape), the same CRDs, the same client."""
     from kubeforge.apiserver import APIServer
     from kubeforge.client import Client
-    from kubeforge.client.auth import StaticToken
-    from kubeforge.client.config import ClusterConfig
+    from kubeforge._client.auth import StaticToken
+    from kubeforge._client.config import ClusterConfig
 
     documents = [yaml.safe_load(p.read_text()) for p in sorted(crds.glob("*.yaml"))]
     started = time.perf_counter()

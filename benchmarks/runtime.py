@@ -32,9 +32,9 @@ PAD = "x" * 780  # a ConfigMap of about 1 KiB as JSON
 async def serve(info: Path, count: int) -> None:
     """The server process: seed `count` ConfigMaps, write a kubeconfig, serve until killed."""
     from kubeforge.apiserver import APIServer, tune_gc
-    from kubeforge.apiserver.handlers.call import Call
-    from kubeforge.apiserver.handlers.writes import run_now
-    from kubeforge.apiserver.request.info import RequestInfo
+    from kubeforge._apiserver.handlers.call import Call
+    from kubeforge._apiserver.handlers.writes import run_now
+    from kubeforge._apiserver.request.info import RequestInfo
 
     server = APIServer(history_size=200_000)
     rt = server.registry.get("", "v1", "configmaps")
@@ -72,7 +72,7 @@ def rss() -> int:
 async def sync_and_measure(kubeconfig: Path, count: int, trace: bool) -> dict[str, float]:
     """Initial sync time (untraced runs) or the cache's bytes per object (traced runs)."""
     from kubeforge.client import Client, load_kubeconfig
-    from kubeforge.runtime.informer import Informer
+    from kubeforge._runtime.informer import Informer
 
     async with Client(load_kubeconfig(kubeconfig)) as client:
         await client.resource("v1/ConfigMap")  # discovery outside the measured part
@@ -102,11 +102,11 @@ async def sync_and_measure(kubeconfig: Path, count: int, trace: bool) -> dict[st
 async def latency(kubeconfig: Path, samples: int) -> tuple[float, float, float, float]:
     """p50/p99 of event arrival -> reconcile start, and of write acknowledged -> reconcile."""
     from kubeforge.client import Client, load_kubeconfig
-    from kubeforge.runtime.cache import Cache
-    from kubeforge.runtime.controller import Controller
-    from kubeforge.runtime.handler import EnqueueRequestForObject
-    from kubeforge.runtime.predicate import Predicate
-    from kubeforge.runtime.reconcile import Reconciler, Request, Result
+    from kubeforge._runtime.cache import Cache
+    from kubeforge._runtime.controller import Controller
+    from kubeforge._runtime.handler import EnqueueRequestForObject
+    from kubeforge._runtime.predicate import Predicate
+    from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
     arrived: dict[str, float] = {}
     runtime: list[float] = []
@@ -195,8 +195,8 @@ async def converge(kubeconfig: Path, count: int) -> dict[str, float]:
     """`count` custom objects exist before the manager starts; the controller creates a
     ConfigMap for each and records its status. Wall time and the requests it took."""
     from kubeforge.client import Client, NotFound, load_kubeconfig
-    from kubeforge.runtime.manager import Manager
-    from kubeforge.runtime.reconcile import Reconciler, Request, Result
+    from kubeforge._runtime.manager import Manager
+    from kubeforge._runtime.reconcile import Reconciler, Request, Result
     from kubeforge.testing import eventually
 
     class ConfigMapAndStatus(Reconciler):
@@ -262,7 +262,7 @@ async def converge(kubeconfig: Path, count: int) -> dict[str, float]:
             if ready == count:
                 done.set()
 
-    from kubeforge.runtime.informer import HandlerFuncs
+    from kubeforge._runtime.informer import HandlerFuncs
 
     manager.cache.informer_for(WIDGET).add_handler(HandlerFuncs(update=count_ready))
     started = time.perf_counter()

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from kubeforge.runtime.workqueue import LOW_PRIORITY, WorkQueue
+from kubeforge._runtime.workqueue import LOW_PRIORITY, WorkQueue
 
 BATCH = 1000
 

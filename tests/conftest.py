@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.config import ServerConfig
+from kubeforge._apiserver.config import ServerConfig
 from kubeforge.client import Client as KubeClient, load_kubeconfig
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect, kubectl_for

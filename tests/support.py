@@ -165,7 +165,7 @@ def free_port() -> int:
         return port
 
 
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 
 
 @dataclass

@@ -4,12 +4,12 @@
 The source is the Kubernetes 1.33 OpenAPI definitions shipped by `kubernetes-validate`
 (``kubernetes-json-schema/v1.33.0-local/_definitions.json``). Each group-version becomes one
 module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subclass of
-``kubeforge.api.model.Model`` (snake_case attributes, camelCase JSON, unknown fields kept):
+``kubeforge._api.model.Model`` (snake_case attributes, camelCase JSON, unknown fields kept):
 
 - a property's type follows its schema: ``str``, ``int``, ``bool``, ``int | float`` for
   numbers (an integral number stays an integer), nested models by class, ``list[...]`` and
   ``dict[str, ...]``; IntOrString is ``int | str``, Quantity ``str | int | float``; Time and
-  MicroTime are aware datetimes (``kubeforge.api.machinery.timestamps.Time`` /
+  MicroTime are aware datetimes (``kubeforge._api.machinery.timestamps.Time`` /
   ``MicroTime``), written back as Kubernetes writes them, so a round trip reproduces them
   exactly;
 - properties are optional (``X | None = None``) unless the definition lists them as required
@@ -19,9 +19,9 @@ module (``core_v1.py``, ``apps_v1.py``, ...); each definition one class, a subcl
 - the description of a property is the docstring under its attribute (editors show it);
 - every class carries ``__kubeforge_definition__`` (the definition name) and each served kind
   ``__kubeforge__`` (its ResourceInfo: plural and scope come from the embedded API server's
-  table of built-in resources, ``kubeforge.apiserver.types.builtin_types``);
+  table of built-in resources, ``kubeforge._apiserver.types.builtin_types``);
 - ObjectMeta, OwnerReference, LabelSelector, LabelSelectorRequirement and Condition are the
-  hand-written models of ``kubeforge.api.meta``, reused rather than generated.
+  hand-written models of ``kubeforge._api.meta``, reused rather than generated.
 
 The output is deterministic and already in ``ruff format`` style; a unit test checks that the
 committed modules equal a fresh generation. Run from the repository root::
@@ -46,10 +46,10 @@ import kubernetes_validate
 import orjson
 from pydantic.alias_generators import to_camel
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.api.model import Model
-from kubeforge.apiserver.types.builtin_types import builtin_types
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._api.model import Model
+from kubeforge._apiserver.types.builtin_types import builtin_types
+from kubeforge._apiserver.types.resource import ResourceType
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "src" / "kubeforge" / "models"
@@ -102,7 +102,7 @@ GROUP_VERSIONS = (
 META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 APIEXT = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 
-# Hand-written models of kubeforge.api.meta used in place of generated ones; the module of
+# Hand-written models of kubeforge._api.meta used in place of generated ones; the module of
 # their group-version exports them.
 REUSED = {
     **{
@@ -119,7 +119,7 @@ REUSED = {
     f"{API}.core.v1.ObjectReference": "ObjectReference",
 }
 
-# The field types of kubeforge.api.machinery.timestamps, imported by the modules using them.
+# The field types of kubeforge._api.machinery.timestamps, imported by the modules using them.
 TIME_TYPES = ("MicroTime", "Time")
 
 # Definitions that are not objects: the Python type written for them. `{props}` is the
@@ -387,10 +387,10 @@ class Context:
     home: dict[str, str]  # definition -> module
     class_names: dict[str, str]  # definition -> class name
     modules: set[str] = field(default_factory=set)  # sibling modules referenced
-    reused: set[str] = field(default_factory=set)  # kubeforge.api.meta names referenced
+    reused: set[str] = field(default_factory=set)  # kubeforge._api.meta names referenced
     times: set[str] = field(
         default_factory=set
-    )  # kubeforge.api.machinery.timestamps names referenced
+    )  # kubeforge._api.machinery.timestamps names referenced
     typing: set[str] = field(default_factory=set)  # typing names referenced
     uses_field: bool = False
     defined: set[str] = field(default_factory=set)  # classes of this module defined so far
@@ -730,10 +730,10 @@ def module_source(
         lines += ["from pydantic import Field", ""]
     if ctx.times:
         lines += import_block(
-            sorted(ctx.times, key=import_key), "kubeforge.api.machinery.timestamps"
+            sorted(ctx.times, key=import_key), "kubeforge._api.machinery.timestamps"
         )
     if meta_imports:
-        lines += import_block(sorted(meta_imports, key=import_key), "kubeforge.api.meta")
+        lines += import_block(sorted(meta_imports, key=import_key), "kubeforge._api.meta")
     if ctx.modules:
         lines += import_block(sorted(ctx.modules), "kubeforge.models")
     lines += import_block(sorted(ctx.bases), "kubeforge.models._base")

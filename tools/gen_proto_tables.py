@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate `src/kubeforge/apiserver/request/data/proto_messages.json`, the protobuf field tables.
+"""Generate `src/kubeforge/_apiserver/request/data/proto_messages.json`, the protobuf field tables.
 
 The embedded API server decodes Kubernetes protobuf request bodies generically: for every
 message it needs, per field number, the JSON name, the field type, whether it repeats or is a
@@ -43,7 +43,7 @@ Typical run (kubectl.1.33 lives next to kubectl)::
 
     KUBECTL_DIR="$(dirname "$(readlink -f "$(which kubectl)")")"
     python tools/gen_proto_tables.py --go-binary "$KUBECTL_DIR/kubectl.1.33" \\
-        --proto-dir /tmp/k8sproto -o src/kubeforge/apiserver/request/data/proto_messages.json
+        --proto-dir /tmp/k8sproto -o src/kubeforge/_apiserver/request/data/proto_messages.json
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import kubeforge
-from kubeforge.api.crd import crd_for
+from kubeforge._api.crd import crd_for
 
 GROUP = "bench.kubeforge.dev"
 VERSION = "v1"

@@ -16,30 +16,30 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kubeforge._version import __version__
-from kubeforge.lazyload import lazy_exports
+from kubeforge._lazyload import lazy_exports
 
 # Public names, by the module that defines them; each loads on first use.
 _BY_MODULE: dict[str, str] = {
     # typed objects
-    "kubeforge.api.model": "Model",
-    "kubeforge.api.resource": "Resource resource registered_resources",
-    "kubeforge.api.meta": (
+    "kubeforge._api.model": "Model",
+    "kubeforge._api.resource": "Resource resource registered_resources",
+    "kubeforge._api.meta": (
         "ObjectMeta OwnerReference Condition LabelSelector GroupVersionKind ResourceInfo "
         "PrinterColumn Scale WebhookConversion PartialObjectMetadata ConditionStatus KubeObject "
         "HasMetadata"
     ),
-    "kubeforge.api.rbac": "rbac",
-    "kubeforge.api.machinery.fielderror": "FieldError",
+    "kubeforge._api.rbac": "rbac",
+    "kubeforge._api.machinery.fielderror": "FieldError",
     # versions and conversion
-    "kubeforge.api.conversion": (
+    "kubeforge._api.conversion": (
         "Hub Convertible ConversionError KindVersions convert kind_versions stash unstash"
     ),
     # webhook declarations and manifests
-    "kubeforge.api.webhooks": (
+    "kubeforge._api.webhooks": (
         "admission_webhook MatchCondition WebhookRule WebhookSpec webhook_configurations"
     ),
     # schema markers
-    "kubeforge.api.markers": (
+    "kubeforge._api.markers": (
         "AtLeastOneOf AtMostOneOf Default Description EmbeddedResource Enum Example ExactlyOneOf "
         "ExternalDocs Format Immutable IntOrString Items ListMapKeys ListType MapType Marker "
         "MaxItems MaxLength MaxProperties Maximum MinItems MinLength MinProperties Minimum "
@@ -47,81 +47,81 @@ _BY_MODULE: dict[str, str] = {
         "StructType Title Type UniqueItems markers"
     ),
     # client
-    "kubeforge.client.client": "Client ObjectList",
-    "kubeforge.client.protocols": (
+    "kubeforge._client.client": "Client ObjectList",
+    "kubeforge._client.protocols": (
         "Reader Writer StatusWriter ObjectClient SyncReader SyncWriter SyncStatusWriter "
         "SyncObjectClient"
     ),
-    "kubeforge.client.config": "ClusterConfig ConfigError load_config load_kubeconfig",
-    "kubeforge.client.auth": "ServiceAccountToken",
-    "kubeforge.client.watch": "WatchEvent",
-    "kubeforge.client.discovery": "NoKindMatch",
-    "kubeforge.client.errors": (
+    "kubeforge._client.config": "ClusterConfig ConfigError load_config load_kubeconfig",
+    "kubeforge._client.auth": "ServiceAccountToken",
+    "kubeforge._client.watch": "WatchEvent",
+    "kubeforge._client.discovery": "NoKindMatch",
+    "kubeforge._client.errors": (
         "ApiError AlreadyExists BadRequest Conflict Forbidden Gone Invalid NotFound "
         "TooManyRequests Unauthorized ignore_already_exists ignore_not_found"
     ),
-    "kubeforge.client.retry": "Backoff retry_on_conflict",
-    "kubeforge.client.storagemigration": "migrate_storage MigrationProgress MigrationError",
+    "kubeforge._client.retry": "Backoff retry_on_conflict",
+    "kubeforge._client.storagemigration": "migrate_storage MigrationProgress MigrationError",
     # reconcile contract
-    "kubeforge.runtime.reconcile": (
+    "kubeforge._runtime.reconcile": (
         "Reconciler SyncReconciler Request Result TerminalError ObjectReconciler "
         "SyncObjectReconciler"
     ),
     # runtime
-    "kubeforge.runtime.manager": "Manager",
-    "kubeforge.runtime.leaderelection": "LeadershipLost LeaderElector",
-    "kubeforge.runtime.builder": "Builder",
-    "kubeforge.runtime.controller": "Controller ControllerOptions PANICS",
-    "kubeforge.runtime.cache": (
+    "kubeforge._runtime.manager": "Manager",
+    "kubeforge._runtime.leaderelection": "LeadershipLost LeaderElector",
+    "kubeforge._runtime.builder": "Builder",
+    "kubeforge._runtime.controller": "Controller ControllerOptions PANICS",
+    "kubeforge._runtime.cache": (
         "Cache CacheOptions NotCached ALL_NAMESPACES FieldSelectorUnverified"
     ),
-    "kubeforge.runtime.cached_client": "CachedClient SyncClient",
-    "kubeforge.runtime.informer": "Informer HandlerFuncs strip_managed_fields",
-    "kubeforge.runtime.store": "Store",
-    "kubeforge.runtime.workqueue": "WorkQueue ShutDown LOW_PRIORITY",
-    "kubeforge.runtime.ratelimiter": "RateLimiter ItemExponentialBackoff BucketRateLimiter MaxOf",
-    "kubeforge.runtime.source": "Channel",
-    "kubeforge.runtime.handler": (
+    "kubeforge._runtime.cached_client": "CachedClient SyncClient",
+    "kubeforge._runtime.informer": "Informer HandlerFuncs strip_managed_fields",
+    "kubeforge._runtime.store": "Store",
+    "kubeforge._runtime.workqueue": "WorkQueue ShutDown LOW_PRIORITY",
+    "kubeforge._runtime.ratelimiter": "RateLimiter ItemExponentialBackoff BucketRateLimiter MaxOf",
+    "kubeforge._runtime.source": "Channel",
+    "kubeforge._runtime.handler": (
         "EnqueueRequestForObject EnqueueRequestForOwner EnqueueRequestsFromMapFunc"
     ),
-    "kubeforge.runtime.predicate": (
+    "kubeforge._runtime.predicate": (
         "Predicate Funcs GenerationChanged LabelsChanged AnnotationsChanged ResourceVersionChanged "
         "LabelSelectorPredicate all_of any_of negate"
     ),
-    "kubeforge.runtime.metrics": "Metrics",
-    "kubeforge.runtime.events": "EventRecorder",
-    "kubeforge.runtime.logs": (
+    "kubeforge._runtime.metrics": "Metrics",
+    "kubeforge._runtime.events": "EventRecorder",
+    "kubeforge._runtime.logs": (
         "reconcile_logger ReconcileLogger ReconcileContext current_reconcile configure_logging"
     ),
     # admission and conversion webhooks
-    "kubeforge.webhook.review": "AdmissionRequest AdmissionResponse AdmissionReview UserInfo",
-    "kubeforge.webhook.admission": "AdmissionHandler Denied InvalidObject admission_request",
-    "kubeforge.webhook.typed": "Defaulter Validator Warnings",
-    "kubeforge.webhook.builder": "WebhookBuilder",
-    "kubeforge.webhook.server": "WebhookServer RegisteredWebhook",
-    "kubeforge.webhook.certwatcher": "CertificateError",
-    "kubeforge.webhook.conversion": "ConversionWebhook",
-    "kubeforge.runtime.localwebhooks": (
+    "kubeforge._webhook.review": "AdmissionRequest AdmissionResponse AdmissionReview UserInfo",
+    "kubeforge._webhook.admission": "AdmissionHandler Denied InvalidObject admission_request",
+    "kubeforge._webhook.typed": "Defaulter Validator Warnings",
+    "kubeforge._webhook.builder": "WebhookBuilder",
+    "kubeforge._webhook.server": "WebhookServer RegisteredWebhook",
+    "kubeforge._webhook.certwatcher": "CertificateError",
+    "kubeforge._webhook.conversion": "ConversionWebhook",
+    "kubeforge._runtime.localwebhooks": (
         "LocalServing WebhookRegistration register_webhook_server registered_while_serving "
         "serve_locally"
     ),
-    "kubeforge.runtime.serviceaccount": "ServiceAccountRef install_rbac as_service_account",
+    "kubeforge._runtime.serviceaccount": "ServiceAccountRef install_rbac as_service_account",
     # object helpers
-    "kubeforge.runtime.ownership": (
+    "kubeforge._runtime.ownership": (
         "set_controller_reference set_owner_reference remove_owner_reference "
         "has_controller_reference get_controller_of get_reference AlreadyOwnedError"
     ),
-    "kubeforge.runtime.finalizers": (
+    "kubeforge._runtime.finalizers": (
         "add_finalizer remove_finalizer has_finalizer with_finalizer ensure_finalizer "
         "release_finalizer"
     ),
-    "kubeforge.runtime.conditions": (
+    "kubeforge._runtime.conditions": (
         "set_status_condition find_status_condition remove_status_condition "
         "is_status_condition_true"
     ),
-    "kubeforge.runtime.upsert": "create_or_update create_or_patch OperationResult",
+    "kubeforge._runtime.upsert": "create_or_update create_or_patch OperationResult",
     # a project's manager command (its container's entrypoint)
-    "kubeforge.cli.run": "manager_main",
+    "kubeforge._cli.run": "manager_main",
 }
 _EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names.split()}
 
@@ -138,7 +138,7 @@ def __dir__() -> list[str]:
 # The same names for type checkers; `name as name` marks each one re-exported.
 # tests/unit/test_exports.py checks that the two lists agree.
 if TYPE_CHECKING:
-    from kubeforge.api.conversion import (
+    from kubeforge._api.conversion import (
         ConversionError as ConversionError,
         Convertible as Convertible,
         Hub as Hub,
@@ -148,8 +148,8 @@ if TYPE_CHECKING:
         stash as stash,
         unstash as unstash,
     )
-    from kubeforge.api.machinery.fielderror import FieldError as FieldError
-    from kubeforge.api.markers import (
+    from kubeforge._api.machinery.fielderror import FieldError as FieldError
+    from kubeforge._api.markers import (
         AtLeastOneOf as AtLeastOneOf,
         AtMostOneOf as AtMostOneOf,
         Default as Default,
@@ -189,7 +189,7 @@ if TYPE_CHECKING:
         UniqueItems as UniqueItems,
         markers as markers,
     )
-    from kubeforge.api.meta import (
+    from kubeforge._api.meta import (
         Condition as Condition,
         ConditionStatus as ConditionStatus,
         GroupVersionKind as GroupVersionKind,
@@ -204,31 +204,31 @@ if TYPE_CHECKING:
         Scale as Scale,
         WebhookConversion as WebhookConversion,
     )
-    from kubeforge.api.model import Model as Model
-    from kubeforge.api.rbac import rbac as rbac
-    from kubeforge.api.resource import (
+    from kubeforge._api.model import Model as Model
+    from kubeforge._api.rbac import rbac as rbac
+    from kubeforge._api.resource import (
         Resource as Resource,
         registered_resources as registered_resources,
         resource as resource,
     )
-    from kubeforge.api.webhooks import (
+    from kubeforge._api.webhooks import (
         MatchCondition as MatchCondition,
         WebhookRule as WebhookRule,
         WebhookSpec as WebhookSpec,
         admission_webhook as admission_webhook,
         webhook_configurations as webhook_configurations,
     )
-    from kubeforge.cli.run import manager_main as manager_main
-    from kubeforge.client.auth import ServiceAccountToken as ServiceAccountToken
-    from kubeforge.client.client import Client as Client, ObjectList as ObjectList
-    from kubeforge.client.config import (
+    from kubeforge._cli.run import manager_main as manager_main
+    from kubeforge._client.auth import ServiceAccountToken as ServiceAccountToken
+    from kubeforge._client.client import Client as Client, ObjectList as ObjectList
+    from kubeforge._client.config import (
         ClusterConfig as ClusterConfig,
         ConfigError as ConfigError,
         load_config as load_config,
         load_kubeconfig as load_kubeconfig,
     )
-    from kubeforge.client.discovery import NoKindMatch as NoKindMatch
-    from kubeforge.client.errors import (
+    from kubeforge._client.discovery import NoKindMatch as NoKindMatch
+    from kubeforge._client.errors import (
         AlreadyExists as AlreadyExists,
         ApiError as ApiError,
         BadRequest as BadRequest,
@@ -242,7 +242,7 @@ if TYPE_CHECKING:
         ignore_already_exists as ignore_already_exists,
         ignore_not_found as ignore_not_found,
     )
-    from kubeforge.client.protocols import (
+    from kubeforge._client.protocols import (
         ObjectClient as ObjectClient,
         Reader as Reader,
         StatusWriter as StatusWriter,
@@ -252,38 +252,38 @@ if TYPE_CHECKING:
         SyncWriter as SyncWriter,
         Writer as Writer,
     )
-    from kubeforge.client.retry import Backoff as Backoff, retry_on_conflict as retry_on_conflict
-    from kubeforge.client.storagemigration import (
+    from kubeforge._client.retry import Backoff as Backoff, retry_on_conflict as retry_on_conflict
+    from kubeforge._client.storagemigration import (
         MigrationError as MigrationError,
         MigrationProgress as MigrationProgress,
         migrate_storage as migrate_storage,
     )
-    from kubeforge.client.watch import WatchEvent as WatchEvent
-    from kubeforge.runtime.builder import Builder as Builder
-    from kubeforge.runtime.cache import (
+    from kubeforge._client.watch import WatchEvent as WatchEvent
+    from kubeforge._runtime.builder import Builder as Builder
+    from kubeforge._runtime.cache import (
         ALL_NAMESPACES as ALL_NAMESPACES,
         Cache as Cache,
         CacheOptions as CacheOptions,
         FieldSelectorUnverified as FieldSelectorUnverified,
         NotCached as NotCached,
     )
-    from kubeforge.runtime.cached_client import (
+    from kubeforge._runtime.cached_client import (
         CachedClient as CachedClient,
         SyncClient as SyncClient,
     )
-    from kubeforge.runtime.conditions import (
+    from kubeforge._runtime.conditions import (
         find_status_condition as find_status_condition,
         is_status_condition_true as is_status_condition_true,
         remove_status_condition as remove_status_condition,
         set_status_condition as set_status_condition,
     )
-    from kubeforge.runtime.controller import (
+    from kubeforge._runtime.controller import (
         PANICS as PANICS,
         Controller as Controller,
         ControllerOptions as ControllerOptions,
     )
-    from kubeforge.runtime.events import EventRecorder as EventRecorder
-    from kubeforge.runtime.finalizers import (
+    from kubeforge._runtime.events import EventRecorder as EventRecorder
+    from kubeforge._runtime.finalizers import (
         add_finalizer as add_finalizer,
         ensure_finalizer as ensure_finalizer,
         has_finalizer as has_finalizer,
@@ -291,37 +291,37 @@ if TYPE_CHECKING:
         remove_finalizer as remove_finalizer,
         with_finalizer as with_finalizer,
     )
-    from kubeforge.runtime.handler import (
+    from kubeforge._runtime.handler import (
         EnqueueRequestForObject as EnqueueRequestForObject,
         EnqueueRequestForOwner as EnqueueRequestForOwner,
         EnqueueRequestsFromMapFunc as EnqueueRequestsFromMapFunc,
     )
-    from kubeforge.runtime.informer import (
+    from kubeforge._runtime.informer import (
         HandlerFuncs as HandlerFuncs,
         Informer as Informer,
         strip_managed_fields as strip_managed_fields,
     )
-    from kubeforge.runtime.leaderelection import (
+    from kubeforge._runtime.leaderelection import (
         LeaderElector as LeaderElector,
         LeadershipLost as LeadershipLost,
     )
-    from kubeforge.runtime.localwebhooks import (
+    from kubeforge._runtime.localwebhooks import (
         LocalServing as LocalServing,
         WebhookRegistration as WebhookRegistration,
         register_webhook_server as register_webhook_server,
         registered_while_serving as registered_while_serving,
         serve_locally as serve_locally,
     )
-    from kubeforge.runtime.logs import (
+    from kubeforge._runtime.logs import (
         ReconcileContext as ReconcileContext,
         ReconcileLogger as ReconcileLogger,
         configure_logging as configure_logging,
         current_reconcile as current_reconcile,
         reconcile_logger as reconcile_logger,
     )
-    from kubeforge.runtime.manager import Manager as Manager
-    from kubeforge.runtime.metrics import Metrics as Metrics
-    from kubeforge.runtime.ownership import (
+    from kubeforge._runtime.manager import Manager as Manager
+    from kubeforge._runtime.metrics import Metrics as Metrics
+    from kubeforge._runtime.ownership import (
         AlreadyOwnedError as AlreadyOwnedError,
         get_controller_of as get_controller_of,
         get_reference as get_reference,
@@ -330,7 +330,7 @@ if TYPE_CHECKING:
         set_controller_reference as set_controller_reference,
         set_owner_reference as set_owner_reference,
     )
-    from kubeforge.runtime.predicate import (
+    from kubeforge._runtime.predicate import (
         AnnotationsChanged as AnnotationsChanged,
         Funcs as Funcs,
         GenerationChanged as GenerationChanged,
@@ -342,13 +342,13 @@ if TYPE_CHECKING:
         any_of as any_of,
         negate as negate,
     )
-    from kubeforge.runtime.ratelimiter import (
+    from kubeforge._runtime.ratelimiter import (
         BucketRateLimiter as BucketRateLimiter,
         ItemExponentialBackoff as ItemExponentialBackoff,
         MaxOf as MaxOf,
         RateLimiter as RateLimiter,
     )
-    from kubeforge.runtime.reconcile import (
+    from kubeforge._runtime.reconcile import (
         ObjectReconciler as ObjectReconciler,
         Reconciler as Reconciler,
         Request as Request,
@@ -357,43 +357,43 @@ if TYPE_CHECKING:
         SyncReconciler as SyncReconciler,
         TerminalError as TerminalError,
     )
-    from kubeforge.runtime.serviceaccount import (
+    from kubeforge._runtime.serviceaccount import (
         ServiceAccountRef as ServiceAccountRef,
         as_service_account as as_service_account,
         install_rbac as install_rbac,
     )
-    from kubeforge.runtime.source import Channel as Channel
-    from kubeforge.runtime.store import Store as Store
-    from kubeforge.runtime.upsert import (
+    from kubeforge._runtime.source import Channel as Channel
+    from kubeforge._runtime.store import Store as Store
+    from kubeforge._runtime.upsert import (
         OperationResult as OperationResult,
         create_or_patch as create_or_patch,
         create_or_update as create_or_update,
     )
-    from kubeforge.runtime.workqueue import (
+    from kubeforge._runtime.workqueue import (
         LOW_PRIORITY as LOW_PRIORITY,
         ShutDown as ShutDown,
         WorkQueue as WorkQueue,
     )
-    from kubeforge.webhook.admission import (
+    from kubeforge._webhook.admission import (
         AdmissionHandler as AdmissionHandler,
         Denied as Denied,
         InvalidObject as InvalidObject,
         admission_request as admission_request,
     )
-    from kubeforge.webhook.builder import WebhookBuilder as WebhookBuilder
-    from kubeforge.webhook.certwatcher import CertificateError as CertificateError
-    from kubeforge.webhook.conversion import ConversionWebhook as ConversionWebhook
-    from kubeforge.webhook.review import (
+    from kubeforge._webhook.builder import WebhookBuilder as WebhookBuilder
+    from kubeforge._webhook.certwatcher import CertificateError as CertificateError
+    from kubeforge._webhook.conversion import ConversionWebhook as ConversionWebhook
+    from kubeforge._webhook.review import (
         AdmissionRequest as AdmissionRequest,
         AdmissionResponse as AdmissionResponse,
         AdmissionReview as AdmissionReview,
         UserInfo as UserInfo,
     )
-    from kubeforge.webhook.server import (
+    from kubeforge._webhook.server import (
         RegisteredWebhook as RegisteredWebhook,
         WebhookServer as WebhookServer,
     )
-    from kubeforge.webhook.typed import (
+    from kubeforge._webhook.typed import (
         Defaulter as Defaulter,
         Validator as Validator,
         Warnings as Warnings,

@@ -7,8 +7,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from kubeforge.cluster.devcluster import DevCluster
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._cluster.devcluster import DevCluster
+from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     mutating,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.definitions import load_file, resolve
+from kubeforge._api.machinery.definitions import load_file, resolve
 
 __all__ = ["integer_problems"]
 

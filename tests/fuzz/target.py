@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.config import ServerConfig
+from kubeforge._apiserver.config import ServerConfig
 
 __all__ = ["Answer", "Client", "ServerThread", "Watcher", "wait_until"]
 

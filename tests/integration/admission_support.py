@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 
 # A handler gets the AdmissionRequest and answers the AdmissionResponse fields (uid and
 # the review's envelope are added), or a whole aiohttp response to answer something else.

@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.admission.chain import GROUP
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.admission.chain import GROUP
+from kubeforge._apiserver.types.resource import GroupResource
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     MUTATING,

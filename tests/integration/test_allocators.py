@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.config import ServerConfig
-from kubeforge.apiserver.storage.persistence import SQLiteBackend
+from kubeforge._apiserver.config import ServerConfig
+from kubeforge._apiserver.storage.persistence import SQLiteBackend
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

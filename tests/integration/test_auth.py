@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.auth.tokens import LEEWAY
-from kubeforge.apiserver.config import ServerConfig
-from kubeforge.apiserver.kubeconfig import write_kubeconfig
+from kubeforge._apiserver.auth.tokens import LEEWAY
+from kubeforge._apiserver.config import ServerConfig
+from kubeforge._apiserver.kubeconfig import write_kubeconfig
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from kubeforge.client import Client
-from kubeforge.client.auth import StaticToken
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import Forbidden, Unauthorized
-from kubeforge.cluster.devcluster import DevCluster
+from kubeforge._client.auth import StaticToken
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import Forbidden, Unauthorized
+from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import Kubectl, TestEnv, eventually
 
 CLUSTER_ROLE = "rbac.authorization.k8s.io/v1/ClusterRole"
@@ -326,7 +326,7 @@ async def test_dev_kubeconfig_mints_a_user(tmp_path: Path) -> None:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "kubeforge.cli.main",
+            "kubeforge._cli.main",
             "dev",
             "kubeconfig",
             "--kubeconfig",

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
-from kubeforge.api.model import Model
-from kubeforge.api.resource import Resource
+from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource
 from kubeforge.client import Client, load_kubeconfig
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.predicate import GenerationChanged
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.predicate import GenerationChanged
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import widget_crd
 

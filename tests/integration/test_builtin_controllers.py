@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.client.client import Client
-from kubeforge.cluster.controllernames import KNOWN
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._client.client import Client
+from kubeforge._cluster.controllernames import KNOWN
+from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import DevProcess, Kubectl, TestEnv, eventually
 from tests.support import free_port, kubeforge
 

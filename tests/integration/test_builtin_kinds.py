@@ -499,7 +499,7 @@ async def test_autoscaling_v1_and_v2_share_objects(http: HTTPClient) -> None:
 
 
 async def test_a_dev_cluster_reports_its_controllers_healthy() -> None:
-    from kubeforge.cluster.devcluster import DevCluster
+    from kubeforge._cluster.devcluster import DevCluster
 
     async with DevCluster() as cluster:
         client = cluster.client

@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from kubeforge.api.machinery.certificates import user_subject
-from kubeforge.cluster.devcluster import DevCluster
+from kubeforge._api.machinery.certificates import user_subject
+from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import eventually
 from tests.support import RBAC, HTTPClient, bind, grant, kubectl_for
 

@@ -13,7 +13,7 @@ import pytest
 from cryptography import x509
 
 from kubeforge.client import Client, NotFound
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import TestEnv, eventually
 
 NS = "default"

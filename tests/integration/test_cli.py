@@ -16,7 +16,7 @@ import yaml
 from kubeforge.testing import Kubectl, eventually
 from tests.support import free_port
 
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 
 
 async def test_apiserver_command_serves_https_with_a_token(tmp_path: Path) -> None:

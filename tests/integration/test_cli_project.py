@@ -281,7 +281,7 @@ import sys
 
 import orjson
 
-from kubeforge.cli.project import load_project
+from kubeforge._cli.project import load_project
 
 report = []
 for root in sys.argv[1:]:

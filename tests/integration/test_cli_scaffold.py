@@ -20,15 +20,15 @@ from typing import Any
 import pytest
 import yaml
 
-from kubeforge.cli.files import Files
-from kubeforge.cli.manifests import generate
-from kubeforge.cli.project import load_project
+from kubeforge._cli.files import Files
+from kubeforge._cli.manifests import generate
+from kubeforge._cli.project import load_project
 from kubeforge.client import NotFound
 from kubeforge.testing import TestEnv
 from tests.integration.test_cli_project import kubeforge, kustomize, rules_of
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 PROJECT = "fleet"
 FRIGATE_WEBHOOK = ("create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate")
 FERRYMAN_API = ("create", "api", "--group", "ship", "--version", "v1", "--kind", "Ferryman")

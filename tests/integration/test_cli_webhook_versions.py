@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubeforge.cli.project import load_project
+from kubeforge._cli.project import load_project
 from tests.integration.test_cli_scaffold import cli, project_checks
 
 SHIP = ("--group", "ship")

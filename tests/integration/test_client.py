@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
-from kubeforge.api.model import Model
-from kubeforge.api.resource import Resource
+from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource
 from kubeforge.apiserver import APIServer
 from kubeforge.client import (
     AlreadyExists,

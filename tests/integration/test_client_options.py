@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.api.machinery.selectors import LabelSelector
+from kubeforge._api.machinery.selectors import LabelSelector
 from kubeforge.client import Client, Conflict, DeleteOptions, ListOptions
 from kubeforge.models import ConfigMap, Namespace
 

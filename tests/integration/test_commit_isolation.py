@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.types.resource import GroupResource
 from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import pytest
 
 import kubeforge
-from kubeforge.api.crd import crd_for
-from kubeforge.api.schema import schema_of
+from kubeforge._api.crd import crd_for
+from kubeforge._api.schema import schema_of
 from kubeforge.client import Client, Invalid
 
 

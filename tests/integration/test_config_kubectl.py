@@ -17,9 +17,8 @@ import pytest
 import yaml
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
-from kubeforge.client import config as config_module
-from kubeforge.client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._client import config as config_modulefrom kubeforge._client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
 from kubeforge.testing import find_kubectl
 
 pytestmark = pytest.mark.kubectl

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from kubeforge.client import Client
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.cached_client import CachedClient, SyncClient
-from kubeforge.runtime.controller import Controller, ControllerOptions
-from kubeforge.runtime.handler import EnqueueRequestForObject
-from kubeforge.runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.cached_client import CachedClient, SyncClient
+from kubeforge._runtime.controller import Controller, ControllerOptions
+from kubeforge._runtime.handler import EnqueueRequestForObject
+from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
 from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"

@@ -17,8 +17,8 @@ import pytest
 
 import kubeforge
 from kubeforge.client import Client, load_kubeconfig
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result, SyncReconciler
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler
 from kubeforge.testing import eventually, metric_value
 
 CM = "v1/ConfigMap"
@@ -328,7 +328,7 @@ class Collect(logging.Handler):
     def __init__(self) -> None:
         super().__init__()
         self.records: list[logging.LogRecord] = []
-        self.addFilter(kubeforge.runtime.logs.ReconcileContextFilter())
+        self.addFilter(kubeforge._runtime.logs.ReconcileContextFilter())
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)

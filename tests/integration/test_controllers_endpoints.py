@@ -12,10 +12,10 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Client, ClusterConfig
-from kubeforge.client.auth import StaticToken
-from kubeforge.client.errors import NotFound
-from kubeforge.cluster.controllers import endpoints
-from kubeforge.runtime.manager import Manager
+from kubeforge._client.auth import StaticToken
+from kubeforge._client.errors import NotFound
+from kubeforge._cluster.controllers import endpoints
+from kubeforge._runtime.manager import Manager
 from kubeforge.testing import eventually
 
 NS = "default"

@@ -11,9 +11,9 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Client, ClusterConfig
-from kubeforge.client.auth import StaticToken
-from kubeforge.cluster.controllers import job
-from kubeforge.runtime.manager import Manager
+from kubeforge._client.auth import StaticToken
+from kubeforge._cluster.controllers import job
+from kubeforge._runtime.manager import Manager
 from kubeforge.testing import Kubectl, eventually
 
 NS = "default"

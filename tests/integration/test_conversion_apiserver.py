@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.config import ServerConfig
+from kubeforge._apiserver.config import ServerConfig
 from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer, never, webhook_server
 from tests.integration.conversion_support import (
@@ -624,7 +624,7 @@ async def test_objects_stay_in_the_version_they_were_stored_in_until_rewritten(
 
 
 def _gr() -> Any:
-    from kubeforge.apiserver.types.resource import GroupResource
+    from kubeforge._apiserver.types.resource import GroupResource
 
     return GroupResource(GROUP, "gadgets")
 

@@ -19,9 +19,9 @@ import orjson
 import pytest
 
 import kubeforge
-from kubeforge.apiserver.tls import generate_certificates
+from kubeforge._apiserver.tls import generate_certificates
 from kubeforge.client import load_kubeconfig
-from kubeforge.testing.metrics import metric_value
+from kubeforge._testing.metrics import metric_value
 from tests.integration.test_webhook_server import write_certs
 
 GROUP = "robots.kubeforge.dev"
@@ -344,7 +344,7 @@ async def test_malformed_reviews_are_bad_requests_that_say_why(converter: Conver
 async def test_a_review_over_the_limit_is_refused(
     converter: Converter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("kubeforge.webhook.server.MAX_CONVERSION_REVIEW_BYTES", 1000)
+    monkeypatch.setattr("kubeforge._webhook.server.MAX_CONVERSION_REVIEW_BYTES", 1000)
     body = orjson.dumps(
         review(f"{GROUP}/v1", *[robot("v1alpha1", f"r{i}", title="x") for i in range(20)])
     )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubeforge.client import Client, NotFound
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_cli_project import kubeforge
 from tests.integration.test_cli_scaffold import scaffold

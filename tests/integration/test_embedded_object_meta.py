@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import kubeforge
-from kubeforge.api.crd import crd_for
+from kubeforge._api.crd import crd_for
 from kubeforge.client import Client
 from kubeforge.models import JobTemplateSpec, PodTemplateSpec
 

@@ -15,7 +15,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/main.py"))
-KUBEFORGE = [sys.executable, "-m", "kubeforge.cli.main"]
+KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 
 
 def differences(left: Path, right: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""The client's HTTP/1.1 exchanges (client/http1.py) against a raw peer that frames its
+"""The client's HTTP/1.1 exchanges (_client/http1.py) against a raw peer that frames its
 answers by hand, so each case (keep-alive, chunked and gzip answers, connections closed while
 idle or mid-request, stalls, oversized heads) happens exactly as scripted. The embedded API
 server exercises the same path, over TLS, in every other integration test."""
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kubeforge.client import ClusterConfig
-from kubeforge.client.transport import Transport
+from kubeforge._client.transport import Transport
 from kubeforge.testing import eventually
 
 Answer = Callable[[bytes], bytes | None]  # request head -> raw answer (None: close at once)

@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.handlers.pods import LogRequest
-from kubeforge.client.auth import StaticToken
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import NotFound
-from kubeforge.cluster.controllers import scheduler
-from kubeforge.cluster.kubelet import SimulatedNode
-from kubeforge.cluster.options import RUN_SECONDS_ANNOTATION, ClusterOptions
-from kubeforge.cluster.podlogs import PodLogs
-from kubeforge.runtime.manager import Manager
+from kubeforge._apiserver.handlers.pods import LogRequest
+from kubeforge._client.auth import StaticToken
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import NotFound
+from kubeforge._cluster.controllers import scheduler
+from kubeforge._cluster.kubelet import SimulatedNode
+from kubeforge._cluster.options import RUN_SECONDS_ANNOTATION, ClusterOptions
+from kubeforge._cluster.podlogs import PodLogs
+from kubeforge._runtime.manager import Manager
 from kubeforge.testing import Kubectl, eventually
 from tests.support import HTTPClient
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.client.client import Client
-from kubeforge.client.config import load_kubeconfig
-from kubeforge.runtime.leaderelection import (
+from kubeforge._client.client import Client
+from kubeforge._client.config import load_kubeconfig
+from kubeforge._runtime.leaderelection import (
     JITTER_FACTOR,
     LEASE_KIND,
     LeaderElector,

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import kubeforge
-from kubeforge.api.crd import crd_for
-from kubeforge.runtime.localconversion import conversion_crds
+from kubeforge._api.crd import crd_for
+from kubeforge._runtime.localconversion import conversion_crds
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_conversion_webhook import (
     COLOR,

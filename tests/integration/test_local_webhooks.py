@@ -1,4 +1,4 @@
-"""Webhooks served from this machine and registered with a cluster (runtime/localwebhooks.py),
+"""Webhooks served from this machine and registered with a cluster (_runtime/localwebhooks.py),
 and TestEnv.run_manager doing it for a test: what a configuration holds, when it is applied,
 that it is removed again, and that requests go through it."""
 
@@ -15,9 +15,9 @@ from typing import Any, Self
 import pytest
 
 import kubeforge
-from kubeforge.api.crd import crd_for
-from kubeforge.api.machinery.certificates import generate_certificates
-from kubeforge.runtime.localwebhooks import (
+from kubeforge._api.crd import crd_for
+from kubeforge._api.machinery.certificates import generate_certificates
+from kubeforge._runtime.localwebhooks import (
     register_webhook_server,
     serve_locally,
     wait_until_serving,

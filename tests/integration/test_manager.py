@@ -16,15 +16,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kubeforge.api.machinery.certificates import generate_certificates
+from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge.client import Client, load_kubeconfig
-from kubeforge.runtime.controller import ControllerOptions
-from kubeforge.runtime.leaderelection import LeadershipLost
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.controller import ControllerOptions
+from kubeforge._runtime.leaderelection import LeadershipLost
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.testing import eventually
-from kubeforge.webhook.review import AdmissionResponse
-from kubeforge.webhook.server import WebhookServer
+from kubeforge._webhook.review import AdmissionResponse
+from kubeforge._webhook.server import WebhookServer
 
 CM = "v1/ConfigMap"
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.apiserver.request.nesting import MAX_DEPTH
+from kubeforge._apiserver.request.nesting import MAX_DEPTH
 from tests.support import HTTPClient
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from kubeforge.client import Client, Conflict, NotFound, load_kubeconfig
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.testing import eventually, metric_value
 from tests.integration.crd_fixtures import widget_crd
 

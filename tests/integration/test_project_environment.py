@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from kubeforge.client import Client
-from kubeforge.cluster.options import ClusterOptions
-from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
+from kubeforge._cluster.options import ClusterOptions
+from kubeforge._cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_cli_scaffold import KUBEFORGE, cli, scaffold
 from tests.integration.test_cli_webhook_versions import tree
@@ -32,7 +32,7 @@ from tests.support import free_port, kubeforge
 
 DEPENDENCY = "tidemark"
 MODULE = f"def mark(text: str) -> str:\n    return '{DEPENDENCY}: ' + text\n"
-# A reconcile's text line: the message, then its fields (runtime/logs.py's TextFormatter).
+# A reconcile's text line: the message, then its fields (_runtime/logs.py's TextFormatter).
 RECONCILE_LINE = re.compile(
     r"reconciling Frigate default/(?P<name>[a-z-]+) controller=frigate object_kind=Frigate "
     r"object_namespace=default object_name=(?P=name) reconcile_id=[0-9a-f-]{36}$",

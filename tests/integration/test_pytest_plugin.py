@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubeforge.cluster.devcluster import DevCluster
+from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import USE_EXISTING_CLUSTER, eventually
 
 pytest_plugins = ["pytester"]
@@ -144,7 +144,7 @@ def project(pytester: pytest.Pytester, **options: str) -> Path:
 
 def test_the_plugin_is_registered_as_an_entry_point() -> None:
     points = importlib.metadata.entry_points(group="pytest11")
-    assert {p.name: p.value for p in points}.get("kubeforge") == "kubeforge.testing.plugin"
+    assert {p.name: p.value for p in points}.get("kubeforge") == "kubeforge._testing.plugin"
 
 
 def test_a_project_test_uses_every_fixture(pytester: pytest.Pytester) -> None:
@@ -440,7 +440,7 @@ def test_built_in_controllers_are_chosen_by_ini_option_and_marker(
 BARE_CONFTEST = """
 import pytest
 
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._cluster.options import ClusterOptions
 
 
 @pytest.fixture

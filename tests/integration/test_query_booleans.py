@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.handlers.pods import LogRequest
+from kubeforge._apiserver.handlers.pods import LogRequest
 from kubeforge.testing import eventually
 from tests.support import HTTPClient, connect
 

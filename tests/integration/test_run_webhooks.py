@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.machinery.certificates import generate_certificates
+from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge.testing import DevProcess, Kubectl, eventually
 from tests.support import KUBEFORGE, free_port
 

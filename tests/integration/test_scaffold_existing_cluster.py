@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from kubeforge.cluster.devcluster import DevCluster
+from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import USE_EXISTING_CLUSTER, eventually
 from tests.integration.test_cli_scaffold import FERRYMAN_API, cli, scaffold
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.client.auth import StaticToken
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.cluster.controllers import scheduler
-from kubeforge.cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
-from kubeforge.runtime.manager import Manager
+from kubeforge._client.auth import StaticToken
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._cluster.controllers import scheduler
+from kubeforge._cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
+from kubeforge._runtime.manager import Manager
 from kubeforge.testing import eventually
 
 NS = "default"

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from kubeforge.apiserver import APIServer
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.types.resource import GroupResource
 from kubeforge.client import Client, load_kubeconfig
-from kubeforge.client.client import ObjectList
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.storagemigration import (
+from kubeforge._client.client import ObjectList
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.storagemigration import (
     MigrationError,
     MigrationProgress,
     find_crd,
@@ -252,7 +252,7 @@ async def kubeforge(*args: str, kubeconfig: Path) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "kubeforge.cli.main",
+        "kubeforge._cli.main",
         *args,
         "--kubeconfig",
         str(kubeconfig),

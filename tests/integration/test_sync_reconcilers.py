@@ -15,12 +15,12 @@ import pytest
 
 import kubeforge
 from kubeforge.client import Client, NotFound, load_kubeconfig
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.cached_client import CachedClient, SyncClient
-from kubeforge.runtime.controller import Controller, ControllerOptions
-from kubeforge.runtime.handler import EnqueueRequestForObject
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Request, Result, SyncReconciler
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.cached_client import CachedClient, SyncClient
+from kubeforge._runtime.controller import Controller, ControllerOptions
+from kubeforge._runtime.handler import EnqueueRequestForObject
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Request, Result, SyncReconciler
 from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import kubeforge
-from kubeforge.cluster.devcluster import DevCluster
+from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import (
     USE_EXISTING_CLUSTER,
     Kubectl,

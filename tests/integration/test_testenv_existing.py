@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.client.errors import NotFound
-from kubeforge.cluster.devcluster import DevCluster
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._client.errors import NotFound
+from kubeforge._cluster.devcluster import DevCluster
+from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import Kubectl, TestEnv, eventually
 from tests.integration.test_testenv import GROUP, crd, crd_name
 

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from kubeforge.client import ApiError, ClusterConfig, TooManyRequests
-from kubeforge.client.transport import Transport
+from kubeforge._client.transport import Transport
 
 
 @dataclass

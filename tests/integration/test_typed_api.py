@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.api.crd import crd_filename, dump_yaml, group_crds
+from kubeforge._api.crd import crd_filename, dump_yaml, group_crds
 from kubeforge.client import Client, Invalid
-from kubeforge.runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
+from kubeforge._runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
 from kubeforge.testing import Kubectl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

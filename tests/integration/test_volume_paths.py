@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.testing.kubectl import Kubectl
+from kubeforge._testing.kubectl import Kubectl
 from tests.support import HTTPClient
 
 PODS = "/api/v1/namespaces/default/pods"

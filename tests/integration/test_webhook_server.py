@@ -23,13 +23,13 @@ import pytest
 from cryptography import x509
 
 import kubeforge
-from kubeforge.apiserver.storage.patch import apply_json_patch
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._apiserver.storage.patch import apply_json_patch
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge.client import load_kubeconfig
 from kubeforge.models.core_v1 import Pod
 from kubeforge.testing import eventually
-from kubeforge.testing.metrics import metric_value
-from kubeforge.webhook.review import MAX_REVIEW_BYTES
+from kubeforge._testing.metrics import metric_value
+from kubeforge._webhook.review import MAX_REVIEW_BYTES
 
 GROUP = "hooks.kubeforge.dev"
 MUTATE = "/mutate-hooks-kubeforge-dev-v1-gadget"

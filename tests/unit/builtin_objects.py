@@ -6,7 +6,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.apiserver.types.strategies import Strategy, strategy_for
+from kubeforge._apiserver.types.strategies import Strategy, strategy_for
 
 Obj = dict[str, Any]
 UID = "0f7d6b4e-0000-4000-8000-000000000001"

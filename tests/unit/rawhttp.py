@@ -14,14 +14,14 @@ from http import HTTPStatus
 
 import pytest
 
-from kubeforge.apiserver.http.server import (
+from kubeforge._apiserver.http.server import (
     ConnectionLimits,
     HTTPServer,
     Request,
     Response,
     ResponseStream,
 )
-from kubeforge.apiserver.tls import ServingCertificates
+from kubeforge._apiserver.tls import ServingCertificates
 
 WAIT = 2.0  # upper bound on any single wait; a passing test never gets close to it
 LIMIT = 64  # max_body_bytes unless a test says otherwise

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubeforge.api.machinery.timestamps import format_time
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.machinery.timestamps import format_time
+from kubeforge._apiserver.types.resource import ResourceType
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -8,13 +8,13 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.matching import Rule
-from kubeforge.apiserver.admission.review import read_answer
-from kubeforge.apiserver.request.user import ADMIN
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.validation.admissionregistration import validate_validating_webhooks
-from kubeforge.apiserver.webhookclient.client import CallFailed, Reply
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.matching import Rule
+from kubeforge._apiserver.admission.review import read_answer
+from kubeforge._apiserver.request.user import ADMIN
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.validation.admissionregistration import validate_validating_webhooks
+from kubeforge._apiserver.webhookclient.client import CallFailed, Reply
 
 UID = "0b6d1b6f-2b1c-4e0b-9d0e-5f1c6f0c0a11"
 

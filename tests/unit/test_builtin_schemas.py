@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.fielderror import FieldErrorType
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas, DecodeError
+from kubeforge._api.machinery.fielderror import FieldErrorType
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas, DecodeError
 
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"
 POD = "io.k8s.api.core.v1.Pod"

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.types.validation.batch import cron_schedule_error
-from kubeforge.apiserver.types.validation.common import semantic_equal
-from kubeforge.apiserver.types.validation.core_pods import pod_qos_class
+from kubeforge._apiserver.types.validation.batch import cron_schedule_error
+from kubeforge._apiserver.types.validation.common import semantic_equal
+from kubeforge._apiserver.types.validation.core_pods import pod_qos_class
 from tests.unit.builtin_objects import (
     EXT,
     Obj,

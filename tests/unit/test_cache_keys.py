@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge.api.meta import GroupVersionKind
+from kubeforge._api.meta import GroupVersionKind
 from kubeforge.models import ConfigMap, Deployment
-from kubeforge.runtime.cache import kind_key
+from kubeforge._runtime.cache import kind_key
 
 
 def test_every_spelling_of_a_kind_has_one_key() -> None:

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.cel import (
+from kubeforge._api.machinery.cel import (
     compile_go_regex,
     compile_rule,
     normalize_field_path,
     rule_of,
     run_rules,
 )
-from kubeforge.api.machinery.fielderror import FieldErrorType
+from kubeforge._api.machinery.fielderror import FieldErrorType
 
 
 def _eval(rule: str, value: Any, old: Any = None, has_old: bool = False) -> list[str]:

@@ -1,6 +1,6 @@
 """Each client verb defined once: the cached client's writes are the live client's, and every
 `SyncClient` call is the cached client's run to its result on the bound event loop, each
-with the parameters of the one definition in `kubeforge.client.protocols`."""
+with the parameters of the one definition in `kubeforge._client.protocols`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any, cast
 import pytest
 
 from kubeforge.client import Client, ObjectClient, SyncObjectClient
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.cached_client import CachedClient, SyncClient
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.cached_client import CachedClient, SyncClient
 
 VERBS = sorted(name for name in dir(ObjectClient) if not name.startswith("_"))
 

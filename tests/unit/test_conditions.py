@@ -6,8 +6,8 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from kubeforge.api.meta import Condition
-from kubeforge.runtime.conditions import (
+from kubeforge._api.meta import Condition
+from kubeforge._runtime.conditions import (
     find_status_condition,
     is_status_condition_false,
     is_status_condition_present_and_equal,

@@ -16,16 +16,15 @@ import orjson
 import pytest
 import yaml
 
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
-from kubeforge.client import config as config_module
-from kubeforge.client.auth import (
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._client import config as config_modulefrom kubeforge._client.auth import (
     CredentialError,
     ExecPlugin,
     ExecProvider,
     StaticToken,
     TokenFile,
 )
-from kubeforge.client.config import (
+from kubeforge._client.config import (
     ClusterConfig,
     ConfigError,
     load_config,
@@ -243,7 +242,7 @@ def test_server_without_scheme(
         current="tls",
     )
     assert load_kubeconfig(path).server == "https://h:6443"
-    with caplog.at_level(logging.WARNING, logger="kubeforge.client.config"):
+    with caplog.at_level(logging.WARNING, logger="kubeforge._client.config"):
         plain = load_kubeconfig(path, context="plain")
     assert plain.server == "http://h:8080"
     # Credentials are sent only over TLS, as client-go does.

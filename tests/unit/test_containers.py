@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from kubeforge.cluster.containers import (
+from kubeforge._cluster.containers import (
     ContainerProcess,
     LocalLaunch,
     PodSandbox,
     StartError,
     rewrite,
 )
-from kubeforge.cluster.hostports import HostPorts
-from kubeforge.cluster.projects import ImageMap, ProjectImage, parse_image_mapping
-from kubeforge.cluster.simulation import Behaviour
+from kubeforge._cluster.hostports import HostPorts
+from kubeforge._cluster.projects import ImageMap, ProjectImage, parse_image_mapping
+from kubeforge._cluster.simulation import Behaviour
 from kubeforge.testing import eventually
 
 QUICK = Behaviour(finishes=True, run_seconds=0.01, sleep_seconds=0.01)

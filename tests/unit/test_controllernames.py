@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge.cluster.controllernames import KNOWN, enabled_controllers, split_list
+from kubeforge._cluster.controllernames import KNOWN, enabled_controllers, split_list
 
 EVERY = frozenset(KNOWN)
 
 
 def test_star_runs_every_controller_and_the_default_is_star() -> None:
-    from kubeforge.cluster.options import ClusterOptions
+    from kubeforge._cluster.options import ClusterOptions
 
     assert enabled_controllers(["*"]) == EVERY
     assert enabled_controllers(ClusterOptions().controllers) == EVERY

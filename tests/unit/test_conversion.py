@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import kubeforge
-from kubeforge.api.conversion import conversion_versions, hub_of
-from kubeforge.api.crd import crd_for
-from kubeforge.api.meta import WebhookConversion
+from kubeforge._api.conversion import conversion_versions, hub_of
+from kubeforge._api.crd import crd_for
+from kubeforge._api.meta import WebhookConversion
 from kubeforge.testing import assert_round_trips, object_metas, objects
-from kubeforge.testing.roundtrip import first_difference
+from kubeforge._testing.roundtrip import first_difference
 
 GROUP = "units.kubeforge.dev"
 NOTE = f"{GROUP}/note"

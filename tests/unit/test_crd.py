@@ -11,13 +11,13 @@ import yaml
 from pydantic import Field
 
 import kubeforge
-from kubeforge.api import markers as mk
-from kubeforge.api.crd import crd_filename, crd_for, dump_yaml, group_crds
-from kubeforge.api.machinery.structural import structural_errors
-from kubeforge.api.meta import Condition, ObjectMeta, PrinterColumn, Scale, WebhookConversion
-from kubeforge.api.model import Model
-from kubeforge.api.resource import Resource, resource
-from kubeforge.api.schema import API_VERSION_DESCRIPTION, KIND_DESCRIPTION
+from kubeforge._api import markers as mk
+from kubeforge._api.crd import crd_filename, crd_for, dump_yaml, group_crds
+from kubeforge._api.machinery.structural import structural_errors
+from kubeforge._api.meta import Condition, ObjectMeta, PrinterColumn, Scale, WebhookConversion
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource, resource
+from kubeforge._api.schema import API_VERSION_DESCRIPTION, KIND_DESCRIPTION
 from tests.support import HTTPClient
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

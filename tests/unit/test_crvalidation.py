@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.crvalidation import validate, validate_update
-from kubeforge.api.machinery.defaulting import apply_defaults
-from kubeforge.api.machinery.fielderror import FieldErrorType
-from kubeforge.api.machinery.formats import check_format
-from kubeforge.api.machinery.govalues import go_number
-from kubeforge.api.machinery.pruning import prune
+from kubeforge._api.machinery.crvalidation import validate, validate_update
+from kubeforge._api.machinery.defaulting import apply_defaults
+from kubeforge._api.machinery.fielderror import FieldErrorType
+from kubeforge._api.machinery.formats import check_format
+from kubeforge._api.machinery.govalues import go_number
+from kubeforge._api.machinery.pruning import prune
 
 
 def _spec(props: dict[str, Any], **extra: Any) -> dict[str, Any]:

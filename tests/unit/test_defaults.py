@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.types.defaults import DEFAULTERS, apply_defaults, image_pull_policy
+from kubeforge._apiserver.types.defaults import DEFAULTERS, apply_defaults, image_pull_policy
 
 CONTAINER_DEFAULTS = {
     "terminationMessagePath": "/dev/termination-log",

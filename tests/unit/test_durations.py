@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from kubeforge.api.machinery.durations import age, human_duration, short_human_duration
+from kubeforge._api.machinery.durations import age, human_duration, short_human_duration
 from tests.unit.table_objects import NOW, ts
 
 

@@ -62,7 +62,7 @@ def test_importing_the_packages_loads_none_of_the_exported_modules() -> None:
     code = (
         "import sys, kubeforge, kubeforge.testing\n"
         "loaded = sorted(k for k in sys.modules if k.startswith('kubeforge'))\n"
-        "assert loaded == ['kubeforge', 'kubeforge._version', 'kubeforge.lazyload',"
+        "assert loaded == ['kubeforge', 'kubeforge._version', 'kubeforge._lazyload',"
         " 'kubeforge.testing'], loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

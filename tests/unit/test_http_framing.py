@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge.apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.server import Request, Response
 from tests.unit.rawhttp import (
     CHUNKED_HEAD,
     Served,

@@ -12,15 +12,15 @@ from collections.abc import Callable
 
 import pytest
 
-from kubeforge.apiserver.http import server as httpserver
-from kubeforge.apiserver.http.server import (
+from kubeforge._apiserver.http import server as httpserver
+from kubeforge._apiserver.http.server import (
     ConnectionLimits,
     Request,
     Response,
     ResponseStream,
     connection_cap,
 )
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from tests.unit.rawhttp import (
     HEAD_LIMIT,
     LAST_CHUNK,

@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
-from kubeforge.apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from tests.unit.rawhttp import (
     CHUNKED_HEAD,
     CONTINUE,

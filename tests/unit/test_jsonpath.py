@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.jsonpath import JSONPathError, compile_path, get_simple, set_path
+from kubeforge._api.machinery.jsonpath import JSONPathError, compile_path, get_simple, set_path
 
 OBJ: dict[str, Any] = {
     "metadata": {

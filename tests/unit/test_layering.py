@@ -57,7 +57,7 @@ MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
 def imported(path: Path, *, top_level_only: bool = False) -> Iterator[str]:
-    """The kubeforge names a module imports: `kubeforge.api.schema`, or `kubeforge` itself for
+    """The kubeforge names a module imports: `kubeforge._api.schema`, or `kubeforge` itself for
     `import kubeforge` and `from kubeforge import X` (X not a module)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = (
@@ -225,7 +225,7 @@ def parts_graph(package: str, modules: dict[str, set[str]]) -> dict[str, set[str
 
 
 def test_the_api_layer_has_no_import_cycles() -> None:
-    assert cycles(graph_of("kubeforge.api", top_level_only=False)) == []
+    assert cycles(graph_of("kubeforge._api", top_level_only=False)) == []
 
 
 def test_no_import_cycles_between_modules() -> None:

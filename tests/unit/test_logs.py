@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import kubeforge
-from kubeforge.runtime.logs import ReconcileContext, reconciling
+from kubeforge._runtime.logs import ReconcileContext, reconciling
 
 CONTEXT = ReconcileContext("at", "At", "default", "demo", "0f1e2d")
 
@@ -95,7 +95,7 @@ def test_an_unknown_format_is_refused() -> None:
 
 
 def test_reconcile_ids_are_distinct_random_uuids() -> None:
-    from kubeforge.runtime.controller import _RECONCILE_IDS
+    from kubeforge._runtime.controller import _RECONCILE_IDS
 
     ids = [next(_RECONCILE_IDS) for _ in range(600)]  # more than one block of 256
     assert len(set(ids)) == len(ids)

@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.apiserver.storage.managedfields import (
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._apiserver.storage.managedfields import (
     LAST_APPLIED_ANNOTATION,
     ApplyConflict,
     ApplyError,

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 import pytest
 
 import kubeforge
-from kubeforge.api import markers as mk
-from kubeforge.api.schema import SchemaError, schema_for_model
+from kubeforge._api import markers as mk
+from kubeforge._api.schema import SchemaError, schema_for_model
 
 MISFITS: list[tuple[Any, str]] = [
     (Annotated[int, mk.MinLength(2)], "MinLength(value=2) applies to strings, not to an integer"),
@@ -88,7 +88,7 @@ def test_the_crd_generator_refuses_a_resource_with_a_misfit_marker() -> None:
     class Bad(kubeforge.Resource[BadSpec, None]):
         """A resource that cannot have a CRD."""
 
-    from kubeforge.api.crd import crd_for
+    from kubeforge._api.crd import crd_for
 
     with pytest.raises(SchemaError, match=r"BadSpec\.replicas: MinLength\(value=2\)"):
         crd_for([Bad])

@@ -8,13 +8,13 @@ import pytest
 from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubeforge.runtime.metrics import (
+from kubeforge._runtime.metrics import (
     CONTENT_TYPE,
     Metrics,
     QueueMetricsAdapter,
     format_float,
 )
-from kubeforge.runtime.workqueue import QueueMetrics
+from kubeforge._runtime.workqueue import QueueMetrics
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 

@@ -18,9 +18,9 @@ import pytest
 from pydantic import ValidationError
 
 from kubeforge import models
-from kubeforge.api.machinery import timestamps
-from kubeforge.api.meta import LabelSelector, ObjectMeta, ResourceInfo
-from kubeforge.apiserver.types.builtin_types import builtin_types
+from kubeforge._api.machinery import timestamps
+from kubeforge._api.meta import LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge._apiserver.types.builtin_types import builtin_types
 from kubeforge.client import Client
 from kubeforge.models import (
     ConfigMap,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.govalues import go_label_selector, go_string_map, go_string_slice
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.govalues import go_label_selector, go_string_map, go_string_slice
+from kubeforge._api.machinery.names import (
     is_config_map_key,
     is_dns1035_label,
     is_dns1123_label,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.nesting import (
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.nesting import (
     MAX_DEPTH,
     MAX_MANAGED_FIELDS_DEPTH,
     check_body,

@@ -12,11 +12,11 @@ import orjson
 import pytest
 from aiohttp import web
 
-from kubeforge.apiserver.discovery import documents
-from kubeforge.apiserver.discovery.openapi import OpenAPIV3, crd_schema_name, gv_path
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import ResourceType, Subresource
+from kubeforge._apiserver.discovery import documents
+from kubeforge._apiserver.discovery.openapi import OpenAPIV3, crd_schema_name, gv_path
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import ResourceType, Subresource
 from kubeforge.testing import Kubectl
 from tests.support import kubectl_for
 

@@ -11,10 +11,10 @@ import orjson
 import pytest
 import yaml
 
-from kubeforge.apiserver.discovery.openapiv2 import MAX_SCHEMA_DEPTH, OpenAPIV2
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import ResourceType, Subresource
+from kubeforge._apiserver.discovery.openapiv2 import MAX_SCHEMA_DEPTH, OpenAPIV2
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import ResourceType, Subresource
 
 DEFS = "#/definitions/"
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"

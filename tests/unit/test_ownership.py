@@ -8,17 +8,17 @@ import pytest
 
 import kubeforge
 import kubeforge.models
-from kubeforge.api.meta import (
+from kubeforge._api.meta import (
     GroupVersionKind,
     ObjectMeta,
     ObjectReference,
     OwnerReference,
     ResourceInfo,
 )
-from kubeforge.api.model import Model
-from kubeforge.api.resource import Resource
-from kubeforge.runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
-from kubeforge.runtime.ownership import (
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource
+from kubeforge._runtime.finalizers import add_finalizer, has_finalizer, remove_finalizer
+from kubeforge._runtime.ownership import (
     AlreadyOwnedError,
     get_controller_of,
     get_reference,

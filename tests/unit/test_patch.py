@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.apiserver.storage.patch import (
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._apiserver.storage.patch import (
     MAX_JSON_PATCH_OPERATIONS,
     PatchDecodeError,
     PatchError,

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.storage.persistence import DataDirInUse, SQLiteBackend
-from kubeforge.apiserver.storage.store import Expired, Store
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.storage.persistence import DataDirInUse, SQLiteBackend
+from kubeforge._apiserver.storage.store import Expired, Store
+from kubeforge._apiserver.types.resource import GroupResource
 
 CM = GroupResource("", "configmaps")
 

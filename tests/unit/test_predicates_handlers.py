@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.runtime.handler import (
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._runtime.handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
 )
-from kubeforge.runtime.predicate import (
+from kubeforge._runtime.predicate import (
     AnnotationsChanged,
     Funcs,
     GenerationChanged,
@@ -21,8 +21,8 @@ from kubeforge.runtime.predicate import (
     any_of,
     negate,
 )
-from kubeforge.runtime.reconcile import Request
-from kubeforge.runtime.workqueue import LOW_PRIORITY
+from kubeforge._runtime.reconcile import Request
+from kubeforge._runtime.workqueue import LOW_PRIORITY
 
 
 def obj(

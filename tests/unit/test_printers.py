@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.printing.columns import format_label_selector
-from kubeforge.apiserver.printing.core import pod_status
-from kubeforge.apiserver.printing.printers import printer_for
-from kubeforge.apiserver.printing.tables import to_table
+from kubeforge._apiserver.printing.columns import format_label_selector
+from kubeforge._apiserver.printing.core import pod_status
+from kubeforge._apiserver.printing.printers import printer_for
+from kubeforge._apiserver.printing.tables import to_table
 from tests.unit.table_objects import NOW, meta, rt, ts
 
 

@@ -14,10 +14,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from kubeforge.apiserver.discovery import documents
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
-from kubeforge.apiserver.types.registry import Registry
+from kubeforge._apiserver.discovery import documents
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
+from kubeforge._apiserver.types.registry import Registry
 from kubeforge.testing import Kubectl, find_kubectl
 
 # A tiny protobuf writer for building bodies by hand --------------------------------------------

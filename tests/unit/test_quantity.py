@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.quantity import decode_quantity, parse_quantity
+from kubeforge._api.machinery.quantity import decode_quantity, parse_quantity
 
 
 @pytest.mark.parametrize(

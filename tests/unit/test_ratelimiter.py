@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from kubeforge.runtime.ratelimiter import (
+from kubeforge._runtime.ratelimiter import (
     BucketRateLimiter,
     ItemExponentialBackoff,
     MaxOf,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubeforge.api.rbac import (
+from kubeforge._api.rbac import (
     RbacRule,
     normalize_rules,
     rbac,

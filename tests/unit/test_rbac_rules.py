@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.authenticator import EXTRA_SPACE_WARNING, bearer_token
-from kubeforge.apiserver.auth.forbidden import forbidden
-from kubeforge.apiserver.auth.rules import Rule, compact, rule_string, uncovered
-from kubeforge.apiserver.request.user import UserInfo
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.authenticator import EXTRA_SPACE_WARNING, bearer_token
+from kubeforge._apiserver.auth.forbidden import forbidden
+from kubeforge._apiserver.auth.rules import Rule, compact, rule_string, uncovered
+from kubeforge._apiserver.request.user import UserInfo
 
 USER = UserInfo("u", groups=("system:authenticated",))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.runtime.reflector import Reflector
-from kubeforge.runtime.store import Store
+from kubeforge._runtime.reflector import Reflector
+from kubeforge._runtime.store import Store
 
 
 def cm(name: str, rv: int, namespace: str = "default", **data: str) -> dict[str, Any]:

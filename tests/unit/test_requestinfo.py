@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
+from kubeforge._apiserver.request.info import RequestInfo, parse_request_path
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kubeforge.cluster.containers import PodSandbox
-from kubeforge.cluster.sandboxpaths import UnsafePath, relative_parts, write_within
+from kubeforge._cluster.containers import PodSandbox
+from kubeforge._cluster.sandboxpaths import UnsafePath, relative_parts, write_within
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubeforge.cli.deploy import set_image, split_image
-from kubeforge.cli.run import _go_booleans
-from kubeforge.runtime.metricsauth import serving_context
-from kubeforge.scaffold.names import InvalidName, ResourceNames, check_domain
-from kubeforge.scaffold.projectfile import ProjectFile
-from kubeforge.scaffold.render import import_at_marker, insert_at_marker, render_tree, uncomment
+from kubeforge._cli.deploy import set_image, split_image
+from kubeforge._cli.run import _go_booleans
+from kubeforge._runtime.metricsauth import serving_context
+from kubeforge._scaffold.names import InvalidName, ResourceNames, check_domain
+from kubeforge._scaffold.projectfile import ProjectFile
+from kubeforge._scaffold.render import import_at_marker, insert_at_marker, render_tree, uncomment
 
 
 @pytest.mark.parametrize("version", ["v1", "v2", "v1alpha1", "v2beta3", "v10beta12"])
@@ -164,7 +164,7 @@ def test_the_webhook_server_imports_without_a_writable_temporary_directory() -> 
         "import tempfile\n"
         "def fail(*a, **k): raise FileNotFoundError('No usable temporary directory found')\n"
         "tempfile.gettempdir = fail\n"
-        "import kubeforge.webhook.server as s\n"
+        "import kubeforge._webhook.server as s\n"
         "print(s.DEFAULT_CERT_DIR)\n"
     )
     done = subprocess.run(

@@ -13,20 +13,20 @@ import orjson
 import pytest
 from pydantic import Field
 
-from kubeforge.api import markers as mk
-from kubeforge.api.machinery import definitions
-from kubeforge.api.machinery.structural import structural_errors
-from kubeforge.api.meta import Condition, ObjectMeta
-from kubeforge.api.model import Model
-from kubeforge.api.resource import Resource, resource
-from kubeforge.api.schema import (
+from kubeforge._api import markers as mk
+from kubeforge._api.machinery import definitions
+from kubeforge._api.machinery.structural import structural_errors
+from kubeforge._api.meta import Condition, ObjectMeta
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource, resource
+from kubeforge._api.schema import (
     API_VERSION_DESCRIPTION,
     KIND_DESCRIPTION,
     SchemaError,
     schema_for_model,
     schema_of,
 )
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
 
 CONTAINER = "io.k8s.api.core.v1.Container"
 POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"

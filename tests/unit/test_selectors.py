@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge.api.machinery.selectors import (
+from kubeforge._api.machinery.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,

@@ -7,7 +7,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from kubeforge.cluster.shell import Output, run_command
+from kubeforge._cluster.shell import Output, run_command
 
 
 async def program(argv: Sequence[str], out: Output) -> int:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.cluster.commandline import container_argv, expand_references, full_image
-from kubeforge.cluster.options import ClusterOptions
-from kubeforge.cluster.simulation import Behaviour, container_behaviour, pod_finishes, simulate
+from kubeforge._cluster.commandline import container_argv, expand_references, full_image
+from kubeforge._cluster.options import ClusterOptions
+from kubeforge._cluster.simulation import Behaviour, container_behaviour, pod_finishes, simulate
 
 FINISHING = Behaviour(finishes=True, run_seconds=0.01, sleep_seconds=0.01)
 RUNNING = Behaviour(finishes=False, run_seconds=0.01)

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.storage.store import Expired, Store
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.storage.store import Expired, Store
+from kubeforge._apiserver.types.resource import GroupResource
 
 CM = GroupResource("", "configmaps")
 SECRETS = GroupResource("", "secrets")

@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from kubeforge.apiserver.types.defaults import DEFAULTERS
-from kubeforge.apiserver.types.strategies import BuiltinStrategy, Strategy, strategy_for
-from kubeforge.apiserver.types.validation.registry import VALIDATORS
+from kubeforge._apiserver.types.defaults import DEFAULTERS
+from kubeforge._apiserver.types.strategies import BuiltinStrategy, Strategy, strategy_for
+from kubeforge._apiserver.types.validation.registry import VALIDATORS
 from tests.unit.builtin_objects import (
     EXT,
     UID,

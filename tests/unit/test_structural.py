@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.api.machinery.fielderror import FieldErrorType
-from kubeforge.api.machinery.structural import structural_errors
+from kubeforge._api.machinery.fielderror import FieldErrorType
+from kubeforge._api.machinery.structural import structural_errors
 
 P = "spec.versions[0].schema.openAPIV3Schema"
 S = f"{P}.properties[spec]"

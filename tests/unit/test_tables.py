@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.printing.tables import column_definitions, to_table
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.printing.tables import column_definitions, to_table
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.resource import ResourceType
 from tests.unit.table_objects import NOW, meta, rt, ts
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from kubeforge.api.machinery.timestamps import (
+from kubeforge._api.machinery.timestamps import (
     format_micro_time,
     format_nano_time,
     format_time,

@@ -34,11 +34,11 @@ class Reconcile(kubeforge.Reconciler):
         thing = await self.client.get(Thing, request.name, namespace=request.namespace)
         reveal_type(thing)  # reveal: snippet.Thing
         everywhere = await self.client.list(Thing, all_namespaces=True)
-        reveal_type(everywhere)  # reveal: kubeforge.client.client.ObjectList[snippet.Thing]
+        reveal_type(everywhere)  # reveal: kubeforge._client.client.ObjectList[snippet.Thing]
         raw = await self.client.get("v1/ConfigMap", "x", namespace="default")
         reveal_type(raw)  # reveal: dict[str, Any]
         meta = await self.client.get_metadata(Thing, "x")
-        reveal_type(meta)  # reveal: kubeforge.api.meta.PartialObjectMetadata
+        reveal_type(meta)  # reveal: kubeforge._api.meta.PartialObjectMetadata
         stored = await self.client.update_status(thing)
         reveal_type(stored)  # reveal: snippet.Thing
         patched = await self.client.patch(Thing, "x", {"spec": {"size": 2}})
@@ -51,11 +51,11 @@ class Reconcile(kubeforge.Reconciler):
         await self.client.delete_object(thing, grace_period_seconds="0")  # error: arg-type
         done = await kubeforge.create_or_update(self.client, ConfigMap(), lambda c: None)
         reveal_type(done[0])  # reveal: kubeforge.models.core_v1.ConfigMap
-        reveal_type(done[1])  # reveal: kubeforge.runtime.upsert.OperationResult
+        reveal_type(done[1])  # reveal: kubeforge._runtime.upsert.OperationResult
         result = await kubeforge.with_finalizer(
             self.client, thing, "example.com/f", apply=self.apply, cleanup=self.apply
         )
-        reveal_type(result)  # reveal: kubeforge.runtime.reconcile.Result | None
+        reveal_type(result)  # reveal: kubeforge._runtime.reconcile.Result | None
         size: str = thing.spec.size  # error: assignment
         return None
 
@@ -70,7 +70,7 @@ class Blocking(kubeforge.SyncReconciler):
         raw = self.client.get("v1/ConfigMap", "x", namespace="default")
         reveal_type(raw)  # reveal: dict[str, Any]
         listed = self.client.list(Thing)
-        reveal_type(listed)  # reveal: kubeforge.client.client.ObjectList[snippet.Thing]
+        reveal_type(listed)  # reveal: kubeforge._client.client.ObjectList[snippet.Thing]
         patched = self.client.patch(Thing, "x", {}, field_manager="x", force=True)
         reveal_type(patched)  # reveal: snippet.Thing
         status = self.client.patch_status("v1/ConfigMap", "x", {}, field_validation="Strict")
@@ -126,7 +126,7 @@ class FakeReader:
 
 
 def wiring(manager: kubeforge.Manager, config: dict[str, Any]) -> None:
-    reveal_type(manager.event_recorder("x"))  # reveal: kubeforge.runtime.events.EventRecorder
+    reveal_type(manager.event_recorder("x"))  # reveal: kubeforge._runtime.events.EventRecorder
     builder = manager.controller().for_(Thing)
     builder.with_options(max_concurrent_reconciles=2, rate_limiter=kubeforge.MaxOf())
     builder.with_options(max_concurrent_reconciles="2")  # error: arg-type
@@ -192,7 +192,7 @@ good = Container(name="c", image_pull_policy="Always")
 def test_a_misspelt_field_is_a_type_error_in_a_scaffolded_project(tmp_path: Path) -> None:
     """A project's mypy settings, as `kubeforge init` writes them, report a constructor's
     unknown or mistyped keyword (the Python field names are the constructor's)."""
-    from kubeforge.scaffold.render import render
+    from kubeforge._scaffold.render import render
 
     values = {"project_name": "crontab", "kubeforge_version": "0.1.0", "license_field": ""}
     (tmp_path / "pyproject.toml").write_text(render("init/pyproject.toml", values))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubeforge.apiserver.request.warningheaders import warning_headers
+from kubeforge._apiserver.request.warningheaders import warning_headers
 
 
 def test_warnings_are_quoted_once_each() -> None:

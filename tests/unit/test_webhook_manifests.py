@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 import kubeforge
-from kubeforge.api.crd import dump_yaml
-from kubeforge.api.webhooks import (
+from kubeforge._api.crd import dump_yaml
+from kubeforge._api.webhooks import (
     WebhookMarker,
     admission_webhook,
     default_name,

@@ -8,8 +8,8 @@ import random
 from typing import Any
 
 import kubeforge
-from kubeforge.apiserver.storage.patch import apply_json_patch
-from kubeforge.webhook.patch import apply_changes, defaulting_patch, json_equal, json_patch
+from kubeforge._apiserver.storage.patch import apply_json_patch
+from kubeforge._webhook.patch import apply_changes, defaulting_patch, json_equal, json_patch
 
 
 def test_a_patch_turns_the_original_into_the_desired_object() -> None:

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.apiserver.storage.patch import apply_json_patch
+from kubeforge._apiserver.storage.patch import apply_json_patch
 from kubeforge.models.core_v1 import Pod
-from kubeforge.webhook.typed import DefaultingHandler, ValidatingHandler
+from kubeforge._webhook.typed import DefaultingHandler, ValidatingHandler
 
 
 def request(

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from kubeforge.runtime.ratelimiter import BucketRateLimiter
-from kubeforge.runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
+from kubeforge._runtime.ratelimiter import BucketRateLimiter
+from kubeforge._runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
 
 R = TypeVar("R")
 

@@ -12,11 +12,11 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.apiserver.request import info as requestinfo
-from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
-from kubeforge.apiserver.storage.managedfields import update_managed_fields
-from kubeforge.apiserver.storage.objectmeta import new_uid
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._apiserver.request import info as requestinfo
+from kubeforge._apiserver.request.info import RequestInfo, parse_request_path
+from kubeforge._apiserver.storage.managedfields import update_managed_fields
+from kubeforge._apiserver.storage.objectmeta import new_uid
 
 NOW = "2026-01-01T00:00:00Z"
 

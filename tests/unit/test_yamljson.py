@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.request.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
+from kubeforge._apiserver.request.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
 
 
 def laughs(levels: int, fanout: int) -> str:

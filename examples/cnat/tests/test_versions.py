@@ -110,7 +110,7 @@ async def _migrate(kubectl: Kubectl) -> str:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "kubeforge.cli.main",
+        "kubeforge._cli.main",
         "migrate-storage",
         CRD,
         "--chunk-size",

@@ -3,6 +3,6 @@ markers, conversion hubs and spokes, webhook and RBAC declarations, and the mani
 from them (CRDs from classes, `schema`, `crd`). Pure: no I/O.
 
 What the server and runtime use to process objects (structural schemas, CEL, JSONPath,
-selectors, quantities, timestamps, ...) lives below it in `kubeforge.api.machinery`; this
+selectors, quantities, timestamps, ...) lives below it in `kubeforge._api.machinery`; this
 package may import that one, never the reverse.
 """

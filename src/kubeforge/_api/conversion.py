@@ -28,9 +28,9 @@ from typing import Any, Generic, Self, TypeVar
 
 import orjson
 
-from kubeforge.api.machinery.names import is_qualified_name
-from kubeforge.api.meta import ResourceInfo
-from kubeforge.api.resource import registered_resources
+from kubeforge._api.machinery.names import is_qualified_name
+from kubeforge._api.meta import ResourceInfo
+from kubeforge._api.resource import registered_resources
 
 __all__ = [
     "ConversionError",

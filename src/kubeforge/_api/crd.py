@@ -5,7 +5,7 @@
 
 Every class decorated with `@resource` is one version of a kind; the classes of one kind make
 one CRD (versions in Kubernetes priority order, exactly one of them stored). When the versions
-are a hub and its spokes (api/conversion.py), the CRD converts between them through the
+are a hub and its spokes (_api/conversion.py), the CRD converts between them through the
 conversion webhook (`spec.conversion`, strategy Webhook). The YAML is deterministic: keys
 sorted, block style, no line wrapping, multi-line text as literal blocks.
 """
@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 
 from kubeforge._version import __version__
-from kubeforge.api.conversion import conversion_versions
-from kubeforge.api.machinery.versions import version_priority
-from kubeforge.api.meta import PrinterColumn, ResourceInfo, WebhookConversion
-from kubeforge.api.schema import schema_for_model
+from kubeforge._api.conversion import conversion_versions
+from kubeforge._api.machinery.versions import version_priority
+from kubeforge._api.meta import PrinterColumn, ResourceInfo, WebhookConversion
+from kubeforge._api.schema import schema_for_model
 
 __all__ = [
     "VERSION_ANNOTATION",

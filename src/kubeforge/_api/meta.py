@@ -8,9 +8,9 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeAlias
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import Time
-from kubeforge.api.markers import Format, MaxLength, Minimum, MinLength, Pattern, Required
-from kubeforge.api.model import Model
+from kubeforge._api.machinery.timestamps import Time
+from kubeforge._api.markers import Format, MaxLength, Minimum, MinLength, Pattern, Required
+from kubeforge._api.model import Model
 
 __all__ = [
     "Condition",

@@ -4,7 +4,7 @@ Helpers that take either form (ownership, finalizers, events, upsert) go through
 `get_meta`, `set_meta` and their kin instead of branching on the object's form: dicts use
 the JSON field names (`ownerReferences`); typed objects carry an `ObjectMeta` (snake_case
 attributes) or, for some models, a plain dict as `.metadata`. Objects known to be dicts are
-read with `kubeforge.api.machinery.access`.
+read with `kubeforge._api.machinery.access`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from kubeforge.api.meta import OwnerReference, ResourceInfo
+from kubeforge._api.meta import OwnerReference, ResourceInfo
 
 __all__ = [
     "api_version_kind",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from kubeforge.api.crd import dump_yaml
+from kubeforge._api.crd import dump_yaml
 
 __all__ = [
     "EVENT_RULES",

@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.meta import (
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.meta import (
     GroupVersionKind,
     ObjectMeta,
     PrinterColumn,
@@ -26,8 +26,8 @@ from kubeforge.api.meta import (
     Scale,
     WebhookConversion,
 )
-from kubeforge.api.model import Model
-from kubeforge.api.schema import schema_for_model
+from kubeforge._api.model import Model
+from kubeforge._api.schema import schema_for_model
 
 __all__ = ["Resource", "pluralize", "registered_resources", "resource"]
 
@@ -76,10 +76,10 @@ class Resource(Model, Generic[SpecT, StatusT]):
     ) -> list[FieldError]:
         """`validate()` for an object given in its JSON form (which may not even parse as
         this class, e.g. a wrong type)."""
-        from kubeforge.api.machinery import crvalidation
-        from kubeforge.api.machinery.defaulting import apply_defaults
-        from kubeforge.api.machinery.names import validate_object_meta
-        from kubeforge.api.machinery.pruning import prune
+        from kubeforge._api.machinery import crvalidation
+        from kubeforge._api.machinery.defaulting import apply_defaults
+        from kubeforge._api.machinery.names import validate_object_meta
+        from kubeforge._api.machinery.pruning import prune
 
         schema = _schemas.get(cls)
         if schema is None:

@@ -38,9 +38,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, PydanticUndefined, to_jsonable_python
 
-from kubeforge.api import markers as mk
-from kubeforge.api.machinery import definitions
-from kubeforge.api.meta import ObjectMeta, ResourceInfo
+from kubeforge._api import markers as mk
+from kubeforge._api.machinery import definitions
+from kubeforge._api.meta import ObjectMeta, ResourceInfo
 
 __all__ = [
     "API_VERSION_DESCRIPTION",

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from kubeforge.api.crd import dump_yaml
-from kubeforge.api.meta import GroupVersionKind, ResourceInfo
-from kubeforge.api.resource import pluralize
+from kubeforge._api.crd import dump_yaml
+from kubeforge._api.meta import GroupVersionKind, ResourceInfo
+from kubeforge._api.resource import pluralize
 
 __all__ = [
     "ADMISSION_REVIEW_VERSIONS",

@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubeforge.apiserver.config import ServerConfig
-    from kubeforge.apiserver.http.server import ConnectionLimits
-    from kubeforge.apiserver.server import APIServer, serve, tune_gc
+    from kubeforge._apiserver.config import ServerConfig
+    from kubeforge._apiserver.http.server import ConnectionLimits
+    from kubeforge._apiserver.server import APIServer, serve, tune_gc
 
 __all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 
@@ -29,15 +29,13 @@ __all__ = ["APIServer", "ConnectionLimits", "ServerConfig", "serve", "tune_gc"]
 def __getattr__(name: str) -> Any:
     # Importing the server pulls in every part of it; submodules stay importable alone.
     if name == "ServerConfig":
-        from kubeforge.apiserver import config
-
+        from kubeforge._apiserver import config
         return config.ServerConfig
     if name == "ConnectionLimits":
-        from kubeforge.apiserver.http import server as http
+        from kubeforge._apiserver.http import server as http
 
         return http.ConnectionLimits
     if name in __all__:
-        from kubeforge.apiserver import server
-
+        from kubeforge._apiserver import server
         return getattr(server, name)
     raise AttributeError(name)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kubeforge.apiserver.auth.tokens import DEFAULT_ISSUER
-from kubeforge.apiserver.controllers.allocators import DEFAULT_SERVICE_CIDR
-from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.apiserver.storage.store import Backend
-from kubeforge.apiserver.types.conversion import TIMEOUT_SECONDS
-from kubeforge.apiserver.webhookclient.client import ServiceResolver
+from kubeforge._apiserver.auth.tokens import DEFAULT_ISSUER
+from kubeforge._apiserver.controllers.allocators import DEFAULT_SERVICE_CIDR
+from kubeforge._apiserver.http.server import ConnectionLimits
+from kubeforge._apiserver.storage.store import Backend
+from kubeforge._apiserver.types.conversion import TIMEOUT_SECONDS
+from kubeforge._apiserver.webhookclient.client import ServiceResolver
 
 __all__ = ["ServerConfig"]
 

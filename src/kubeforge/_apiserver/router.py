@@ -16,42 +16,42 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.auth import Auth
-from kubeforge.apiserver.auth.openidmetadata import (
+from kubeforge._apiserver.auth import Auth
+from kubeforge._apiserver.auth.openidmetadata import (
     CACHE_CONTROL,
     CONFIGURATION_PATH,
     JWKS_CONTENT_TYPE,
     JWKS_PATH,
     OpenIDMetadata,
 )
-from kubeforge.apiserver.config import ServerConfig
-from kubeforge.apiserver.discovery.documents import (
+from kubeforge._apiserver.config import ServerConfig
+from kubeforge._apiserver.discovery.documents import (
     aggregated,
     api_group,
     api_group_list,
     api_resource_list,
     api_versions,
 )
-from kubeforge.apiserver.discovery.openapi import OpenAPIV3
-from kubeforge.apiserver.discovery.openapiv2 import OpenAPIV2
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.create import CreateHandler
-from kubeforge.apiserver.handlers.delete import DeleteHandler
-from kubeforge.apiserver.handlers.exchange import LINE, json_response, status_response
-from kubeforge.apiserver.handlers.get import ReadHandler
-from kubeforge.apiserver.handlers.patch import PatchHandler
-from kubeforge.apiserver.handlers.subresources import SubresourceHandler
-from kubeforge.apiserver.handlers.update import UpdateHandler
-from kubeforge.apiserver.handlers.watch import WatchStreams
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
-from kubeforge.apiserver.request.encoding import negotiate, parse_accept
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
-from kubeforge.apiserver.request.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
-from kubeforge.apiserver.request.queryparams import query_flag
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.storage.objectmeta import new_uid
-from kubeforge.apiserver.types.registry import Registry
+from kubeforge._apiserver.discovery.openapi import OpenAPIV3
+from kubeforge._apiserver.discovery.openapiv2 import OpenAPIV2
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.create import CreateHandler
+from kubeforge._apiserver.handlers.delete import DeleteHandler
+from kubeforge._apiserver.handlers.exchange import LINE, json_response, status_response
+from kubeforge._apiserver.handlers.get import ReadHandler
+from kubeforge._apiserver.handlers.patch import PatchHandler
+from kubeforge._apiserver.handlers.subresources import SubresourceHandler
+from kubeforge._apiserver.handlers.update import UpdateHandler
+from kubeforge._apiserver.handlers.watch import WatchStreams
+from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.request.encoding import negotiate, parse_accept
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo, parse_request_path
+from kubeforge._apiserver.request.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
+from kubeforge._apiserver.request.queryparams import query_flag
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.storage.objectmeta import new_uid
+from kubeforge._apiserver.types.registry import Registry
 
 __all__ = ["Router"]
 

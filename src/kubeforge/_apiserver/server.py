@@ -22,56 +22,56 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kubeforge.apiserver.admission import Admission
-from kubeforge.apiserver.auth import Auth
-from kubeforge.apiserver.auth.bootstrap import bootstrap_objects
-from kubeforge.apiserver.auth.csradmission import CertificateAdmission
-from kubeforge.apiserver.auth.openidmetadata import JWKS_PATH, OpenIDMetadata
-from kubeforge.apiserver.auth.tokens import TokenIssuer, load_or_generate_key
-from kubeforge.apiserver.config import ServerConfig
-from kubeforge.apiserver.controllers.allocators import ServiceAllocators, advertised_address
-from kubeforge.apiserver.controllers.apfconfig import APFConfiguration
-from kubeforge.apiserver.controllers.apiservices import LocalAPIServices
-from kubeforge.apiserver.controllers.crds import CRDController
-from kubeforge.apiserver.controllers.defaultservicecidr import ensure_default_service_cidr
-from kubeforge.apiserver.controllers.gc import GarbageCollector
-from kubeforge.apiserver.controllers.namespaces import NamespaceController
-from kubeforge.apiserver.discovery.openapi import OpenAPIV3
-from kubeforge.apiserver.discovery.openapiv2 import OpenAPIV2
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.connect import ConnectHandler
-from kubeforge.apiserver.handlers.create import CreateHandler
-from kubeforge.apiserver.handlers.delete import DeleteHandler
-from kubeforge.apiserver.handlers.get import ReadHandler
-from kubeforge.apiserver.handlers.patch import PatchHandler
-from kubeforge.apiserver.handlers.pods import LogSource, NoLogs, PodSubresources
-from kubeforge.apiserver.handlers.scale import ScaleHandler
-from kubeforge.apiserver.handlers.subresources import SubresourceHandler
-from kubeforge.apiserver.handlers.update import UpdateHandler
-from kubeforge.apiserver.handlers.watch import WatchStreams
-from kubeforge.apiserver.handlers.writes import Writes, run_now
-from kubeforge.apiserver.http.server import HTTPServer
-from kubeforge.apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.request.metrics import RequestMetrics
-from kubeforge.apiserver.router import Router
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.componentstatuses import ComponentStatuses
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.tls import (
+from kubeforge._apiserver.admission import Admission
+from kubeforge._apiserver.auth import Auth
+from kubeforge._apiserver.auth.bootstrap import bootstrap_objects
+from kubeforge._apiserver.auth.csradmission import CertificateAdmission
+from kubeforge._apiserver.auth.openidmetadata import JWKS_PATH, OpenIDMetadata
+from kubeforge._apiserver.auth.tokens import TokenIssuer, load_or_generate_key
+from kubeforge._apiserver.config import ServerConfig
+from kubeforge._apiserver.controllers.allocators import ServiceAllocators, advertised_address
+from kubeforge._apiserver.controllers.apfconfig import APFConfiguration
+from kubeforge._apiserver.controllers.apiservices import LocalAPIServices
+from kubeforge._apiserver.controllers.crds import CRDController
+from kubeforge._apiserver.controllers.defaultservicecidr import ensure_default_service_cidr
+from kubeforge._apiserver.controllers.gc import GarbageCollector
+from kubeforge._apiserver.controllers.namespaces import NamespaceController
+from kubeforge._apiserver.discovery.openapi import OpenAPIV3
+from kubeforge._apiserver.discovery.openapiv2 import OpenAPIV2
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.connect import ConnectHandler
+from kubeforge._apiserver.handlers.create import CreateHandler
+from kubeforge._apiserver.handlers.delete import DeleteHandler
+from kubeforge._apiserver.handlers.get import ReadHandler
+from kubeforge._apiserver.handlers.patch import PatchHandler
+from kubeforge._apiserver.handlers.pods import LogSource, NoLogs, PodSubresources
+from kubeforge._apiserver.handlers.scale import ScaleHandler
+from kubeforge._apiserver.handlers.subresources import SubresourceHandler
+from kubeforge._apiserver.handlers.update import UpdateHandler
+from kubeforge._apiserver.handlers.watch import WatchStreams
+from kubeforge._apiserver.handlers.writes import Writes, run_now
+from kubeforge._apiserver.http.server import HTTPServer
+from kubeforge._apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.request.metrics import RequestMetrics
+from kubeforge._apiserver.router import Router
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.componentstatuses import ComponentStatuses
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.tls import (
     ServingCertificates,
     client_certificate,
     generate_certificates,
     load_or_generate,
 )
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.conversion import Conversions
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import GroupResource
-from kubeforge.apiserver.types.typesupport import TypeSupport
-from kubeforge.apiserver.webhookclient.client import WebhookClient
-from kubeforge.apiserver.webhookclient.services import LocalServices
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.conversion import Conversions
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import GroupResource
+from kubeforge._apiserver.types.typesupport import TypeSupport
+from kubeforge._apiserver.webhookclient.client import WebhookClient
+from kubeforge._apiserver.webhookclient.services import LocalServices
 
 __all__ = ["APIServer", "serve", "tune_gc"]
 

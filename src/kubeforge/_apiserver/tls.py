@@ -1,12 +1,12 @@
 """The API server's credentials: a CA and serving certificate kept in its credentials
-directory. Generating them is `kubeforge.api.machinery.certificates`, shared with the
+directory. Generating them is `kubeforge._api.machinery.certificates`, shared with the
 webhook tooling."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kubeforge.api.machinery.certificates import (
+from kubeforge._api.machinery.certificates import (
     ServingCertificates,
     client_certificate,
     generate_certificates,

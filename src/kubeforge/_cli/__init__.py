@@ -1,1 +1,1 @@
-"""kubeforge.cli."""
+"""kubeforge._cli."""

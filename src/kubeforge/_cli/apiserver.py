@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.cli.connections import (
+from kubeforge._apiserver.http.server import ConnectionLimits
+from kubeforge._cli.connections import (
     DEFAULTS,
     BodyTimeout,
     HeaderTimeout,
@@ -17,7 +17,7 @@ from kubeforge.cli.connections import (
     MaxConnections,
     MaxHeaderBytes,
 )
-from kubeforge.cli.signals import until_stopped
+from kubeforge._cli.signals import until_stopped
 
 __all__ = ["apiserver"]
 
@@ -58,7 +58,8 @@ async def _run(
     limits: ConnectionLimits,
 ) -> None:
     # Imported here: `kubeforge --help` and the other commands need none of the server.
-    from kubeforge.apiserver import APIServer, ServerConfig, tune_gc
+    from kubeforge._apiserver.config import ServerConfig
+    from kubeforge._apiserver.server import APIServer, tune_gc
 
     config = ServerConfig(
         host=bind, port=port, kubernetes_version=kubernetes_version, connections=limits

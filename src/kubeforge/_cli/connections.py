@@ -15,10 +15,10 @@ from typing import Annotated, Any
 
 import typer
 
-from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.cli.project import fail
-from kubeforge.client.config import ClusterConfig, ConfigError, load_config
-from kubeforge.client.errors import ApiError
+from kubeforge._apiserver.http.server import ConnectionLimits
+from kubeforge._cli.project import fail
+from kubeforge._client.config import ClusterConfig, ConfigError, load_config
+from kubeforge._client.errors import ApiError
 
 __all__ = [
     "DEFAULTS",

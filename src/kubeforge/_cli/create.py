@@ -20,19 +20,19 @@ from typing import Annotated, Any
 
 import typer
 
-from kubeforge.cli.files import Files
-from kubeforge.cli.init import boilerplate_header
-from kubeforge.cli.manifests import certmanager_comment, generate
-from kubeforge.cli.project import ProjectError, check_environment, fail, load_project
-from kubeforge.scaffold.names import InvalidName, ResourceNames
-from kubeforge.scaffold.projectfile import ProjectFile, ProjectFileError
-from kubeforge.scaffold.render import (
+from kubeforge._cli.files import Files
+from kubeforge._cli.init import boilerplate_header
+from kubeforge._cli.manifests import certmanager_comment, generate
+from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
+from kubeforge._scaffold.names import InvalidName, ResourceNames
+from kubeforge._scaffold.projectfile import ProjectFile, ProjectFileError
+from kubeforge._scaffold.render import (
     import_at_marker,
     insert_at_marker,
     render,
     uncomment,
 )
-from kubeforge.scaffold.webhookfile import add_classes, add_registrations, add_tests, registration
+from kubeforge._scaffold.webhookfile import add_classes, add_registrations, add_tests, registration
 
 __all__ = ["app"]
 
@@ -593,7 +593,7 @@ def _enable_webhook_config(ctx: _Context, *, defaulting: bool, validation: bool)
 def _replacement_block(tag: str) -> str | None:
     """The commented-out replacements of config/default/kustomization.yaml that start with
     `# - source: # <tag>`, up to the blank line that ends them."""
-    from kubeforge.scaffold.render import template
+    from kubeforge._scaffold.render import template
 
     text = template("init/config/default/kustomization.yaml")
     start = text.find(f"# - source: # {tag}")
@@ -742,7 +742,7 @@ def _enable_conversion_config(ctx: _Context) -> None:
 def _conversion_block(marker: str) -> str | None:
     """The commented-out replacement of config/default/kustomization.yaml that ends just
     above `marker` (the [CONVERSION] sources)."""
-    from kubeforge.scaffold.render import template
+    from kubeforge._scaffold.render import template
 
     text = template("init/config/default/kustomization.yaml")
     end = text.find(marker)

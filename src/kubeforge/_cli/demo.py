@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.testing.kubectl import Kubectl
+from kubeforge._testing.kubectl import Kubectl
 
 __all__ = ["demo"]
 
@@ -94,7 +94,7 @@ class Narrator:
 
 
 async def _apiserver_demo() -> None:
-    from kubeforge.apiserver import APIServer
+    from kubeforge._apiserver.server import APIServer
 
     with tempfile.TemporaryDirectory(prefix="kubeforge-demo-") as tmp:
         workdir = Path(tmp)
@@ -156,8 +156,8 @@ def _fail(message: str) -> int:
 async def _project_demo(root: Path) -> None:
     """Start a development cluster, install the project's CRDs, run its controllers in this
     process and play its demo.sh with kubectl pointed at the cluster."""
-    from kubeforge.cli.project import load_project
-    from kubeforge.testing.env import TestEnv
+    from kubeforge._cli.project import load_project
+    from kubeforge._testing.env import TestEnv
 
     script = root / "demo.sh"
     if not script.is_file():

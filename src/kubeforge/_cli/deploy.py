@@ -29,8 +29,8 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.cli.connections import (
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._cli.connections import (
     ContextOption,
     KubeconfigOption,
     StepFailed,
@@ -38,11 +38,11 @@ from kubeforge.cli.connections import (
     describe_cluster,
     run_against,
 )
-from kubeforge.cli.project import fail
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.discovery import NoKindMatch
-from kubeforge.client.errors import ApiError, NotFound
+from kubeforge._cli.project import fail
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.discovery import NoKindMatch
+from kubeforge._client.errors import ApiError, NotFound
 
 __all__ = ["build", "build_installer", "deploy", "set_image", "undeploy"]
 

@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 import yaml
 
-from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.cli.connections import (
+from kubeforge._apiserver.http.server import ConnectionLimits
+from kubeforge._cli.connections import (
     DEFAULTS,
     BodyTimeout,
     HeaderTimeout,
@@ -19,10 +19,10 @@ from kubeforge.cli.connections import (
     MaxConnections,
     MaxHeaderBytes,
 )
-from kubeforge.cli.project import fail
-from kubeforge.cli.signals import until_stopped
-from kubeforge.cluster.controllernames import KNOWN, enabled_controllers
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._cli.project import fail
+from kubeforge._cli.signals import until_stopped
+from kubeforge._cluster.controllernames import KNOWN, enabled_controllers
+from kubeforge._cluster.options import ClusterOptions
 
 __all__ = ["app", "dev", "kubeconfig"]
 
@@ -96,9 +96,9 @@ def dev(
     """Run a development cluster: API server, built-in controllers and simulated nodes."""
     if ctx.invoked_subcommand is not None:
         return
-    from kubeforge.apiserver.storage.persistence import DataDirInUse
-    from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
-    from kubeforge.cluster.projects import parse_image_mapping
+    from kubeforge._apiserver.storage.persistence import DataDirInUse
+    from kubeforge._cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
+    from kubeforge._cluster.projects import parse_image_mapping
 
     images: dict[str, Path] = {}
     for mapping in image or ():
@@ -164,9 +164,9 @@ def kubeconfig(
 ) -> None:
     """Write a kubeconfig for USER in GROUPs: a client certificate signed by the development
     cluster's CA, so kubectl and operators can be tried as other users under RBAC."""
-    from kubeforge.apiserver.kubeconfig import write_kubeconfig
-    from kubeforge.apiserver.tls import ServingCertificates, client_certificate
-    from kubeforge.cluster.devcluster import CONTEXT
+    from kubeforge._apiserver.kubeconfig import write_kubeconfig
+    from kubeforge._apiserver.tls import ServingCertificates, client_certificate
+    from kubeforge._cluster.devcluster import CONTEXT
 
     credentials = _credentials_dir(cluster_kubeconfig, data_dir)
     files = [credentials / name for name in ("ca.crt", "tls.crt", "tls.key", "ca.key")]
@@ -197,8 +197,8 @@ async def _run(
     bind: str,
     limits: ConnectionLimits,
 ) -> None:
-    from kubeforge.apiserver.server import tune_gc
-    from kubeforge.cluster.devcluster import CONTEXT, DevCluster
+    from kubeforge._apiserver.server import tune_gc
+    from kubeforge._cluster.devcluster import CONTEXT, DevCluster
 
     cluster = DevCluster(
         options,

@@ -16,17 +16,17 @@ from typing import Annotated
 import typer
 
 from kubeforge._version import __version__
-from kubeforge.cli.files import Files
-from kubeforge.cli.manifests import generate
-from kubeforge.cli.project import ProjectError, check_environment, fail, load_project
-from kubeforge.scaffold.names import (
+from kubeforge._cli.files import Files
+from kubeforge._cli.manifests import generate
+from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
+from kubeforge._scaffold.names import (
     InvalidName,
     check_domain,
     check_project_name,
     project_name_from,
 )
-from kubeforge.scaffold.projectfile import ProjectFile
-from kubeforge.scaffold.render import render_tree
+from kubeforge._scaffold.projectfile import ProjectFile
+from kubeforge._scaffold.render import render_tree
 
 __all__ = ["BOILERPLATE", "boilerplate_header", "init"]
 

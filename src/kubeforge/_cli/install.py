@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from kubeforge.cli.connections import (
+from kubeforge._cli.connections import (
     ContextOption,
     KubeconfigOption,
     StepFailed,
@@ -23,10 +23,10 @@ from kubeforge.cli.connections import (
     describe_cluster,
     run_against,
 )
-from kubeforge.cli.project import fail
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import ApiError, NotFound
+from kubeforge._cli.project import fail
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import ApiError, NotFound
 
 __all__ = ["install", "read_crds", "uninstall"]
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from kubeforge.cli.apiserver import apiserver
-from kubeforge.cli.create import app as create_app
-from kubeforge.cli.demo import demo
-from kubeforge.cli.deploy import build_installer, deploy, undeploy
-from kubeforge.cli.dev import app as dev_app
-from kubeforge.cli.init import init
-from kubeforge.cli.install import install, uninstall
-from kubeforge.cli.manifests import manifests
-from kubeforge.cli.migrate import migrate_storage_command
-from kubeforge.cli.run import run
+from kubeforge._cli.apiserver import apiserver
+from kubeforge._cli.create import app as create_app
+from kubeforge._cli.demo import demo
+from kubeforge._cli.deploy import build_installer, deploy, undeploy
+from kubeforge._cli.dev import app as dev_app
+from kubeforge._cli.init import init
+from kubeforge._cli.install import install, uninstall
+from kubeforge._cli.manifests import manifests
+from kubeforge._cli.migrate import migrate_storage_command
+from kubeforge._cli.run import run
 
 app = typer.Typer(
     name="kubeforge",

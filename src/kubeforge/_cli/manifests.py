@@ -40,11 +40,11 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from kubeforge.api.crd import crd_filename, dump_yaml, group_crds
-from kubeforge.api.rbac import role_manifests, roles_yaml, runtime_rules
-from kubeforge.api.webhooks import WebhookSpec, webhook_configurations, webhooks_yaml
-from kubeforge.cli.files import Files as _Files
-from kubeforge.cli.project import Project, ProjectError, fail, open_project
+from kubeforge._api.crd import crd_filename, dump_yaml, group_crds
+from kubeforge._api.rbac import role_manifests, roles_yaml, runtime_rules
+from kubeforge._api.webhooks import WebhookSpec, webhook_configurations, webhooks_yaml
+from kubeforge._cli.files import Files as _Files
+from kubeforge._cli.project import Project, ProjectError, fail, open_project
 
 __all__ = ["certmanager_comment", "generate", "manifests"]
 

@@ -1,5 +1,5 @@
 """`kubeforge migrate-storage KIND`: every object of a CRD rewritten in its storage version,
-then `status.storedVersions` trimmed to it (client/storagemigration.py says how).
+then `status.storedVersions` trimmed to it (_client/storagemigration.py says how).
 
     $ kubeforge migrate-storage ats.cnat.kubeforge.dev
     migrating ats.cnat.kubeforge.dev to v1 (stored versions: v1alpha1, v1)
@@ -17,11 +17,11 @@ from typing import Annotated
 
 import typer
 
-from kubeforge.cli.connections import ContextOption, KubeconfigOption, cluster_config, run_against
-from kubeforge.cli.project import fail
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.storagemigration import (
+from kubeforge._cli.connections import ContextOption, KubeconfigOption, cluster_config, run_against
+from kubeforge._cli.project import fail
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.storagemigration import (
     DEFAULT_CHUNK_SIZE,
     MigrationError,
     MigrationProgress,

@@ -9,7 +9,7 @@
 
 The project's packages are imported with its root first on sys.path, as `python main.py`
 would see them (`from api.v1alpha1 import Machine`), and what it depends on from kubeforge's
-environment and then the project's `.venv` (cluster/projectenv.py).
+environment and then the project's `.venv` (_cluster/projectenv.py).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from typing import Any
 
 import typer
 
-from kubeforge.api.meta import GroupVersionKind, ResourceInfo
-from kubeforge.api.rbac import RbacRule, rules_of
-from kubeforge.api.resource import pluralize
-from kubeforge.cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
+from kubeforge._api.meta import GroupVersionKind, ResourceInfo
+from kubeforge._api.rbac import RbacRule, rules_of
+from kubeforge._api.resource import pluralize
+from kubeforge._cluster.projectenv import VENV, ProjectEnvironment, ProjectEnvironmentError
 
 __all__ = [
     "Project",
@@ -270,7 +270,7 @@ def _classes(modules: list[ModuleType]) -> Iterator[type[Any]]:
 
 
 def _is_reconciler(cls: type[Any]) -> bool:
-    from kubeforge.runtime.reconcile import Reconciler, SyncReconciler
+    from kubeforge._runtime.reconcile import Reconciler, SyncReconciler
 
     if cls in (Reconciler, SyncReconciler):
         return False
@@ -295,8 +295,8 @@ def _project_name(base: Path) -> str:
 
 
 def _offline_manager(project: Project) -> Any:
-    from kubeforge.client.config import ClusterConfig
-    from kubeforge.runtime.manager import Manager
+    from kubeforge._client.config import ClusterConfig
+    from kubeforge._runtime.manager import Manager
 
     # The manager connects only when started: setup() can run without a cluster.
     manager = Manager(ClusterConfig(server="https://127.0.0.1:1"))
@@ -340,7 +340,7 @@ class _KindResolver:
         self._any_version.setdefault((group, kind), plural)
 
     def _load_builtins(self) -> None:
-        from kubeforge.apiserver.types.builtin_types import builtin_types
+        from kubeforge._apiserver.types.builtin_types import builtin_types
 
         for resource in builtin_types():
             self._add(resource.group, resource.version, resource.kind, resource.plural)

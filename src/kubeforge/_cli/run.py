@@ -6,7 +6,7 @@ until SIGTERM or SIGINT (exit 0). Losing leadership or caches that never sync en
 status 1.
 
 What the project depends on comes from kubeforge's environment and then from the project's
-`.venv` (cluster/projectenv.py), so its own dependencies need not be installed where
+`.venv` (_cluster/projectenv.py), so its own dependencies need not be installed where
 kubeforge is.
 
 With `--as-service-account` the project's `config/rbac` is installed first (with the
@@ -43,29 +43,29 @@ from typing import Annotated, Any
 
 import typer
 
-from kubeforge.cli.connections import (
+from kubeforge._cli.connections import (
     ContextOption,
     KubeconfigOption,
     cluster_config,
     describe_cluster,
 )
-from kubeforge.cli.project import Project, ProjectError, fail, open_project
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import ApiError
-from kubeforge.cluster.projectenv import VENV, ProjectEnvironment
-from kubeforge.runtime.leaderelection import LeadershipLost
-from kubeforge.runtime.localwebhooks import (
+from kubeforge._cli.project import Project, ProjectError, fail, open_project
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import ApiError
+from kubeforge._cluster.projectenv import VENV, ProjectEnvironment
+from kubeforge._runtime.leaderelection import LeadershipLost
+from kubeforge._runtime.localwebhooks import (
     LOCAL_HOST,
     LocalServing,
     WebhookRegistration,
     register_webhook_server,
     serve_locally,
 )
-from kubeforge.runtime.logs import configure_logging
-from kubeforge.runtime.manager import Manager
-from kubeforge.webhook.certwatcher import CertificateError
-from kubeforge.webhook.server import DEFAULT_PORT, WebhookServer
+from kubeforge._runtime.logs import configure_logging
+from kubeforge._runtime.manager import Manager
+from kubeforge._webhook.certwatcher import CertificateError
+from kubeforge._webhook.server import DEFAULT_PORT, WebhookServer
 
 __all__ = ["ManagerFlags", "manager_main", "run"]
 
@@ -363,7 +363,7 @@ async def _run(
     async with Client(config, field_manager="kubeforge") as admin:
         manager_config = config
         if as_service_account:
-            from kubeforge.runtime.serviceaccount import (
+            from kubeforge._runtime.serviceaccount import (
                 as_service_account as account_config,
                 install_rbac,
             )

@@ -1,6 +1,6 @@
 """The async Kubernetes client."""
 
-from kubeforge.client.client import (
+from kubeforge._client.client import (
     Client,
     KindLike,
     KindOf,
@@ -9,9 +9,9 @@ from kubeforge.client.client import (
     WriteObserver,
     Written,
 )
-from kubeforge.client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
-from kubeforge.client.discovery import APIResource, NoKindMatch
-from kubeforge.client.errors import (
+from kubeforge._client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
+from kubeforge._client.discovery import APIResource, NoKindMatch
+from kubeforge._client.errors import (
     AlreadyExists,
     ApiError,
     BadRequest,
@@ -28,7 +28,7 @@ from kubeforge.client.errors import (
     ignore_already_exists,
     ignore_not_found,
 )
-from kubeforge.client.options import (
+from kubeforge._client.options import (
     ApplyOptions,
     CreateOptions,
     DeleteAllOfOptions,
@@ -40,7 +40,7 @@ from kubeforge.client.options import (
     PropagationPolicy,
     UpdateOptions,
 )
-from kubeforge.client.protocols import (
+from kubeforge._client.protocols import (
     ObjectClient,
     Reader,
     StatusWriter,
@@ -50,8 +50,8 @@ from kubeforge.client.protocols import (
     SyncWriter,
     Writer,
 )
-from kubeforge.client.retry import Backoff, retry_on_conflict
-from kubeforge.client.watch import WatchEvent
+from kubeforge._client.retry import Backoff, retry_on_conflict
+from kubeforge._client.watch import WatchEvent
 
 __all__ = [
     "APIResource",

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
-from kubeforge.api.machinery.timestamps import parse_time
+from kubeforge._api.machinery.timestamps import parse_time
 
 __all__ = [
     "EXEC_API_VERSIONS",

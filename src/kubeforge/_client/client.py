@@ -23,11 +23,11 @@ import orjson
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata, ResourceInfo, gvk_of
-from kubeforge.client.config import ClusterConfig, load_config
-from kubeforge.client.discovery import APIResource, Discovery
-from kubeforge.client.errors import ApiError
-from kubeforge.client.options import (
+from kubeforge._api.meta import GroupVersionKind, PartialObjectMetadata, ResourceInfo, gvk_of
+from kubeforge._client.config import ClusterConfig, load_config
+from kubeforge._client.discovery import APIResource, Discovery
+from kubeforge._client.errors import ApiError
+from kubeforge._client.options import (
     ApplyOptions,
     CreateOptions,
     DeleteAllOfOptions,
@@ -37,8 +37,8 @@ from kubeforge.client.options import (
     PatchOptions,
     UpdateOptions,
 )
-from kubeforge.client.transport import RequestObserver, Response, Transport
-from kubeforge.client.watch import BOOKMARK, WatchEvent, watch_events
+from kubeforge._client.transport import RequestObserver, Response, Transport
+from kubeforge._client.watch import BOOKMARK, WatchEvent, watch_events
 
 __all__ = [
     "Client",

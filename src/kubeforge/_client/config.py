@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from kubeforge.client.auth import (
+from kubeforge._client.auth import (
     EXEC_API_VERSIONS,
     CredentialError,
     CredentialProvider,

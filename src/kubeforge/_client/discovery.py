@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.client.errors import NotFound
-from kubeforge.client.transport import Transport
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._client.errors import NotFound
+from kubeforge._client.transport import Transport
 
 __all__ = ["APIResource", "Discovery", "NoKindMatch"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, TypedDict
 
-from kubeforge.api.machinery.selectors import LabelSelector
+from kubeforge._api.machinery.selectors import LabelSelector
 
 __all__ = [
     "ApplyOptions",

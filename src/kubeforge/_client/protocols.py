@@ -2,7 +2,7 @@
 client.SubResourceWriter (for status), and their union.
 
 Each verb is defined once, here: its object, and its options as one `TypedDict`
-(`kubeforge.client.options`). `Client` (the live client), `CachedClient` (a reconciler's:
+(`kubeforge._client.options`). `Client` (the live client), `CachedClient` (a reconciler's:
 cached reads, live writes) and anything else with these methods satisfy `Reader`, `Writer`,
 `StatusWriter` and `ObjectClient`; `SyncClient` satisfies the blocking twins `SyncReader`,
 `SyncWriter`, `SyncStatusWriter` and `SyncObjectClient`, which are made from them. Helpers
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeVar, Unpack
 
-from kubeforge.api.meta import PartialObjectMetadata
-from kubeforge.client.client import KindLike, KindOf, Obj, ObjectList
-from kubeforge.client.forwarding import blocking_member
-from kubeforge.client.options import (
+from kubeforge._api.meta import PartialObjectMetadata
+from kubeforge._client.client import KindLike, KindOf, Obj, ObjectList
+from kubeforge._client.forwarding import blocking_member
+from kubeforge._client.options import (
     ApplyOptions,
     CreateOptions,
     DeleteAllOfOptions,

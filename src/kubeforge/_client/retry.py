@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from kubeforge.client.errors import Conflict
+from kubeforge._client.errors import Conflict
 
 __all__ = ["DEFAULT_BACKOFF", "DEFAULT_RETRY", "Backoff", "retry_on_conflict"]
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.client.client import Client
-from kubeforge.client.errors import Conflict, Gone, NotFound
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._client.client import Client
+from kubeforge._client.errors import Conflict, Gone, NotFound
 
 __all__ = [
     "MigrationError",

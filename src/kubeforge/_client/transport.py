@@ -28,10 +28,10 @@ import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from kubeforge._version import __version__
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import error_from_status
-from kubeforge.client.http1 import Answer, ConnectionPool
-from kubeforge.client.refusals import report_refusal
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import error_from_status
+from kubeforge._client.http1 import Answer, ConnectionPool
+from kubeforge._client.refusals import report_refusal
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 

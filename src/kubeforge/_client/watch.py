@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from kubeforge.client.errors import error_from_status
-from kubeforge.client.transport import Transport
+from kubeforge._client.errors import error_from_status
+from kubeforge._client.transport import Transport
 
 __all__ = ["WatchEvent", "watch_events"]
 

@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeforge.client.config import SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
-from kubeforge.cluster.commandline import container_argv, expand_references
-from kubeforge.cluster.hostports import HostPorts
-from kubeforge.cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
-from kubeforge.cluster.projects import ImageMap
-from kubeforge.cluster.sandboxpaths import (
+from kubeforge._client.config import SERVICE_ACCOUNT_DIR, SERVICE_ACCOUNT_DIR_ENV
+from kubeforge._cluster.commandline import container_argv, expand_references
+from kubeforge._cluster.hostports import HostPorts
+from kubeforge._cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
+from kubeforge._cluster.projects import ImageMap
+from kubeforge._cluster.sandboxpaths import (
     UnsafePath,
     directory_within,
     link_within,
@@ -49,8 +49,8 @@ from kubeforge.cluster.sandboxpaths import (
     relative_parts,
     write_within,
 )
-from kubeforge.cluster.shell import Output
-from kubeforge.cluster.simulation import Behaviour, simulate
+from kubeforge._cluster.shell import Output
+from kubeforge._cluster.simulation import Behaviour, simulate
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR_ENV",

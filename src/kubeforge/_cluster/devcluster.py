@@ -19,16 +19,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kubeforge.apiserver.config import ServerConfig
-from kubeforge.apiserver.http.server import ConnectionLimits
-from kubeforge.apiserver.server import APIServer
-from kubeforge.apiserver.storage.persistence import SQLiteBackend
-from kubeforge.client.auth import StaticToken
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.cluster import certmanager, controllernames as names
-from kubeforge.cluster.containers import LocalRuntime
-from kubeforge.cluster.controllers import (
+from kubeforge._apiserver.config import ServerConfig
+from kubeforge._apiserver.http.server import ConnectionLimits
+from kubeforge._apiserver.server import APIServer
+from kubeforge._apiserver.storage.persistence import SQLiteBackend
+from kubeforge._client.auth import StaticToken
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._cluster import certmanager, controllernames as namesfrom kubeforge._cluster.containers import LocalRuntime
+from kubeforge._cluster.controllers import (
     clusterroles,
     csrsigning,
     deployment,
@@ -40,12 +39,12 @@ from kubeforge.cluster.controllers import (
     serviceaccount,
     tokens,
 )
-from kubeforge.cluster.hostports import HostPorts, ServiceRouter
-from kubeforge.cluster.kubelet import SimulatedNode
-from kubeforge.cluster.options import ClusterOptions
-from kubeforge.cluster.podlogs import PodLogs
-from kubeforge.cluster.projects import ImageMap
-from kubeforge.runtime.manager import Manager
+from kubeforge._cluster.hostports import HostPorts, ServiceRouter
+from kubeforge._cluster.kubelet import SimulatedNode
+from kubeforge._cluster.options import ClusterOptions
+from kubeforge._cluster.podlogs import PodLogs
+from kubeforge._cluster.projects import ImageMap
+from kubeforge._runtime.manager import Manager
 
 __all__ = ["CONTEXT", "DevCluster"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.resource import GroupResource
 
 __all__ = ["HostPorts", "ServiceRouter"]
 

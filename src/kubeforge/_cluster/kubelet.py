@@ -20,18 +20,18 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeforge.api.machinery.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
-from kubeforge.client.client import Client
-from kubeforge.client.errors import AlreadyExists, ApiError, Conflict, NotFound
-from kubeforge.cluster.containers import (
+from kubeforge._api.machinery.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
+from kubeforge._client.client import Client
+from kubeforge._client.errors import AlreadyExists, ApiError, Conflict, NotFound
+from kubeforge._cluster.containers import (
     LocalRuntime,
 )
-from kubeforge.cluster.options import ClusterOptions
-from kubeforge.cluster.podlogs import PodLogs
-from kubeforge.cluster.podworker import FIELD_MANAGER, PodWorker
-from kubeforge.cluster.projects import ImageMap
-from kubeforge.runtime.events import EventRecorder
-from kubeforge.runtime.informer import HandlerFuncs, Informer
+from kubeforge._cluster.options import ClusterOptions
+from kubeforge._cluster.podlogs import PodLogs
+from kubeforge._cluster.podworker import FIELD_MANAGER, PodWorker
+from kubeforge._cluster.projects import ImageMap
+from kubeforge._runtime.events import EventRecorder
+from kubeforge._runtime.informer import HandlerFuncs, Informer
 
 __all__ = ["SimulatedNode"]
 

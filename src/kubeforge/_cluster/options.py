@@ -55,7 +55,7 @@ class ClusterOptions:
     job_backoff_seconds: float = 10.0
     # The built-in controllers that run, as kube-controller-manager's --controllers list:
     # "*" all, "name" one more, "-name" one less; ("*", "-job") leaves Jobs to the test.
-    # Names and aliases: kubeforge.cluster.controllernames.
+    # Names and aliases: kubeforge._cluster.controllernames.
     controllers: tuple[str, ...] = ("*",)
     # kube-apiserver's ServiceAccount admission plugin: a pod gets its namespace's account
     # (which must exist) and that account's token mounted. envtest turns it off.

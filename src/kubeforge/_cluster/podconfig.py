@@ -13,10 +13,10 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.client.client import Client
-from kubeforge.client.errors import NotFound
-from kubeforge.cluster.commandline import expand_references
-from kubeforge.cluster.options import ClusterOptions
+from kubeforge._client.client import Client
+from kubeforge._client.errors import NotFound
+from kubeforge._cluster.commandline import expand_references
+from kubeforge._cluster.options import ClusterOptions
 
 __all__ = ["ConfigError", "MountError", "PodSources", "token_lifetimes"]
 

@@ -13,8 +13,8 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
-from kubeforge.api.machinery.timestamps import format_nano_time
-from kubeforge.apiserver.handlers.pods import LogRequest
+from kubeforge._api.machinery.timestamps import format_nano_time
+from kubeforge._apiserver.handlers.pods import LogRequest
 
 __all__ = ["MAX_BYTES", "PodLogs"]
 

@@ -22,11 +22,11 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from kubeforge.api.machinery.timestamps import now_rfc3339, parse_time_or_none
-from kubeforge.client.client import Client
-from kubeforge.client.errors import ApiError, Conflict, NotFound
-from kubeforge.cluster.commandline import container_argv, full_image
-from kubeforge.cluster.containers import (
+from kubeforge._api.machinery.timestamps import now_rfc3339, parse_time_or_none
+from kubeforge._client.client import Client
+from kubeforge._client.errors import ApiError, Conflict, NotFound
+from kubeforge._cluster.commandline import container_argv, full_image
+from kubeforge._cluster.containers import (
     ContainerProcess,
     LocalLaunch,
     LocalRuntime,
@@ -35,12 +35,12 @@ from kubeforge.cluster.containers import (
     UnsafePath,
     local_launch,
 )
-from kubeforge.cluster.options import START_SECONDS_ANNOTATION, ClusterOptions
-from kubeforge.cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
-from kubeforge.cluster.podlogs import PodLogs
-from kubeforge.cluster.probes import ProbeHooks, ProbeTarget, run_probes
-from kubeforge.cluster.simulation import Behaviour, container_behaviour
-from kubeforge.runtime.events import EventRecorder
+from kubeforge._cluster.options import START_SECONDS_ANNOTATION, ClusterOptions
+from kubeforge._cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
+from kubeforge._cluster.podlogs import PodLogs
+from kubeforge._cluster.probes import ProbeHooks, ProbeTarget, run_probes
+from kubeforge._cluster.simulation import Behaviour, container_behaviour
+from kubeforge._runtime.events import EventRecorder
 
 __all__ = ["FIELD_MANAGER", "TERMINAL", "Node", "PodWorker"]
 

@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.cluster.containers import LocalLaunch
+from kubeforge._cluster.containers import LocalLaunch
 
 __all__ = ["ProbeHooks", "ProbeTarget", "probe_once", "run_probes"]
 

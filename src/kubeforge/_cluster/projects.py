@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeforge.cluster.commandline import full_image
+from kubeforge._cluster.commandline import full_image
 
 __all__ = ["ImageMap", "ProjectImage", "parse_image_mapping"]
 
@@ -126,7 +126,7 @@ class ProjectImage:
         scripts = {
             "python": shim,
             "python3": shim,
-            "kubeforge": _console_script(python, "kubeforge", "kubeforge.cli.main", "app"),
+            "kubeforge": _console_script(python, "kubeforge", "kubeforge._cli.main", "app"),
         }
         for name, entry in self.scripts.items():
             match = _ENTRY_POINT.match(entry)

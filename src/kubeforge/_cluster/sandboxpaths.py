@@ -4,7 +4,7 @@ The sandbox (containers.py) holds what a pod's volumes contain and each containe
 mount points. The names come from the pod spec (item paths, subPaths, mount paths), and the
 directories are shared with the containers' processes, which may replace any of them with a
 symbolic link. The API server refuses absolute paths and `..` in the first place
-(apiserver/types/validation/core_pods.py); here a path is checked again as the kubelet's atomic
+(_apiserver/types/validation/core_pods.py); here a path is checked again as the kubelet's atomic
 writer checks it (pkg/volume/util/atomic_writer.go, validatePath), and directories are opened
 one component at a time relative to their parent without following links, as the kubelet
 prepares a subPath (pkg/volume/util/subpath/subpath_linux.go): a link planted on the way is

@@ -9,7 +9,7 @@ Nothing is executed and nothing is guessed from a program's name or arguments. I
    over the pod-wide `kubeforge.dev/<name>`. A scripted container does not run its command.
 2. **Shell scripts and utilities are interpreted.** `sh -c` / `bash -c` scripts and the
    everyday utilities (`echo`, `printf`, `sleep`, `exit`, `test`, `date`, `cat`, `env`, ...)
-   run in the interpreter of `kubeforge.cluster.shell`: their output and exit status are
+   run in the interpreter of `kubeforge._cluster.shell`: their output and exit status are
    what a real shell's would be, and `sleep 5` takes 5 s (`kubeforge.dev/run-seconds`
    replaces every finite sleep).
 3. **Any other program**, and a container without a command (its image's entrypoint), keeps
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.cluster.options import (
+from kubeforge._cluster.options import (
     EXIT_CODE_ANNOTATION,
     OUTPUT_ANNOTATION,
     READY_ANNOTATION,
@@ -39,7 +39,7 @@ from kubeforge.cluster.options import (
     RUN_SECONDS_ANNOTATION,
     ClusterOptions,
 )
-from kubeforge.cluster.shell import Output, run_command
+from kubeforge._cluster.shell import Output, run_command
 
 __all__ = ["Behaviour", "annotation", "container_behaviour", "pod_finishes", "simulate"]
 

@@ -1,1 +1,1 @@
-"""kubeforge.runtime."""
+"""kubeforge._runtime."""

@@ -21,20 +21,20 @@ from collections.abc import AsyncIterable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, Unpack
 
-from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.client.client import KindLike
-from kubeforge.runtime.cache import Cache, kind_key
-from kubeforge.runtime.controller import Controller, ControllerOptions, ControllerOptionsArgs
-from kubeforge.runtime.handler import (
+from kubeforge._api.meta import GroupVersionKind, PartialObjectMetadata
+from kubeforge._client.client import KindLike
+from kubeforge._runtime.cache import Cache, kind_key
+from kubeforge._runtime.controller import Controller, ControllerOptions, ControllerOptionsArgs
+from kubeforge._runtime.handler import (
     EnqueueRequestForObject,
     EnqueueRequestForOwner,
     EnqueueRequestsFromMapFunc,
     EventHandler,
     MapFunc,
 )
-from kubeforge.runtime.metrics import Metrics
-from kubeforge.runtime.predicate import Predicate
-from kubeforge.runtime.reconcile import (
+from kubeforge._runtime.metrics import Metrics
+from kubeforge._runtime.predicate import Predicate
+from kubeforge._runtime.reconcile import (
     ObjectAdapter,
     ObjectReconciler,
     Reconciler,

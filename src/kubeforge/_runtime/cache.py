@@ -30,17 +30,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubeforge.api.machinery.selectors import (
+from kubeforge._api.machinery.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,
     field_value,
 )
-from kubeforge.api.meta import GroupVersionKind, PartialObjectMetadata
-from kubeforge.client.client import Client, KindLike, Written
-from kubeforge.client.errors import BadRequest, NotFound
-from kubeforge.runtime.informer import DEFAULT_RESYNC, Informer, Transform, strip_managed_fields
-from kubeforge.runtime.store import NAMESPACE_INDEX, OWNER_INDEX, IndexFunc
+from kubeforge._api.meta import GroupVersionKind, PartialObjectMetadata
+from kubeforge._client.client import Client, KindLike, Written
+from kubeforge._client.errors import BadRequest, NotFound
+from kubeforge._runtime.informer import DEFAULT_RESYNC, Informer, Transform, strip_managed_fields
+from kubeforge._runtime.store import NAMESPACE_INDEX, OWNER_INDEX, IndexFunc
 
 __all__ = [
     "ALL_NAMESPACES",

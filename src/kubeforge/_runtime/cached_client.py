@@ -17,12 +17,12 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar, Unpack
 
-from kubeforge.api.meta import PartialObjectMetadata
-from kubeforge.client.client import Client, KindLike, KindOf, Obj, ObjectList
-from kubeforge.client.forwarding import blocking, forward
-from kubeforge.client.options import GetOptions, ListOptions
-from kubeforge.client.protocols import StatusWriter, Writer
-from kubeforge.runtime.cache import Cache, FieldSelectorUnverified
+from kubeforge._api.meta import PartialObjectMetadata
+from kubeforge._client.client import Client, KindLike, KindOf, Obj, ObjectList
+from kubeforge._client.forwarding import blocking, forward
+from kubeforge._client.options import GetOptions, ListOptions
+from kubeforge._client.protocols import StatusWriter, Writer
+from kubeforge._runtime.cache import Cache, FieldSelectorUnverified
 
 __all__ = ["CachedClient", "SyncClient"]
 

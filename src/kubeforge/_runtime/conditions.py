@@ -13,8 +13,8 @@ from collections.abc import Mapping, MutableMapping
 from datetime import datetime
 from typing import Any, TypeAlias
 
-from kubeforge.api.machinery.timestamps import format_time, now, parse_time
-from kubeforge.api.meta import Condition
+from kubeforge._api.machinery.timestamps import format_time, now, parse_time
+from kubeforge._api.meta import Condition
 
 __all__ = [
     "ConditionLike",

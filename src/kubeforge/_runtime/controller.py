@@ -33,16 +33,16 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
-from kubeforge.api.machinery.access import json_form
-from kubeforge.client.errors import ApiError
-from kubeforge.runtime.handler import EventHandler, handle_generic
-from kubeforge.runtime.informer import Informer
-from kubeforge.runtime.logs import ReconcileContext, reconciling
-from kubeforge.runtime.metrics import Metrics
-from kubeforge.runtime.predicate import Predicate
-from kubeforge.runtime.ratelimiter import RateLimiter
-from kubeforge.runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
-from kubeforge.runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
+from kubeforge._api.machinery.access import json_form
+from kubeforge._client.errors import ApiError
+from kubeforge._runtime.handler import EventHandler, handle_generic
+from kubeforge._runtime.informer import Informer
+from kubeforge._runtime.logs import ReconcileContext, reconciling
+from kubeforge._runtime.metrics import Metrics
+from kubeforge._runtime.predicate import Predicate
+from kubeforge._runtime.ratelimiter import RateLimiter
+from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
+from kubeforge._runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
 
 __all__ = ["PANICS", "Controller", "ControllerOptions", "ControllerOptionsArgs"]
 

@@ -25,11 +25,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from kubeforge.api.machinery.timestamps import now_micro_time
-from kubeforge.api.meta import KubeObject
-from kubeforge.client.errors import NotFound
-from kubeforge.client.protocols import Writer
-from kubeforge.runtime.ownership import get_reference
+from kubeforge._api.machinery.timestamps import now_micro_time
+from kubeforge._api.meta import KubeObject
+from kubeforge._client.errors import NotFound
+from kubeforge._client.protocols import Writer
+from kubeforge._runtime.ownership import get_reference
 
 __all__ = [
     "EVENT_KIND",

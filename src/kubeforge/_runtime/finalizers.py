@@ -21,18 +21,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar, overload
 
-from kubeforge.api.meta import KubeObject
-from kubeforge.api.objects import (
+from kubeforge._api.meta import KubeObject
+from kubeforge._api.objects import (
     api_version_kind,
     client_kind,
     get_finalizers,
     get_meta,
     set_finalizers,
 )
-from kubeforge.client.client import adopt
-from kubeforge.client.errors import Conflict, Invalid
-from kubeforge.client.protocols import ObjectClient, SyncObjectClient
-from kubeforge.runtime._steps import ClientCall, Steps, UserCall, drive
+from kubeforge._client.client import adopt
+from kubeforge._client.errors import Conflict, Invalid
+from kubeforge._client.protocols import ObjectClient, SyncObjectClient
+from kubeforge._runtime._steps import ClientCall, Steps, UserCall, drive
 
 __all__ = [
     "add_finalizer",

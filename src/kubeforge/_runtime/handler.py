@@ -18,9 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.runtime.reconcile import Request
-from kubeforge.runtime.workqueue import LOW_PRIORITY
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._runtime.reconcile import Request
+from kubeforge._runtime.workqueue import LOW_PRIORITY
 
 __all__ = [
     "EnqueueRequestForObject",

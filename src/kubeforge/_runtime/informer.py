@@ -29,11 +29,11 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.selectors import LabelSelector
-from kubeforge.client.client import Client, KindLike
-from kubeforge.runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
-from kubeforge.runtime.store import IndexFunc, Store
-from kubeforge.runtime.watcher import Watcher
+from kubeforge._api.machinery.selectors import LabelSelector
+from kubeforge._client.client import Client, KindLike
+from kubeforge._runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
+from kubeforge._runtime.store import IndexFunc, Store
+from kubeforge._runtime.watcher import Watcher
 
 __all__ = [
     "HandlerFuncs",

@@ -25,9 +25,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubeforge.api.machinery.timestamps import now_micro_time
-from kubeforge.client.client import Client
-from kubeforge.client.errors import NotFound
+from kubeforge._api.machinery.timestamps import now_micro_time
+from kubeforge._client.client import Client
+from kubeforge._client.errors import NotFound
 
 __all__ = ["JITTER_FACTOR", "LEASE_KIND", "LeaderElector", "LeadershipLost", "default_identity"]
 

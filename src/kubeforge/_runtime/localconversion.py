@@ -15,7 +15,7 @@ annotation rather than from the stale spec, and so restores the CRD's own conver
 ends. A CRD installed again meanwhile (its conversion no longer the URL noted) is taken as it
 is.
 
-It is one part of registering a webhook server (runtime/localwebhooks.py's
+It is one part of registering a webhook server (_runtime/localwebhooks.py's
 `register_webhook_server`, which also applies the admission configurations), called once the
 server answers: until then every read of a version other than the one an object is stored in
 fails.
@@ -31,11 +31,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge.api.meta import GroupVersionKind, ResourceInfo
-from kubeforge.client.client import Client
-from kubeforge.client.errors import NotFound
-from kubeforge.webhook.conversion import ConversionWebhook
-from kubeforge.webhook.server import WebhookServer
+from kubeforge._api.meta import GroupVersionKind, ResourceInfo
+from kubeforge._client.client import Client
+from kubeforge._client.errors import NotFound
+from kubeforge._webhook.conversion import ConversionWebhook
+from kubeforge._webhook.server import WebhookServer
 
 __all__ = ["ConversionRegistration", "conversion_crds", "register_conversion_webhooks"]
 

@@ -12,7 +12,7 @@ During development the webhook server runs here, not behind the in-cluster Servi
   Mutating/ValidatingWebhookConfiguration — built from the webhooks the server has registered,
   as `kubeforge manifests` builds them — with `clientConfig.url` pointing at the server and
   `caBundle` the CA, with server-side apply, and points the CRDs whose objects the server
-  converts at it (runtime/localconversion.py). `WebhookRegistration.remove()` deletes the
+  converts at it (_runtime/localconversion.py). `WebhookRegistration.remove()` deletes the
   configurations and gives the CRDs their own conversion back.
 
 Registering only once the server answers matters: a configuration with failurePolicy Fail that
@@ -35,17 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeforge.api.machinery.certificates import generate_certificates
-from kubeforge.api.webhooks import (
+from kubeforge._api.machinery.certificates import generate_certificates
+from kubeforge._api.webhooks import (
     MUTATING_CONFIGURATION,
     VALIDATING_CONFIGURATION,
     webhook_configurations,
 )
-from kubeforge.client.client import Client
-from kubeforge.client.errors import Conflict, NotFound
-from kubeforge.runtime.localconversion import ConversionRegistration, register_conversion_webhooks
-from kubeforge.webhook.certwatcher import CertificateError
-from kubeforge.webhook.server import WebhookServer
+from kubeforge._client.client import Client
+from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._runtime.localconversion import ConversionRegistration, register_conversion_webhooks
+from kubeforge._webhook.certwatcher import CertificateError
+from kubeforge._webhook.server import WebhookServer
 
 __all__ = [
     "LOCAL_HOST",

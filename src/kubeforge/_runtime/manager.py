@@ -29,21 +29,21 @@ from typing import Any, TypeVar, overload
 
 from aiohttp import web
 
-from kubeforge.api.meta import GroupVersionKind
-from kubeforge.client.client import Client, KindLike
-from kubeforge.client.config import ClusterConfig, load_config
-from kubeforge.runtime.builder import Builder
-from kubeforge.runtime.cache import Cache, CacheOptions
-from kubeforge.runtime.cached_client import CachedClient, SyncClient
-from kubeforge.runtime.controller import Controller, ControllerOptions
-from kubeforge.runtime.events import EventRecorder
-from kubeforge.runtime.handler import EnqueueRequestForOwner
-from kubeforge.runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_fields
-from kubeforge.runtime.leaderelection import LeaderElector, LeadershipLost
-from kubeforge.runtime.metrics import Metrics
-from kubeforge.runtime.reconcile import SyncReconciler
-from kubeforge.webhook.builder import WebhookBuilder
-from kubeforge.webhook.server import WebhookServer
+from kubeforge._api.meta import GroupVersionKind
+from kubeforge._client.client import Client, KindLike
+from kubeforge._client.config import ClusterConfig, load_config
+from kubeforge._runtime.builder import Builder
+from kubeforge._runtime.cache import Cache, CacheOptions
+from kubeforge._runtime.cached_client import CachedClient, SyncClient
+from kubeforge._runtime.controller import Controller, ControllerOptions
+from kubeforge._runtime.events import EventRecorder
+from kubeforge._runtime.handler import EnqueueRequestForOwner
+from kubeforge._runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_fields
+from kubeforge._runtime.leaderelection import LeaderElector, LeadershipLost
+from kubeforge._runtime.metrics import Metrics
+from kubeforge._runtime.reconcile import SyncReconciler
+from kubeforge._webhook.builder import WebhookBuilder
+from kubeforge._webhook.server import WebhookServer
 
 __all__ = ["LeadershipLost", "Manager", "WebhookRegistrationHook"]
 
@@ -276,7 +276,7 @@ class Manager:
         ssl_context = None
         middlewares = []
         if secure:
-            from kubeforge.runtime.metricsauth import MetricsAuth, serving_context
+            from kubeforge._runtime.metricsauth import MetricsAuth, serving_context
 
             ssl_context = serving_context(self.metrics_cert_dir, address[0])
             middlewares.append(MetricsAuth(self.api_reader).middleware)

@@ -220,7 +220,7 @@ class ControllerMetrics:
 
 
 class WebhookMetricsAdapter:
-    """The webhook server's series (kubeforge.webhook.metrics.WebhookMetrics)."""
+    """The webhook server's series (kubeforge._webhook.metrics.WebhookMetrics)."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics

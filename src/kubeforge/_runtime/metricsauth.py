@@ -19,8 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from kubeforge.api.machinery.certificates import generate_certificates
-from kubeforge.client.client import Client
+from kubeforge._api.machinery.certificates import generate_certificates
+from kubeforge._client.client import Client
 
 __all__ = ["MetricsAuth", "serving_context"]
 

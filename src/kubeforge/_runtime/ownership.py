@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.meta import KubeObject, ObjectReference, split_api_version
-from kubeforge.api.objects import (
+from kubeforge._api.meta import KubeObject, ObjectReference, split_api_version
+from kubeforge._api.objects import (
     api_version_kind,
     get_meta,
     get_owner_references,

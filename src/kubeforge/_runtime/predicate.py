@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.machinery.access import meta_of
-from kubeforge.api.machinery.selectors import LabelSelector
+from kubeforge._api.machinery.access import meta_of
+from kubeforge._api.machinery.selectors import LabelSelector
 
 __all__ = [
     "AnnotationsChanged",

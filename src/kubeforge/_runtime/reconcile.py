@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kubeforge.client.errors import NotFound
-from kubeforge.runtime.logs import ReconcileLogger, reconcile_logger
+from kubeforge._client.errors import NotFound
+from kubeforge._runtime.logs import ReconcileLogger, reconcile_logger
 
 if TYPE_CHECKING:
-    from kubeforge.runtime.cached_client import CachedClient, SyncClient
+    from kubeforge._runtime.cached_client import CachedClient, SyncClient
 
 __all__ = [
     "ObjectReconciler",

@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.api.machinery.compactjson import dumps_exact
-from kubeforge.runtime.store import NAMESPACE_INDEX, Store, key_of
+from kubeforge._api.machinery.compactjson import dumps_exact
+from kubeforge._runtime.store import NAMESPACE_INDEX, Store, key_of
 
 __all__ = ["Reflector", "ResourceEventHandler", "resource_version_number"]
 

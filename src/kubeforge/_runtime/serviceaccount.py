@@ -17,10 +17,10 @@ from typing import Any
 
 import yaml
 
-from kubeforge.client.auth import ServiceAccountToken
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig
-from kubeforge.client.errors import AlreadyExists
+from kubeforge._client.auth import ServiceAccountToken
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import AlreadyExists
 
 __all__ = ["ServiceAccountRef", "as_service_account", "install_rbac", "read_rbac"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.compactjson import dumps_exact
+from kubeforge._api.machinery.compactjson import dumps_exact
 
 __all__ = ["IndexFunc", "Store", "key_of", "namespace_index", "owner_uid_index"]
 

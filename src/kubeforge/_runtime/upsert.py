@@ -21,12 +21,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from enum import StrEnum
 from typing import Any, TypeVar, overload
 
-from kubeforge.api.machinery.access import json_copy
-from kubeforge.api.objects import client_kind, get_meta
-from kubeforge.client.client import adopt
-from kubeforge.client.errors import NotFound
-from kubeforge.client.protocols import ObjectClient, SyncObjectClient
-from kubeforge.runtime._steps import ClientCall, Steps, UserCall, drive
+from kubeforge._api.machinery.access import json_copy
+from kubeforge._api.objects import client_kind, get_meta
+from kubeforge._client.client import adopt
+from kubeforge._client.errors import NotFound
+from kubeforge._client.protocols import ObjectClient, SyncObjectClient
+from kubeforge._runtime._steps import ClientCall, Steps, UserCall, drive
 
 __all__ = ["Mutate", "OperationResult", "create_or_patch", "create_or_update", "merge_patch"]
 

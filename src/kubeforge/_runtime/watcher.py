@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kubeforge.client.client import Client, KindLike
-from kubeforge.client.errors import Gone
-from kubeforge.client.watch import BOOKMARK, DELETED
+from kubeforge._client.client import Client, KindLike
+from kubeforge._client.errors import Gone
+from kubeforge._client.watch import BOOKMARK, DELETED
 
 __all__ = ["EventSink", "Watcher"]
 

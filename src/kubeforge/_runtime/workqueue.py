@@ -27,8 +27,8 @@ from heapq import heappop, heappush
 from itertools import count
 from typing import Generic, Protocol, TypeVar
 
-from kubeforge.runtime import ratelimiter
-from kubeforge.runtime.ratelimiter import Clock, ItemExponentialBackoff, RateLimiter
+from kubeforge._runtime import ratelimiter
+from kubeforge._runtime.ratelimiter import Clock, ItemExponentialBackoff, RateLimiter
 
 __all__ = [
     "DEFAULT_MAX_WAIT",
@@ -57,7 +57,7 @@ class ShutDown(Exception):
 
 class QueueMetrics(Protocol):
     """What a work queue reports, one instance per queue; the Prometheus adapter
-    (`kubeforge.runtime.metrics.QueueMetricsAdapter`) turns it into `workqueue_*` series.
+    (`kubeforge._runtime.metrics.QueueMetricsAdapter`) turns it into `workqueue_*` series.
 
     Depth moves only through `depth`: the queue calls `add` and `depth(p, +1)` when an item
     becomes ready, and `depth(p, -1)` and `get` when a worker takes it.

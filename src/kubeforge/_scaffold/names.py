@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kubeforge.api.machinery.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
-from kubeforge.api.resource import pluralize
+from kubeforge._api.machinery.names import is_dns1035_label, is_dns1123_label, is_dns1123_subdomain
+from kubeforge._api.resource import pluralize
 
 __all__ = [
     "InvalidName",

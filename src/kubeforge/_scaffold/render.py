@@ -28,7 +28,7 @@ _SUFFIX = ".tmpl"
 
 
 def _root() -> Traversable:
-    return resources.files("kubeforge.scaffold").joinpath("templates")
+    return resources.files("kubeforge._scaffold").joinpath("templates")
 
 
 def template(name: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kubeforge.lazyload import lazy_exports
+from kubeforge._lazyload import lazy_exports
 
 __all__ = [
     "USE_EXISTING_CLUSTER",
@@ -34,22 +34,22 @@ __all__ = [
 
 # Public name -> the module that defines it.
 _EXPORTS: dict[str, str] = {
-    "USE_EXISTING_CLUSTER": "kubeforge.testing.env",
-    "TestEnv": "kubeforge.testing.env",
-    "DevProcess": "kubeforge.testing.devprocess",
-    "DevProcessError": "kubeforge.testing.devprocess",
-    "Kubectl": "kubeforge.testing.kubectl",
-    "KubectlError": "kubeforge.testing.kubectl",
-    "KubectlResult": "kubeforge.testing.kubectl",
-    "find_kubectl": "kubeforge.testing.kubectl",
-    "eventually": "kubeforge.testing.waiting",
-    "FlakyReconciler": "kubeforge.testing.faults",
-    "InjectedFailure": "kubeforge.testing.faults",
-    "metric_sum": "kubeforge.testing.metrics",
-    "metric_value": "kubeforge.testing.metrics",
-    "assert_round_trips": "kubeforge.testing.roundtrip",
-    "objects": "kubeforge.testing.strategies",
-    "object_metas": "kubeforge.testing.strategies",
+    "USE_EXISTING_CLUSTER": "kubeforge._testing.env",
+    "TestEnv": "kubeforge._testing.env",
+    "DevProcess": "kubeforge._testing.devprocess",
+    "DevProcessError": "kubeforge._testing.devprocess",
+    "Kubectl": "kubeforge._testing.kubectl",
+    "KubectlError": "kubeforge._testing.kubectl",
+    "KubectlResult": "kubeforge._testing.kubectl",
+    "find_kubectl": "kubeforge._testing.kubectl",
+    "eventually": "kubeforge._testing.waiting",
+    "FlakyReconciler": "kubeforge._testing.faults",
+    "InjectedFailure": "kubeforge._testing.faults",
+    "metric_sum": "kubeforge._testing.metrics",
+    "metric_value": "kubeforge._testing.metrics",
+    "assert_round_trips": "kubeforge._testing.roundtrip",
+    "objects": "kubeforge._testing.strategies",
+    "object_metas": "kubeforge._testing.strategies",
 }
 
 
@@ -61,25 +61,25 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from kubeforge.testing.devprocess import (
+    from kubeforge._testing.devprocess import (
         DevProcess as DevProcess,
         DevProcessError as DevProcessError,
     )
-    from kubeforge.testing.env import (
+    from kubeforge._testing.env import (
         USE_EXISTING_CLUSTER as USE_EXISTING_CLUSTER,
         TestEnv as TestEnv,
     )
-    from kubeforge.testing.faults import (
+    from kubeforge._testing.faults import (
         FlakyReconciler as FlakyReconciler,
         InjectedFailure as InjectedFailure,
     )
-    from kubeforge.testing.kubectl import (
+    from kubeforge._testing.kubectl import (
         Kubectl as Kubectl,
         KubectlError as KubectlError,
         KubectlResult as KubectlResult,
         find_kubectl as find_kubectl,
     )
-    from kubeforge.testing.metrics import metric_sum as metric_sum, metric_value as metric_value
-    from kubeforge.testing.roundtrip import assert_round_trips as assert_round_trips
-    from kubeforge.testing.strategies import object_metas as object_metas, objects as objects
-    from kubeforge.testing.waiting import eventually as eventually
+    from kubeforge._testing.metrics import metric_sum as metric_sum, metric_value as metric_value
+    from kubeforge._testing.roundtrip import assert_round_trips as assert_round_trips
+    from kubeforge._testing.strategies import object_metas as object_metas, objects as objects
+    from kubeforge._testing.waiting import eventually as eventually

@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge.client.client import Client
-from kubeforge.client.errors import Conflict, NotFound
-from kubeforge.testing.waiting import eventually
+from kubeforge._client.client import Client
+from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._testing.waiting import eventually
 
 __all__ = ["ProjectKind", "TestObjects", "project_kinds"]
 

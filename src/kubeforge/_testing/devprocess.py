@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
-from kubeforge.client.config import load_kubeconfig
-from kubeforge.client.errors import ApiError
-from kubeforge.client.transport import Transport
-from kubeforge.testing.waiting import eventually
+from kubeforge._client.config import load_kubeconfig
+from kubeforge._client.errors import ApiError
+from kubeforge._client.transport import Transport
+from kubeforge._testing.waiting import eventually
 
 __all__ = ["DevProcess", "DevProcessError"]
 
@@ -79,7 +79,7 @@ class DevProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "kubeforge.cli.main",
+            "kubeforge._cli.main",
             "dev",
             *("--port", str(self.port), "--kubeconfig", str(self.kubeconfig)),
             *self.args,

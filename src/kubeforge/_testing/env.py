@@ -11,7 +11,7 @@ gives the bare server, `controllers` turns single controllers off).
 
 With `namespace`, the client, kubectl and the managers the environment starts default to that
 namespace, created if missing; on an existing cluster the environment removes what the test
-made when it stops (testing/cleanup.py).
+made when it stops (_testing/cleanup.py).
 """
 
 from __future__ import annotations
@@ -30,22 +30,22 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from kubeforge.client.client import Client
-from kubeforge.client.config import ClusterConfig, kubeconfig_context, load_config
-from kubeforge.client.errors import AlreadyExists, NotFound
-from kubeforge.cluster.options import ClusterOptions
-from kubeforge.runtime.localconversion import CRD_KIND
-from kubeforge.runtime.localwebhooks import (
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig, kubeconfig_context, load_config
+from kubeforge._client.errors import AlreadyExists, NotFound
+from kubeforge._cluster.options import ClusterOptions
+from kubeforge._runtime.localconversion import CRD_KIND
+from kubeforge._runtime.localwebhooks import (
     LocalServing,
     registered_while_serving,
     serve_locally,
 )
-from kubeforge.runtime.manager import Manager
-from kubeforge.testing.cleanup import TestObjects, project_kinds
-from kubeforge.webhook.server import WebhookServer
+from kubeforge._runtime.manager import Manager
+from kubeforge._testing.cleanup import TestObjects, project_kinds
+from kubeforge._webhook.server import WebhookServer
 
 if TYPE_CHECKING:
-    from kubeforge.cluster.devcluster import DevCluster
+    from kubeforge._cluster.devcluster import DevCluster
 
 __all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
 
@@ -156,7 +156,7 @@ class TestEnv:
             if self.use_existing:
                 config = load_config(kubeconfig=self.kubeconfig)
             else:
-                from kubeforge.cluster.devcluster import DevCluster
+                from kubeforge._cluster.devcluster import DevCluster
 
                 self.cluster = DevCluster(self.options)
                 await self.cluster.start()
@@ -265,7 +265,7 @@ class TestEnv:
         """Install a project's config/rbac and return connection settings that authenticate
         as its ServiceAccount (tokens from TokenRequest): a manager run with them has only
         the permissions the project's roles grant."""
-        from kubeforge.runtime.serviceaccount import as_service_account, install_rbac
+        from kubeforge._runtime.serviceaccount import as_service_account, install_rbac
 
         if self.config is None:
             raise RuntimeError("the test environment is not started")

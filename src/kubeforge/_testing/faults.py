@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from kubeforge.runtime.cached_client import CachedClient
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["FlakyReconciler", "InjectedFailure"]
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 from prometheus_client.samples import Sample
 
-from kubeforge.apiserver.server import APIServer
-from kubeforge.runtime.manager import Manager
+from kubeforge._apiserver.server import APIServer
+from kubeforge._runtime.manager import Manager
 
 __all__ = ["metric_sum", "metric_value"]
 

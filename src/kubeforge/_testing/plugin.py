@@ -37,12 +37,12 @@ import pytest
 
 # Only pytest is imported up front: the rest loads when a test asks for a fixture.
 if TYPE_CHECKING:
-    from kubeforge.client.client import Client
-    from kubeforge.client.config import ClusterConfig
-    from kubeforge.cluster.options import ClusterOptions
-    from kubeforge.runtime.manager import Manager
-    from kubeforge.testing.env import TestEnv
-    from kubeforge.testing.kubectl import Kubectl
+    from kubeforge._client.client import Client
+    from kubeforge._client.config import ClusterConfig
+    from kubeforge._cluster.options import ClusterOptions
+    from kubeforge._runtime.manager import Manager
+    from kubeforge._testing.env import TestEnv
+    from kubeforge._testing.kubectl import Kubectl
 
 __all__ = [
     "kubectl",
@@ -118,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _controllers(*entries: str, where: str) -> tuple[str, ...]:
     """Controllers list entries, checked (a usage error names where they come from)."""
     # Only the names module: loading the plugin must not import the cluster.
-    from kubeforge.cluster.controllernames import enabled_controllers
+    from kubeforge._cluster.controllernames import enabled_controllers
 
     try:
         enabled_controllers(entries)
@@ -176,7 +176,7 @@ def kubeforge_cluster_options(request: pytest.FixtureRequest) -> ClusterOptions:
     """The ClusterOptions of the test's development cluster: the built-in controllers of
     the `kubeforge_controllers` marker, else of the ini option. Override the fixture for
     anything else (`ClusterOptions.bare()` for an API server alone)."""
-    from kubeforge.cluster.options import ClusterOptions
+    from kubeforge._cluster.options import ClusterOptions
 
     marker = request.node.get_closest_marker(CONTROLLERS_MARKER)
     if marker is not None:
@@ -201,7 +201,7 @@ async def testenv(
 ) -> AsyncIterator[TestEnv]:
     """A started test environment (a fresh development cluster per test), whose client,
     kubectl and managers work in a namespace of the test's own."""
-    from kubeforge.testing.env import TestEnv
+    from kubeforge._testing.env import TestEnv
 
     root = _root(request.config)
     paths = [root / p for p in request.config.getini("kubeforge_crd_paths")]
@@ -309,7 +309,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def kubectl(testenv: TestEnv, tmp_path: Path, request: pytest.FixtureRequest) -> Kubectl:
     """kubectl pointed at `testenv`, in its namespace (for an existing cluster: through the
     kubeconfig files the environment connected with)."""
-    from kubeforge.testing.kubectl import Kubectl
+    from kubeforge._testing.kubectl import Kubectl
 
     version = str(request.config.getini("kubeforge_kubectl_version")).strip() or None
     kubeconfig = testenv.kubeconfig_variable(tmp_path / "kubeconfig")

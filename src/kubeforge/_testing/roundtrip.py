@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from kubeforge.api.conversion import convert, kind_versions
+from kubeforge._api.conversion import convert, kind_versions
 
 __all__ = ["assert_round_trips", "first_difference"]
 

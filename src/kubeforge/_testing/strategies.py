@@ -25,7 +25,7 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from kubeforge.api.meta import ObjectMeta
+from kubeforge._api.meta import ObjectMeta
 
 __all__ = ["object_metas", "objects"]
 

@@ -8,5 +8,5 @@
 - builder.py: manager.webhook_for(Kind).defaulter(...).validator(...).complete()
 - server.py, certwatcher.py, metrics.py: the HTTPS server the manager runs
 
-Imports `kubeforge.api` only; the public names are exported from `kubeforge`.
+Imports `kubeforge._api` only; the public names are exported from `kubeforge`.
 """

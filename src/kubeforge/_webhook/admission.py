@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from kubeforge.api.machinery.access import name_of
-from kubeforge.api.machinery.fielderror import FieldError, invalid_details, invalid_message
-from kubeforge.webhook.review import AdmissionRequest, AdmissionResponse
+from kubeforge._api.machinery.access import name_of
+from kubeforge._api.machinery.fielderror import FieldError, invalid_details, invalid_message
+from kubeforge._webhook.review import AdmissionRequest, AdmissionResponse
 
 __all__ = [
     "AdmissionHandler",

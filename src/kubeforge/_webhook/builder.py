@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from kubeforge.api.conversion import kind_versions
-from kubeforge.api.webhooks import (
+from kubeforge._api.conversion import kind_versions
+from kubeforge._api.webhooks import (
     WebhookMarker,
     check_path,
     kind_of,
@@ -27,7 +27,7 @@ from kubeforge.api.webhooks import (
     mutate_path,
     validate_path,
 )
-from kubeforge.webhook.typed import (
+from kubeforge._webhook.typed import (
     Defaulter,
     DefaultingHandler,
     Outcome,
@@ -36,7 +36,7 @@ from kubeforge.webhook.typed import (
 )
 
 if TYPE_CHECKING:
-    from kubeforge.webhook.server import RegisteredWebhook, WebhookServer
+    from kubeforge._webhook.server import RegisteredWebhook, WebhookServer
 
 __all__ = ["WebhookBuilder"]
 

@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from kubeforge.api.conversion import ConversionError, KindVersions, convert
-from kubeforge.api.meta import split_api_version
-from kubeforge.webhook.review import ReviewError
+from kubeforge._api.conversion import ConversionError, KindVersions, convert
+from kubeforge._api.meta import split_api_version
+from kubeforge._webhook.review import ReviewError
 
 __all__ = [
     "CONVERSION_REVIEW_VERSIONS",

@@ -1,6 +1,6 @@
 """What the webhook server reports, named by the manager's metrics (controller-runtime's
 `controller_runtime_webhook_*`, `controller_runtime_conversion_webhook_panics_total` and
-`certwatcher_*` families; see runtime/metrics.py).
+`certwatcher_*` families; see _runtime/metrics.py).
 
 A server run without a manager reports to nothing.
 """

@@ -15,8 +15,8 @@ from typing import Any, Literal
 import orjson
 from pydantic import Field, ValidationError
 
-from kubeforge.api.model import Model
-from kubeforge.webhook.patch import json_patch
+from kubeforge._api.model import Model
+from kubeforge._webhook.patch import json_patch
 
 __all__ = [
     "ADMISSION_API_VERSIONS",

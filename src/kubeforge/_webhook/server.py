@@ -12,7 +12,7 @@ registered path is answered 200 with an AdmissionReview, as controller-runtime a
 a malformed review (empty or oversized body, another content type, bad JSON, not an
 AdmissionReview) gets a response with `allowed: false` and a Status of code 400 (413 for the
 size) saying what is wrong, and an exception in a handler one of code 500. The conversion
-webhook answers as webhook/conversion.py describes.
+webhook answers as _webhook/conversion.py describes.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any
 
 from aiohttp import web
 
-from kubeforge.api.conversion import kind_versions
-from kubeforge.api.meta import ResourceInfo, WebhookConversion
-from kubeforge.api.webhooks import WebhookSpec, check_path, marker_for, markers_of
-from kubeforge.webhook.admission import (
+from kubeforge._api.conversion import kind_versions
+from kubeforge._api.meta import ResourceInfo, WebhookConversion
+from kubeforge._api.webhooks import WebhookSpec, check_path, marker_for, markers_of
+from kubeforge._webhook.admission import (
     AdmissionHandler,
     HandlerFunction,
     as_handler,
@@ -42,10 +42,10 @@ from kubeforge.webhook.admission import (
     handling,
     response_for_error,
 )
-from kubeforge.webhook.certwatcher import CertWatcher
-from kubeforge.webhook.conversion import MAX_CONVERSION_REVIEW_BYTES, ConversionWebhook
-from kubeforge.webhook.metrics import NoMetrics, WebhookMetrics
-from kubeforge.webhook.review import (
+from kubeforge._webhook.certwatcher import CertWatcher
+from kubeforge._webhook.conversion import MAX_CONVERSION_REVIEW_BYTES, ConversionWebhook
+from kubeforge._webhook.metrics import NoMetrics, WebhookMetrics
+from kubeforge._webhook.review import (
     MAX_REVIEW_BYTES,
     AdmissionResponse,
     ReviewError,
@@ -387,7 +387,7 @@ def _spec_from_marker(
 
 
 def _conversion_path(classes: list[type]) -> str:
-    """The path a kind's CRD names for its conversion webhook (api/crd.py writes the same)."""
+    """The path a kind's CRD names for its conversion webhook (_api/crd.py writes the same)."""
     for cls in classes:
         info = getattr(cls, "__kubeforge__", None)
         if isinstance(info, ResourceInfo) and info.conversion is not None:

@@ -14,7 +14,7 @@
 Objects arrive as the kind's class (or as dicts for kinds given by name). Every method may be
 `async def` or plain `def` (run in a worker thread), return warnings (a list of strings) or
 None, and raise `Denied` or `InvalidObject` to refuse. The defaulter's JSON Patch is
-computed for it (webhook/patch.py). As in controller-runtime, a defaulter is not called for
+computed for it (_webhook/patch.py). As in controller-runtime, a defaulter is not called for
 DELETE (nothing to default) and neither is called for CONNECT.
 """
 
@@ -26,10 +26,10 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from kubeforge.api.meta import GroupVersionKind, ResourceInfo
-from kubeforge.webhook.admission import call
-from kubeforge.webhook.patch import defaulting_patch
-from kubeforge.webhook.review import AdmissionRequest, AdmissionResponse
+from kubeforge._api.meta import GroupVersionKind, ResourceInfo
+from kubeforge._webhook.admission import call
+from kubeforge._webhook.patch import defaulting_patch
+from kubeforge._webhook.review import AdmissionRequest, AdmissionResponse
 
 __all__ = [
     "Defaulter",

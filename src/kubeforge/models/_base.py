@@ -4,7 +4,7 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict
 
-from kubeforge.api.model import Model
+from kubeforge._api.model import Model
 
 __all__ = ["BuiltinModel", "BuiltinObject"]
 

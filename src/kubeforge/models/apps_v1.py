@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import Time
-from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo, Scale
+from kubeforge._api.machinery.timestamps import Time
+from kubeforge._api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo, Scale
 from kubeforge.models import core_v1, meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 

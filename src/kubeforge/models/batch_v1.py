@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import Time
-from kubeforge.api.meta import (
+from kubeforge._api.machinery.timestamps import Time
+from kubeforge._api.meta import (
     GroupVersionKind,
     LabelSelector,
     ObjectMeta,

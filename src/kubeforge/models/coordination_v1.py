@@ -6,8 +6,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import MicroTime
-from kubeforge.api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge._api.machinery.timestamps import MicroTime
+from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 

@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import MicroTime, Time
-from kubeforge.api.meta import (
+from kubeforge._api.machinery.timestamps import MicroTime, Time
+from kubeforge._api.meta import (
     Condition,
     GroupVersionKind,
     LabelSelector,

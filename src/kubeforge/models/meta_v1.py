@@ -6,8 +6,8 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.machinery.timestamps import MicroTime, Time
-from kubeforge.api.meta import (
+from kubeforge._api.machinery.timestamps import MicroTime, Time
+from kubeforge._api.meta import (
     Condition,
     LabelSelector,
     LabelSelectorRequirement,

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from kubeforge.api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
+from kubeforge._api.meta import GroupVersionKind, LabelSelector, ObjectMeta, ResourceInfo
 from kubeforge.models import meta_v1
 from kubeforge.models._base import BuiltinModel, BuiltinObject
 

@@ -9,6 +9,6 @@ durations, names and metadata rules, field errors, values shown as Go prints the
 accessors, compact JSON, schema views, the built-in type definitions, API version ordering
 and certificate generation.
 
-It imports nothing of kubeforge but `_version` and itself: `kubeforge.api` (the
+It imports nothing of kubeforge but `_version` and itself: `kubeforge._api` (the
 authoring vocabulary) builds on it, never the other way round.
 """

@@ -7,7 +7,7 @@ they stand for: the API server calls them for every field it validates. `json_fo
 `json_copy` give any object, a dict or a typed model, as JSON.
 
 Reading and writing the metadata of an object that may be either a dict or a typed model is
-`kubeforge.api.objects`.
+`kubeforge._api.objects`.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
-from kubeforge.api.machinery.quantity import parse_quantity
+from kubeforge._api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge._api.machinery.quantity import parse_quantity
 
 __all__ = [
     "FUNCTIONS",
@@ -150,7 +150,7 @@ def compile_go_regex(pattern: str) -> re.Pattern[str] | None:
 
 
 # The CEL engine is imported on first use: importing it costs more than the rest of
-# kubeforge.api together, and most programs that load this module never run a rule.
+# kubeforge._api together, and most programs that load this module never run a rule.
 _cel: ModuleType | None = None
 _cel_stdlib: ModuleType | None = None
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
-from kubeforge.api.machinery.govalues import go_number, go_quote, shown_value
-from kubeforge.api.machinery.schemaextensions import check_extensions
-from kubeforge.api.machinery.schemanode import Node, node_of
-from kubeforge.api.machinery.schemarules import rule_errors
+from kubeforge._api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge._api.machinery.govalues import go_number, go_quote, shown_value
+from kubeforge._api.machinery.schemaextensions import check_extensions
+from kubeforge._api.machinery.schemanode import Node, node_of
+from kubeforge._api.machinery.schemarules import rule_errors
 
 __all__ = [
     "BLOCKING_SKIPPED",

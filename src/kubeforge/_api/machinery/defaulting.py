@@ -11,7 +11,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.schemanode import NO_DEFAULT, Node, node_of
+from kubeforge._api.machinery.schemanode import NO_DEFAULT, Node, node_of
 
 __all__ = ["apply_defaults"]
 

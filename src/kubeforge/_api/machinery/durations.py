@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from kubeforge.api.machinery.timestamps import parse_time_or_none
+from kubeforge._api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "age",

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from kubeforge.api.machinery.access import as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_quote, go_string_slice
-from kubeforge.api.machinery.timestamps import parse_time_or_none
+from kubeforge._api.machinery.access import as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_quote, go_string_slice
+from kubeforge._api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "ANNOTATIONS_MAX_BYTES",

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import join_path
-from kubeforge.api.machinery.schemanode import Node, node_of
+from kubeforge._api.machinery.fielderror import join_path
+from kubeforge._api.machinery.schemanode import Node, node_of
 
 __all__ = ["prune", "prune_value"]
 

@@ -13,16 +13,16 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.fielderror import FieldError, join_path
-from kubeforge.api.machinery.govalues import GoValue, go_repr, shown_value
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.fielderror import FieldError, join_path
+from kubeforge._api.machinery.govalues import GoValue, go_repr, shown_value
+from kubeforge._api.machinery.names import (
     is_dns1035_label,
     is_dns1123_label,
     is_path_segment_name,
     validate_annotations,
     validate_labels,
 )
-from kubeforge.api.machinery.schemanode import NO_DEFAULT, Node
+from kubeforge._api.machinery.schemanode import NO_DEFAULT, Node
 
 __all__ = ["check_extensions", "embedded_errors", "list_map_identity"]
 

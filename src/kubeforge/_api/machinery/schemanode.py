@@ -14,8 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubeforge.api.machinery import cel as celrules
-from kubeforge.api.machinery.formats import format_checker
+from kubeforge._api.machinery import cel as celrules
+from kubeforge._api.machinery.formats import format_checker
 
 __all__ = [
     "CEL_BYTES",

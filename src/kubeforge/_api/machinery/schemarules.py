@@ -14,18 +14,18 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubeforge.api.machinery import cel as celrules
-from kubeforge.api.machinery.fielderror import FieldError, join_path
-from kubeforge.api.machinery.formats import duration_nanos, is_date_time
-from kubeforge.api.machinery.schemaextensions import list_map_identity
-from kubeforge.api.machinery.schemanode import (
+from kubeforge._api.machinery import cel as celrules
+from kubeforge._api.machinery.fielderror import FieldError, join_path
+from kubeforge._api.machinery.formats import duration_nanos, is_date_time
+from kubeforge._api.machinery.schemaextensions import list_map_identity
+from kubeforge._api.machinery.schemanode import (
     CEL_BYTES,
     CEL_DURATION,
     CEL_NUMBER,
     CEL_TIMESTAMP,
     Node,
 )
-from kubeforge.api.machinery.timestamps import parse_time_or_none
+from kubeforge._api.machinery.timestamps import parse_time_or_none
 
 __all__ = ["rule_errors"]
 

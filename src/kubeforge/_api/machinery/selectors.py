@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, as_str
-from kubeforge.api.machinery.names import is_qualified_name, is_valid_label_value
+from kubeforge._api.machinery.access import as_dict, as_list, as_str
+from kubeforge._api.machinery.names import is_qualified_name, is_valid_label_value
 
 __all__ = [
     "FieldSelector",

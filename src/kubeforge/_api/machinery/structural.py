@@ -13,14 +13,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery import cel as celrules
-from kubeforge.api.machinery.crvalidation import validate_against
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, shown_value
-from kubeforge.api.machinery.pruning import prune_value
-from kubeforge.api.machinery.schemaextensions import embedded_errors
-from kubeforge.api.machinery.schemanode import Node
-from kubeforge.api.machinery.schemarules import rule_errors
+from kubeforge._api.machinery import cel as celrules
+from kubeforge._api.machinery.crvalidation import validate_against
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, shown_value
+from kubeforge._api.machinery.pruning import prune_value
+from kubeforge._api.machinery.schemaextensions import embedded_errors
+from kubeforge._api.machinery.schemanode import Node
+from kubeforge._api.machinery.schemarules import rule_errors
 
 __all__ = ["structural_errors"]
 

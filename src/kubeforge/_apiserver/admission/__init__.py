@@ -9,8 +9,8 @@ May import the stages below it: handlers, discovery, printing, storage, types,
 webhookclient, request, http.
 """
 
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.chain import Admission, RequestAdmission
-from kubeforge.apiserver.admission.expressions import Authorize, allow_all
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.chain import Admission, RequestAdmission
+from kubeforge._apiserver.admission.expressions import Authorize, allow_all
 
 __all__ = ["Admission", "Attributes", "Authorize", "RequestAdmission", "allow_all"]

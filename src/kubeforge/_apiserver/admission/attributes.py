@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["GVK", "Attributes", "operation_options"]
 

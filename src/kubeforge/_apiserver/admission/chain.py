@@ -25,30 +25,30 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.selectors import LabelSelector
-from kubeforge.api.machinery.versions import version_priority
-from kubeforge.apiserver.admission.attributes import GVK, Attributes, operation_options
-from kubeforge.apiserver.admission.expressions import Authorize, allow_all
-from kubeforge.apiserver.admission.matching import subresource_kind
-from kubeforge.apiserver.admission.policy import Binding, Policy, dispatch_policies
-from kubeforge.apiserver.admission.webhooks import (
+from kubeforge._api.machinery.selectors import LabelSelector
+from kubeforge._api.machinery.versions import version_priority
+from kubeforge._apiserver.admission.attributes import GVK, Attributes, operation_options
+from kubeforge._apiserver.admission.expressions import Authorize, allow_all
+from kubeforge._apiserver.admission.matching import subresource_kind
+from kubeforge._apiserver.admission.policy import Binding, Policy, dispatch_policies
+from kubeforge._apiserver.admission.webhooks import (
     Webhook,
     dispatch_mutating,
     dispatch_validating,
     internal_error,
     parse_webhooks,
 )
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.managedfields import managed_fields_error
-from kubeforge.apiserver.storage.patch import json_copy
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.builtin_schemas import DecodeError
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
-from kubeforge.apiserver.types.typesupport import TypeSupport
-from kubeforge.apiserver.webhookclient.client import WebhookClient
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.managedfields import managed_fields_error
+from kubeforge._apiserver.storage.patch import json_copy
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.builtin_schemas import DecodeError
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._apiserver.types.typesupport import TypeSupport
+from kubeforge._apiserver.webhookclient.client import WebhookClient
 
 __all__ = ["Admission", "RequestAdmission"]
 

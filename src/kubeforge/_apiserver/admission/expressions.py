@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubeforge.api.machinery.cel import runtime_error_text
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.matching import Match
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.types.admissioncel import AUTHORIZER, Compiled, compile_cel
+from kubeforge._api.machinery.cel import runtime_error_text
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.matching import Match
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.types.admissioncel import AUTHORIZER, Compiled, compile_cel
 
 __all__ = ["Authorize", "Conditions", "Context", "allow_all"]
 

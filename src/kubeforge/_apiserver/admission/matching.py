@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
-from kubeforge.apiserver.admission.attributes import GVK, Attributes
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
+from kubeforge._apiserver.admission.attributes import GVK, Attributes
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = [
     "Match",

@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kubeforge.api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.expressions import Conditions, Context
-from kubeforge.apiserver.admission.matching import Match, Matcher, Rule, Selector
-from kubeforge.apiserver.admission.webhooks import Environment
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.admissioncel import POLICY_VARIABLES, Compiled, compile_cel
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.machinery.selectors import LabelSelector, SelectorError, selector_from_dict
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.expressions import Conditions, Context
+from kubeforge._apiserver.admission.matching import Match, Matcher, Rule, Selector
+from kubeforge._apiserver.admission.webhooks import Environment
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.admissioncel import POLICY_VARIABLES, Compiled, compile_cel
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Binding", "Policy", "PolicyEnvironment", "dispatch_policies"]
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.matching import Match
-from kubeforge.apiserver.webhookclient.client import CallFailed, Reply, decode_reply, reply_error
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.matching import Match
+from kubeforge._apiserver.webhookclient.client import CallFailed, Reply, decode_reply, reply_error
 
 __all__ = ["REVIEW_VERSIONS", "Answer", "read_answer", "review_request"]
 

@@ -17,15 +17,15 @@ from typing import Any, Protocol
 
 import orjson
 
-from kubeforge.apiserver.admission.attributes import Attributes
-from kubeforge.apiserver.admission.expressions import Authorize, Conditions, Context
-from kubeforge.apiserver.admission.matching import Match, Matcher, Rule, Selector
-from kubeforge.apiserver.admission.review import REVIEW_VERSIONS, read_answer, review_request
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage import patch as patching
-from kubeforge.apiserver.types.admissioncel import WEBHOOK_VARIABLES
-from kubeforge.apiserver.types.resource import ResourceType
-from kubeforge.apiserver.webhookclient.client import CallFailed, ClientConfig, WebhookClient
+from kubeforge._apiserver.admission.attributes import Attributes
+from kubeforge._apiserver.admission.expressions import Authorize, Conditions, Context
+from kubeforge._apiserver.admission.matching import Match, Matcher, Rule, Selector
+from kubeforge._apiserver.admission.review import REVIEW_VERSIONS, read_answer, review_request
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage import patch as patching
+from kubeforge._apiserver.types.admissioncel import WEBHOOK_VARIABLES
+from kubeforge._apiserver.types.resource import ResourceType
+from kubeforge._apiserver.webhookclient.client import CallFailed, ClientConfig, WebhookClient
 
 __all__ = [
     "Environment",

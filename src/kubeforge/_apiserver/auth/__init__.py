@@ -16,22 +16,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.authenticator import Authenticator
-from kubeforge.apiserver.auth.escalation import EscalationCheck
-from kubeforge.apiserver.auth.forbidden import forbidden
-from kubeforge.apiserver.auth.impersonation import impersonated, wants_impersonation
-from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
-from kubeforge.apiserver.auth.reviews import Reviews
-from kubeforge.apiserver.auth.serviceaccounts import PodAdmission, token_request
-from kubeforge.apiserver.auth.tokens import TokenIssuer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.authenticator import Authenticator
+from kubeforge._apiserver.auth.escalation import EscalationCheck
+from kubeforge._apiserver.auth.forbidden import forbidden
+from kubeforge._apiserver.auth.impersonation import impersonated, wants_impersonation
+from kubeforge._apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
+from kubeforge._apiserver.auth.reviews import Reviews
+from kubeforge._apiserver.auth.serviceaccounts import PodAdmission, token_request
+from kubeforge._apiserver.auth.tokens import TokenIssuer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Auth"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubeforge.apiserver.request.user import UserInfo
+from kubeforge._apiserver.request.user import UserInfo
 
 __all__ = ["Attributes"]
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from kubeforge.apiserver.auth.tokens import TokenClaims, TokenError, TokenIssuer
-from kubeforge.apiserver.request.user import (
+from kubeforge._apiserver.auth.tokens import TokenClaims, TokenError, TokenIssuer
+from kubeforge._apiserver.request.user import (
     ADMIN,
     ANONYMOUS,
     AUTHENTICATED,
@@ -27,8 +27,8 @@ from kubeforge.apiserver.request.user import (
     service_account_groups,
     service_account_user,
 )
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.resource import GroupResource
 
 __all__ = ["AuthResult", "Authenticator", "certificate_user"]
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from cryptography.x509.oid import NameOID
 
-from kubeforge.api.machinery.access import as_dict, as_str
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.user import MASTERS, UserInfo
-from kubeforge.apiserver.types.validation.certificates import decode_pem_field, parse_csr
+from kubeforge._api.machinery.access import as_dict, as_str
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.user import MASTERS, UserInfo
+from kubeforge._apiserver.types.validation.certificates import decode_pem_field, parse_csr
 
 __all__ = ["KUBE_APISERVER_CLIENT", "CertificateAdmission"]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
-from kubeforge.apiserver.auth.rules import Rule, compact, parse_rules, rule_string, uncovered
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.user import UserInfo
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.rbac import RBAC_GROUP, RBACAuthorizer
+from kubeforge._apiserver.auth.rules import Rule, compact, parse_rules, rule_string, uncovered
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.user import UserInfo
 
 __all__ = ["EscalationCheck"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.request.errors import StatusError
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.request.errors import StatusError
 
 __all__ = ["forbidden", "forbidden_text"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from urllib.parse import unquote
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.forbidden import forbidden
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.user import (
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.forbidden import forbidden
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.user import (
     ANONYMOUS_NAME,
     AUTHENTICATED,
     UNAUTHENTICATED,

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 from jwt.algorithms import ECAlgorithm
 
-from kubeforge.apiserver.auth.tokens import SIGNING_ALGORITHM, TokenIssuer
+from kubeforge._apiserver.auth.tokens import SIGNING_ALGORITHM, TokenIssuer
 
 __all__ = [
     "CACHE_CONTROL",

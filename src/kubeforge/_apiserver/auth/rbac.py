@@ -13,12 +13,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.rbac import RBAC_GROUP
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.rules import Rule, parse_rules
-from kubeforge.apiserver.request.user import UserInfo, split_service_account
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._api.rbac import RBAC_GROUP
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.rules import Rule, parse_rules
+from kubeforge._apiserver.request.user import UserInfo, split_service_account
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.resource import GroupResource
 
 __all__ = ["RBAC_GROUP", "Decision", "RBACAuthorizer"]
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.authenticator import Authenticator
-from kubeforge.apiserver.auth.rbac import RBACAuthorizer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.types.validation.authorization import validate_access_review
+from kubeforge._apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.authenticator import Authenticator
+from kubeforge._apiserver.auth.rbac import RBACAuthorizer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.types.validation.authorization import validate_access_review
 
 __all__ = ["Reviews"]
 

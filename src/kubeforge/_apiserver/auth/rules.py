@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.apiserver.auth.attributes import Attributes
+from kubeforge._apiserver.auth.attributes import Attributes
 
 __all__ = ["Rule", "compact", "covers", "parse_rules", "rule_string", "uncovered"]
 

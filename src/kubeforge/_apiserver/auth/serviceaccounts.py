@@ -15,14 +15,14 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from kubeforge.api.machinery.timestamps import format_time, now_rfc3339
-from kubeforge.apiserver.auth.tokenrequest import read_token_request, validate_token_request
-from kubeforge.apiserver.auth.tokens import BoundObject, TokenIssuer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._api.machinery.timestamps import format_time, now_rfc3339
+from kubeforge._apiserver.auth.tokenrequest import read_token_request, validate_token_request
+from kubeforge._apiserver.auth.tokens import BoundObject, TokenIssuer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = [
     "MOUNT_PATH",

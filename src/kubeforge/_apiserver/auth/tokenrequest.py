@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas, DecodeError
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas, DecodeError
 
 __all__ = [
     "DEFAULT_EXPIRATION_SECONDS",

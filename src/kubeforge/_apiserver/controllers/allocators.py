@@ -15,18 +15,18 @@ import random
 from collections.abc import Container
 from typing import Any
 
-from kubeforge.api.machinery.access import as_int
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import go_string_slice
-from kubeforge.apiserver.controllers.writer import Writer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import run_now
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._api.machinery.access import as_int
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import go_string_slice
+from kubeforge._apiserver.controllers.writer import Writer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import run_now
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "NODE_PORT_RANGE", "ServiceAllocators", "advertised_address"]
 

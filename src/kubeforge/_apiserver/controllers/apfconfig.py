@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.controllers.writer import Writer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import run_now
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.statuswrites import set_condition
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._api.machinery.access import as_dict
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.controllers.writer import Writer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import run_now
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.statuswrites import set_condition
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["APFConfiguration", "mandatory_objects"]
 

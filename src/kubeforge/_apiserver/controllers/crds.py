@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.structural import structural_errors
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.controllers.writer import Writer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import run_now
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.conversion import CRDConversion
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import ResourceType, ScalePaths, Subresource
-from kubeforge.apiserver.types.typesupport import TypeSupport
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.structural import structural_errors
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.controllers.writer import Writer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import run_now
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.conversion import CRDConversion
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import ResourceType, ScalePaths, Subresource
+from kubeforge._apiserver.types.typesupport import TypeSupport
 
 __all__ = ["CRDController", "resource_types_for"]
 

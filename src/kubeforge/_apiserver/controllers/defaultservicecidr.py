@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.controllers.writer import Writer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import run_now
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.statuswrites import set_condition
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.registry import Registry
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.controllers.writer import Writer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import run_now
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.statuswrites import set_condition
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.registry import Registry
 
 __all__ = ["DEFAULT_NAME", "ensure_default_service_cidr"]
 

@@ -23,16 +23,16 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.controllers.writer import Writer
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import run_now
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.controllers.writer import Writer
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import run_now
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["GarbageCollector", "OwnerRef", "StorageTypes", "WorkQueue", "controller_call"]
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Written
-from kubeforge.apiserver.storage.store import StoredObject
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import Written
+from kubeforge._apiserver.storage.store import StoredObject
 
 __all__ = ["Writer"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.apiserver.types.registry import Registry
+from kubeforge._apiserver.types.registry import Registry
 
 __all__ = ["aggregated", "api_group", "api_group_list", "api_resource_list", "api_versions"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.definitions import INT_OR_STRING, QUANTITY
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import ResourceType, Subresource
+from kubeforge._api.machinery.definitions import INT_OR_STRING, QUANTITY
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import ResourceType, Subresource
 
 __all__ = ["OpenAPIV3", "crd_schema_name", "group_version_paths", "gv_path", "type_signature"]
 

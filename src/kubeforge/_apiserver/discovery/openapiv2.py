@@ -31,20 +31,20 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.definitions import INT_OR_STRING, OBJECT_META, QUANTITY
-from kubeforge.apiserver.discovery import openapiv2_proto
-from kubeforge.apiserver.discovery.openapi import (
+from kubeforge._api.machinery.definitions import INT_OR_STRING, OBJECT_META, QUANTITY
+from kubeforge._apiserver.discovery import openapiv2_proto
+from kubeforge._apiserver.discovery.openapi import (
     crd_schema_name,
     group_version_paths,
     gv_path,
     type_signature,
 )
-from kubeforge.apiserver.http.server import Response
-from kubeforge.apiserver.request.encoding import parse_accept
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.builtin_schemas import BuiltinSchemas
-from kubeforge.apiserver.types.registry import Registry
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.http.server import Response
+from kubeforge._apiserver.request.encoding import parse_accept
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
+from kubeforge._apiserver.types.registry import Registry
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["OpenAPIV2", "V2Document"]
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.request.user import ADMIN, UserInfo
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.request.user import ADMIN, UserInfo
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Admissions", "Admitting", "Call", "stored_object"]
 

@@ -13,12 +13,12 @@ from collections.abc import Awaitable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge.apiserver.handlers.exchange import finish
-from kubeforge.apiserver.handlers.writes import Written
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.store import Store
+from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
+from kubeforge._apiserver.handlers.exchange import finish
+from kubeforge._apiserver.handlers.writes import Written
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.store import Store
 
 __all__ = ["CONNECT_SUBRESOURCES", "ConnectHandler"]
 

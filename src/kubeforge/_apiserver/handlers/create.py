@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from kubeforge.apiserver.handlers.call import Admissions, Call
-from kubeforge.apiserver.handlers.exchange import admitted, body, finish, written
-from kubeforge.apiserver.handlers.writes import Writes, Written
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.handlers.call import Admissions, Call
+from kubeforge._apiserver.handlers.exchange import admitted, body, finish, written
+from kubeforge._apiserver.handlers.writes import Writes, Written
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Bind", "CreateHandler", "PodAccounts", "Reviews"]
 

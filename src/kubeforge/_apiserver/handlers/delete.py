@@ -13,18 +13,18 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge.apiserver.handlers.exchange import body, finish
-from kubeforge.apiserver.handlers.writes import Writes, Written
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request.deleteoptions import (
+from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
+from kubeforge._apiserver.handlers.exchange import body, finish
+from kubeforge._apiserver.handlers.writes import Writes, Written
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request.deleteoptions import (
     decode_delete_options,
     delete_options_from_query,
 )
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.listing import ListOptions, Selection, list_converted, list_objects
-from kubeforge.apiserver.storage.store import Store
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.listing import ListOptions, Selection, list_converted, list_objects
+from kubeforge._apiserver.storage.store import Store
 
 __all__ = ["DeleteHandler"]
 

@@ -14,18 +14,18 @@ from typing import Any
 import orjson
 import yaml
 
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.writes import Written, run_now
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request.encoding import (
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.writes import Written, run_now
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request.encoding import (
     Negotiated,
     negotiate,
     parse_accept,
     patch_decode_type,
     read_body,
 )
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.warningheaders import warning_headers
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.warningheaders import warning_headers
 
 __all__ = [
     "LINE",

@@ -13,26 +13,26 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.handlers.call import Call, stored_object
-from kubeforge.apiserver.handlers.exchange import (
+from kubeforge._apiserver.handlers.call import Call, stored_object
+from kubeforge._apiserver.handlers.exchange import (
     include_object,
     json_response,
     negotiated,
     partial,
 )
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.printing.tables import to_table
-from kubeforge.apiserver.request.encoding import Negotiated
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.componentstatuses import ComponentStatuses
-from kubeforge.apiserver.storage.listing import (
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.printing.tables import to_table
+from kubeforge._apiserver.request.encoding import Negotiated
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.componentstatuses import ComponentStatuses
+from kubeforge._apiserver.storage.listing import (
     ListOptions,
     ListResult,
     Selection,
     list_converted,
     list_objects,
 )
-from kubeforge.apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.storage.store import Store, StoredObject
 
 __all__ = ["ReadHandler"]
 

@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge.apiserver.handlers.exchange import finish, patch_body
-from kubeforge.apiserver.handlers.writes import Writes, Written
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request import nesting
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.queryparams import query_flag
-from kubeforge.apiserver.storage import managedfields, patch, preconditions
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
-from kubeforge.apiserver.types.typesupport import TypeSupport
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
+from kubeforge._apiserver.handlers.exchange import finish, patch_body
+from kubeforge._apiserver.handlers.writes import Writes, Written
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request import nesting
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.queryparams import query_flag
+from kubeforge._apiserver.storage import managedfields, patch, preconditions
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.builtin_schemas import CONVERTED_INTEGERS, STRICT_INTEGERS
+from kubeforge._apiserver.types.typesupport import TypeSupport
 
 __all__ = [
     "APPLY_PATCH",

@@ -9,18 +9,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.apiserver.handlers.call import Call, stored_object
-from kubeforge.apiserver.handlers.writes import Writes
-from kubeforge.apiserver.http.server import Request, ResponseStream
-from kubeforge.apiserver.request.deleteoptions import decode_delete_options
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
-from kubeforge.apiserver.request.queryparams import query_flag
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.preconditions import body_version
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.registry import Registry
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._apiserver.handlers.call import Call, stored_object
+from kubeforge._apiserver.handlers.writes import Writes
+from kubeforge._apiserver.http.server import Request, ResponseStream
+from kubeforge._apiserver.request.deleteoptions import decode_delete_options
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
+from kubeforge._apiserver.request.queryparams import query_flag
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.preconditions import body_version
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.registry import Registry
 
 __all__ = ["LogRequest", "LogSource", "NoLogs", "PodSubresources"]
 

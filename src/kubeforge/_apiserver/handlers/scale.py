@@ -10,17 +10,17 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.selectors import selector_from_dict
-from kubeforge.apiserver.handlers.call import Call, stored_object
-from kubeforge.apiserver.handlers.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
-from kubeforge.apiserver.handlers.writes import Writes
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage import patch as patching
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.preconditions import body_version
-from kubeforge.apiserver.storage.store import Store
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.selectors import selector_from_dict
+from kubeforge._apiserver.handlers.call import Call, stored_object
+from kubeforge._apiserver.handlers.patch import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH
+from kubeforge._apiserver.handlers.writes import Writes
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage import patch as patching
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.preconditions import body_version
+from kubeforge._apiserver.storage.store import Store
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["ScaleHandler"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge.apiserver.handlers.connect import CONNECT_SUBRESOURCES, ConnectHandler
-from kubeforge.apiserver.handlers.exchange import (
+from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
+from kubeforge._apiserver.handlers.connect import CONNECT_SUBRESOURCES, ConnectHandler
+from kubeforge._apiserver.handlers.exchange import (
     answered,
     body,
     finish,
@@ -22,17 +22,17 @@ from kubeforge.apiserver.handlers.exchange import (
     patch_body,
     written,
 )
-from kubeforge.apiserver.handlers.patch import PatchHandler
-from kubeforge.apiserver.handlers.pods import PodSubresources
-from kubeforge.apiserver.handlers.scale import ScaleHandler
-from kubeforge.apiserver.handlers.update import UpdateHandler
-from kubeforge.apiserver.handlers.writes import Writes, Written, run_now
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
-from kubeforge.apiserver.request.encoding import read_body
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.preconditions import body_version
-from kubeforge.apiserver.storage.store import Store
+from kubeforge._apiserver.handlers.patch import PatchHandler
+from kubeforge._apiserver.handlers.pods import PodSubresources
+from kubeforge._apiserver.handlers.scale import ScaleHandler
+from kubeforge._apiserver.handlers.update import UpdateHandler
+from kubeforge._apiserver.handlers.writes import Writes, Written, run_now
+from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.request.encoding import read_body
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.preconditions import body_version
+from kubeforge._apiserver.storage.store import Store
 
 __all__ = ["SubresourceHandler", "TokenRequests"]
 

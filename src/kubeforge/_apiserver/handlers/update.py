@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge.apiserver.handlers.exchange import body, finish
-from kubeforge.apiserver.handlers.writes import Writes, Written
-from kubeforge.apiserver.http.server import Request, Response
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.store import Store
+from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
+from kubeforge._apiserver.handlers.exchange import body, finish
+from kubeforge._apiserver.handlers.writes import Writes, Written
+from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.store import Store
 
 __all__ = ["UpdateHandler"]
 

@@ -17,16 +17,16 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.handlers.exchange import include_object, negotiated, partial
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
-from kubeforge.apiserver.printing.tables import to_table
-from kubeforge.apiserver.request.encoding import Negotiated
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.queryparams import query_bool, query_flag
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.listing import BatchConverter, Selection, parse_resource_version
-from kubeforge.apiserver.storage.store import Event, Expired, Store, StoredObject, Watcher
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.handlers.exchange import include_object, negotiated, partial
+from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.printing.tables import to_table
+from kubeforge._apiserver.request.encoding import Negotiated
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.queryparams import query_bool, query_flag
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.listing import BatchConverter, Selection, parse_resource_version
+from kubeforge._apiserver.storage.store import Event, Expired, Store, StoredObject, Watcher
 
 __all__ = ["WatchStreams"]
 

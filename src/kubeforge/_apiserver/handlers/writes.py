@@ -29,27 +29,27 @@ from typing import Any, TypeVar
 
 import orjson
 
-from kubeforge.api.machinery.access import name_of
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import validate_object_meta, validate_object_meta_update
-from kubeforge.api.machinery.timestamps import format_time, now_rfc3339
-from kubeforge.apiserver.handlers.call import Call
-from kubeforge.apiserver.request.errors import StatusError, status_success
-from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
-from kubeforge.apiserver.storage import managedfields, patch, preconditions
-from kubeforge.apiserver.storage.codec import Codec
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.objectmeta import (
+from kubeforge._api.machinery.access import name_of
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import validate_object_meta, validate_object_meta_update
+from kubeforge._api.machinery.timestamps import format_time, now_rfc3339
+from kubeforge._apiserver.handlers.call import Call
+from kubeforge._apiserver.request.errors import StatusError, status_success
+from kubeforge._apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
+from kubeforge._apiserver.storage import managedfields, patch, preconditions
+from kubeforge._apiserver.storage.codec import Codec
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.objectmeta import (
     carry_system_fields,
     fill_system_fields,
     generate_name,
     spec_changed,
 )
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.builtin_schemas import STRICT_INTEGERS
-from kubeforge.apiserver.types.customobjects import settle_numbers
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
-from kubeforge.apiserver.types.typesupport import TypeSupport
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.builtin_schemas import STRICT_INTEGERS
+from kubeforge._apiserver.types.customobjects import settle_numbers
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._apiserver.types.typesupport import TypeSupport
 
 __all__ = ["Admitter", "Mutator", "Validator", "Writes", "Written", "run_now"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, meta_of
-from kubeforge.api.machinery.durations import age
+from kubeforge._api.machinery.access import as_dict, as_list, meta_of
+from kubeforge._api.machinery.durations import age
 
 __all__ = [
     "AGE",

@@ -9,10 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, name_of
-from kubeforge.api.machinery.durations import human_duration
-from kubeforge.api.machinery.selectors import SelectorError, selector_from_dict
-from kubeforge.apiserver.printing.columns import AGE, NAME, Cells, Column, Obj, Printer, object_age
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, name_of
+from kubeforge._api.machinery.durations import human_duration
+from kubeforge._api.machinery.selectors import SelectorError, selector_from_dict
+from kubeforge._apiserver.printing.columns import AGE, NAME, Cells, Column, Obj, Printer, object_age
 
 __all__ = ["PRINTERS"]
 

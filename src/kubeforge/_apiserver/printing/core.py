@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, meta_of, name_of
-from kubeforge.api.machinery.durations import human_duration
-from kubeforge.api.machinery.timestamps import parse_time_or_none
-from kubeforge.apiserver.printing.columns import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, meta_of, name_of
+from kubeforge._api.machinery.durations import human_duration
+from kubeforge._api.machinery.timestamps import parse_time_or_none
+from kubeforge._apiserver.printing.columns import (
     AGE,
     CONTAINERS,
     IMAGES,

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, name_of
-from kubeforge.apiserver.printing.columns import (
+from kubeforge._api.machinery.access import as_dict, as_list, name_of
+from kubeforge._apiserver.printing.columns import (
     AGE,
     NAME,
     Cells,

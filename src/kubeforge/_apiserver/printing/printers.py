@@ -10,8 +10,8 @@ them. Each group's printers live with their cells (`core.py`, `workloads.py`,
 
 from __future__ import annotations
 
-from kubeforge.apiserver.printing import controlplane, core, networking, storage, workloads
-from kubeforge.apiserver.printing.columns import Printer
+from kubeforge._apiserver.printing import controlplane, core, networking, storage, workloads
+from kubeforge._apiserver.printing.columns import Printer
 
 __all__ = ["printer_for"]
 

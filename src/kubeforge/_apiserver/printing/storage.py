@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, meta_of, name_of
-from kubeforge.apiserver.printing.columns import AGE, NAME, Cells, Column, Obj, Printer, object_age
+from kubeforge._api.machinery.access import as_dict, as_list, meta_of, name_of
+from kubeforge._apiserver.printing.columns import AGE, NAME, Cells, Column, Obj, Printer, object_age
 
 __all__ = ["PRINTERS"]
 

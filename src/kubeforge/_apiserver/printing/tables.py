@@ -17,14 +17,14 @@ from typing import Any, Final, Protocol
 
 import orjson
 
-from kubeforge.api.machinery.access import name_of
-from kubeforge.api.machinery.durations import human_duration
-from kubeforge.api.machinery.jsonpath import JSONPath, JSONPathError, compile_path
-from kubeforge.api.machinery.timestamps import format_time, parse_time
-from kubeforge.apiserver.printing.columns import NAME, Column, Printer
-from kubeforge.apiserver.printing.printers import printer_for
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._api.machinery.access import name_of
+from kubeforge._api.machinery.durations import human_duration
+from kubeforge._api.machinery.jsonpath import JSONPath, JSONPathError, compile_path
+from kubeforge._api.machinery.timestamps import format_time, parse_time
+from kubeforge._apiserver.printing.columns import NAME, Column, Printer
+from kubeforge._apiserver.printing.printers import printer_for
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["INCLUDE_OBJECT_VALUES", "TABLE_VERSIONS", "column_definitions", "to_table"]
 

@@ -15,9 +15,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.gojson import json_kind
-from kubeforge.apiserver.request.queryparams import parse_bool
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.gojson import json_kind
+from kubeforge._apiserver.request.queryparams import parse_bool
 
 __all__ = ["decode_delete_options", "delete_options_from_query"]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.request import nesting
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
+from kubeforge._apiserver.request import nesting
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.yamljson import YAMLConversionError, YAMLSyntaxError, yaml_to_json
 
 __all__ = [
     "JSON",
@@ -118,7 +118,7 @@ def decode_body(body: bytes, content_type: str | None) -> Any:
     if not body or (body[0] in _SPACE and not body.strip()):
         raise StatusError.bad_request("the request body is empty")
     if ctype == PROTOBUF:
-        from kubeforge.apiserver.request.protobuf import decode_protobuf
+        from kubeforge._apiserver.request.protobuf import decode_protobuf
 
         return decode_protobuf(body)
     if ctype.endswith("yaml"):

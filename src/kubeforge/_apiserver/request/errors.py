@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError, invalid_details, invalid_message
+from kubeforge._api.machinery.fielderror import FieldError, invalid_details, invalid_message
 
 __all__ = ["StatusError", "status_success"]
 

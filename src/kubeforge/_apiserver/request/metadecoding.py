@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.timestamps import parse_time
-from kubeforge.apiserver.request.gojson import json_kind
+from kubeforge._api.machinery.timestamps import parse_time
+from kubeforge._apiserver.request.gojson import json_kind
 
 __all__ = ["OBJECT_META_FIELDS", "MetadataDecodeError", "decode_object_meta"]
 

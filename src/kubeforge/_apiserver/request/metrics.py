@@ -28,9 +28,9 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.info import RequestInfo
+from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.info import RequestInfo
 
 __all__ = ["CONTENT_TYPE", "REQUEST_DURATION_BUCKETS", "RequestMetrics"]
 

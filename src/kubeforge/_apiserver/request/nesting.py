@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.apiserver.request.errors import StatusError
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._apiserver.request.errors import StatusError
 
 __all__ = ["MAX_DEPTH", "MAX_MANAGED_FIELDS_DEPTH", "check_body", "check_object", "deepest"]
 

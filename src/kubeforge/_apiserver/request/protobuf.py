@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.timestamps import format_micro_time, format_time
-from kubeforge.apiserver.request.errors import StatusError
+from kubeforge._api.machinery.timestamps import format_micro_time, format_time
+from kubeforge._apiserver.request.errors import StatusError
 
 __all__ = ["PROTOBUF_MEDIA_TYPE", "decode_protobuf", "go_duration"]
 
@@ -151,7 +151,7 @@ def _type_code(ftype: str, lists: set[str]) -> int:
 @cache
 def _tables() -> _Tables:
     raw = (
-        resources.files("kubeforge.apiserver.request.data")
+        resources.files("kubeforge._apiserver.request.data")
         .joinpath("proto_messages.json")
         .read_bytes()
     )

@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver.storage.listing import BatchConverter
-from kubeforge.apiserver.storage.store import StoredObject
-from kubeforge.apiserver.types.conversion import Conversions, invalid_source_version
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.storage.listing import BatchConverter
+from kubeforge._apiserver.storage.store import StoredObject
+from kubeforge._apiserver.types.conversion import Conversions, invalid_source_version
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Codec"]
 

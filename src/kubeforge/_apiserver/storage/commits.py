@@ -13,8 +13,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.apiserver.storage.store import Store, StoredObject
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Commits", "Observer"]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.listing import Selection
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.listing import Selection
 
 __all__ = ["ComponentStatuses", "Health"]
 

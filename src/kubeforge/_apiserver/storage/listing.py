@@ -17,15 +17,15 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.selectors import (
+from kubeforge._api.machinery.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,
     field_value,
 )
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.storage.store import Expired, Store, StoredObject
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.storage.store import Expired, Store, StoredObject
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = [
     "ListOptions",

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.api.machinery.timestamps import parse_time_or_none
-from kubeforge.apiserver.storage.patch import json_copy, json_equal
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._api.machinery.timestamps import parse_time_or_none
+from kubeforge._apiserver.storage.patch import json_copy, json_equal
 
 __all__ = [
     "LAST_APPLIED_ANNOTATION",

@@ -6,7 +6,7 @@ import os
 import secrets
 from typing import Any
 
-from kubeforge.api.machinery.timestamps import now_rfc3339
+from kubeforge._api.machinery.timestamps import now_rfc3339
 
 __all__ = [
     "SYSTEM_FIELDS",

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.schemaview import SchemaView
+from kubeforge._api.machinery.schemaview import SchemaView
 
 __all__ = [
     "MAX_JSON_PATCH_COPY_BYTES",

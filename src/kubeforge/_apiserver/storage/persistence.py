@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._apiserver.types.resource import GroupResource
 
 __all__ = ["DataDirInUse", "SQLiteBackend", "StoredEvent"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
-from kubeforge.apiserver.types.resource import ResourceType
-from kubeforge.apiserver.types.validation.common import go_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.request.metadecoding import MetadataDecodeError, decode_object_meta
+from kubeforge._apiserver.types.resource import ResourceType
+from kubeforge._apiserver.types.validation.common import go_str
 
 __all__ = [
     "body_version",

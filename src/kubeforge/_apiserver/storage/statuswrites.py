@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.apiserver.storage.commits import Commits
-from kubeforge.apiserver.storage.store import StoredObject
-from kubeforge.apiserver.types.resource import ResourceType
+from kubeforge._apiserver.storage.commits import Commits
+from kubeforge._apiserver.storage.store import StoredObject
+from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["set_condition"]
 

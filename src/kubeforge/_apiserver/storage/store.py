@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from kubeforge.api.machinery.compactjson import dumps_exact
-from kubeforge.apiserver.types.resource import GroupResource
+from kubeforge._api.machinery.compactjson import dumps_exact
+from kubeforge._apiserver.types.resource import GroupResource
 
 __all__ = [
     "Backend",
@@ -96,7 +96,7 @@ class Event:
 
 
 class Backend(Protocol):
-    """Durable storage under the in-memory store (apiserver/storage/persistence.py)."""
+    """Durable storage under the in-memory store (_apiserver/storage/persistence.py)."""
 
     def load(self) -> tuple[int, Iterable[tuple[GroupResource, bytes]]]:
         """The last revision and every stored object."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubeforge.api.machinery.cel import Expression, compile_expression
+from kubeforge._api.machinery.cel import Expression, compile_expression
 
 __all__ = [
     "AUTHORIZER",

@@ -2,7 +2,7 @@
 
 The definitions come from the `kubernetes-validate` package (one `_definitions.json` per
 Kubernetes minor, JSON Schema 2020-12 with every type made nullable). They are loaded on first
-use, once per process (`kubeforge.api.machinery.definitions`), and checked with `jsonschema_rs`; a
+use, once per process (`kubeforge._api.machinery.definitions`), and checked with `jsonschema_rs`; a
 compiled "shape" tree per definition answers which fields a type declares, which is what a
 typed decoder keeps and what it silently drops.
 """
@@ -18,11 +18,11 @@ from typing import Any
 
 import jsonschema_rs
 
-from kubeforge.api.machinery import definitions
-from kubeforge.api.machinery.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
-from kubeforge.api.machinery.fielderror import FieldError, join_path
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.apiserver.request.gojson import json_kind
+from kubeforge._api.machinery import definitions
+from kubeforge._api.machinery.definitions import DEFAULT_VERSION, INT_OR_STRING, QUANTITY
+from kubeforge._api.machinery.fielderror import FieldError, join_path
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._apiserver.request.gojson import json_kind
 
 __all__ = [
     "CONVERTED_INTEGERS",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.apiserver.types.hpaversions import hpa_v1_to_v2, hpa_v2_to_v1
-from kubeforge.apiserver.types.resource import (
+from kubeforge._apiserver.types.hpaversions import hpa_v1_to_v2, hpa_v2_to_v1
+from kubeforge._apiserver.types.resource import (
     ALL_VERBS,
     GroupResource,
     ResourceType,

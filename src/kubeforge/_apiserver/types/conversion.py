@@ -32,12 +32,12 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import meta_of
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import validate_annotations, validate_labels
-from kubeforge.api.machinery.pruning import prune
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.webhookclient.client import (
+from kubeforge._api.machinery.access import meta_of
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import validate_annotations, validate_labels
+from kubeforge._api.machinery.pruning import prune
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.webhookclient.client import (
     CallFailed,
     ClientConfig,
     WebhookClient,

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import shown_value
-from kubeforge.api.machinery.schemanode import Node, node_of
-from kubeforge.apiserver.request.metadecoding import (
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import shown_value
+from kubeforge._api.machinery.schemanode import Node, node_of
+from kubeforge._apiserver.request.metadecoding import (
     OBJECT_META_FIELDS,
     MetadataDecodeError,
     decode_object_meta,

@@ -13,7 +13,7 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
-from kubeforge.api.rbac import RBAC_GROUP
+from kubeforge._api.rbac import RBAC_GROUP
 
 __all__ = [
     "DEFAULTERS",

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import as_dict, as_list
+from kubeforge._api.machinery.access import as_dict, as_list
 
 __all__ = ["hpa_v1_to_v2", "hpa_v2_to_v1"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from kubeforge.api.machinery.versions import version_priority
-from kubeforge.apiserver.types.builtin_types import GROUP_ORDER, builtin_types
-from kubeforge.apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._api.machinery.versions import version_priority
+from kubeforge._apiserver.types.builtin_types import GROUP_ORDER, builtin_types
+from kubeforge._apiserver.types.resource import GroupResource, ResourceType
 
 __all__ = ["Registry"]
 

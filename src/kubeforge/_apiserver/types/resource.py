@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from kubeforge.apiserver.types.conversion import CRDConversion
+    from kubeforge._apiserver.types.conversion import CRDConversion
 
 __all__ = [
     "ALL_VERBS",

@@ -14,20 +14,20 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import validate_builtin_finalizers
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.request.user import UserInfo
-from kubeforge.apiserver.types import defaults
-from kubeforge.apiserver.types.validation.certificates import (
+from kubeforge._api.machinery.access import as_dict
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import validate_builtin_finalizers
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.request.user import UserInfo
+from kubeforge._apiserver.types import defaults
+from kubeforge._apiserver.types.validation.certificates import (
     validate_csr,
     validate_csr_approval_update,
     validate_csr_status_update,
 )
-from kubeforge.apiserver.types.validation.common import CreateValidator, UpdateValidator
-from kubeforge.apiserver.types.validation.core_pods import pod_qos_class
-from kubeforge.apiserver.types.validation.registry import VALIDATORS
+from kubeforge._apiserver.types.validation.common import CreateValidator, UpdateValidator
+from kubeforge._apiserver.types.validation.core_pods import pod_qos_class
+from kubeforge._apiserver.types.validation.registry import VALIDATORS
 
 __all__ = ["BuiltinStrategy", "Strategy", "strategy_for"]
 

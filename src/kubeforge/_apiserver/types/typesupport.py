@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery import crvalidation, defaulting, pruning
-from kubeforge.api.machinery.definitions import OBJECT_META
-from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
-from kubeforge.api.machinery.schemaview import SchemaView
-from kubeforge.apiserver.request.errors import StatusError
-from kubeforge.apiserver.types.builtin_schemas import STRICT_INTEGERS, BuiltinSchemas, DecodeError
-from kubeforge.apiserver.types.customobjects import EmbeddedMetadataError, decode_embedded_metadata
-from kubeforge.apiserver.types.resource import ResourceType
-from kubeforge.apiserver.types.strategies import Strategy, strategy_for
+from kubeforge._api.machinery import crvalidation, defaulting, pruning
+from kubeforge._api.machinery.definitions import OBJECT_META
+from kubeforge._api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge._api.machinery.schemaview import SchemaView
+from kubeforge._apiserver.request.errors import StatusError
+from kubeforge._apiserver.types.builtin_schemas import STRICT_INTEGERS, BuiltinSchemas, DecodeError
+from kubeforge._apiserver.types.customobjects import EmbeddedMetadataError, decode_embedded_metadata
+from kubeforge._apiserver.types.resource import ResourceType
+from kubeforge._apiserver.types.strategies import Strategy, strategy_for
 
 __all__ = ["TypeSupport"]
 

@@ -13,9 +13,9 @@ there.
 
 from __future__ import annotations
 
-from kubeforge.client.client import Client
-from kubeforge.cluster.certmanager.controllers import CLUSTER_RESOURCE_NAMESPACE, setup
-from kubeforge.cluster.certmanager.crds import certmanager_crds
+from kubeforge._client.client import Client
+from kubeforge._cluster.certmanager.controllers import CLUSTER_RESOURCE_NAMESPACE, setup
+from kubeforge._cluster.certmanager.crds import certmanager_crds
 
 __all__ = ["CLUSTER_RESOURCE_NAMESPACE", "install", "setup"]
 

@@ -16,14 +16,14 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.access import annotations_of, meta_of, namespace_of
-from kubeforge.api.machinery.timestamps import format_time
-from kubeforge.client.errors import AlreadyExists, Conflict, NotFound
-from kubeforge.cluster.certmanager.crds import GROUP
-from kubeforge.cluster.certmanager.issuance import CertificateError, Signer, issue, up_to_date
-from kubeforge.runtime.events import EventRecorder
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import annotations_of, meta_of, namespace_of
+from kubeforge._api.machinery.timestamps import format_time
+from kubeforge._client.errors import AlreadyExists, Conflict, NotFound
+from kubeforge._cluster.certmanager.crds import GROUP
+from kubeforge._cluster.certmanager.issuance import CertificateError, Signer, issue, up_to_date
+from kubeforge._runtime.events import EventRecorder
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["CLUSTER_RESOURCE_NAMESPACE", "setup"]
 

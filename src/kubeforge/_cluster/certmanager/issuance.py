@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 
-from kubeforge.api.machinery import timestamps
-from kubeforge.api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
+from kubeforge._api.machinery import timestamps
+from kubeforge._api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
 
 __all__ = ["CertificateError", "Issued", "Signer", "go_duration", "issue", "up_to_date"]
 

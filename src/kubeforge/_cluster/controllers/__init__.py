@@ -1,1 +1,1 @@
-"""The built-in controllers of a development cluster, written with kubeforge.runtime."""
+"""The built-in controllers of a development cluster, written with kubeforge._runtime."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeforge.api.machinery.access import meta_of, namespace_of
-from kubeforge.runtime.ownership import set_controller_reference
+from kubeforge._api.machinery.access import meta_of, namespace_of
+from kubeforge._runtime.ownership import set_controller_reference
 
 __all__ = ["generate_name_prefix", "pod_from_template"]
 

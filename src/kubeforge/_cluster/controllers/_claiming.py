@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kubeforge.api.machinery.access import (
+from kubeforge._api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -19,11 +19,11 @@ from kubeforge.api.machinery.access import (
     namespace_of,
     uid_of,
 )
-from kubeforge.api.machinery.selectors import label_selector_matches
-from kubeforge.client.errors import Invalid, NotFound
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.cached_client import CachedClient
-from kubeforge.runtime.reconcile import Request
+from kubeforge._api.machinery.selectors import label_selector_matches
+from kubeforge._client.errors import Invalid, NotFound
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._runtime.reconcile import Request
 
 __all__ = ["claim", "controllers_of", "owner_reference"]
 

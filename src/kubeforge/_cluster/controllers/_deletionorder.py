@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import annotations_of, meta_of, spec_of, status_of, uid_of
-from kubeforge.api.machinery.timestamps import parse_time_or_none
-from kubeforge.cluster.controllers._podstate import is_pod_ready, ready_condition
+from kubeforge._api.machinery.access import annotations_of, meta_of, spec_of, status_of, uid_of
+from kubeforge._api.machinery.timestamps import parse_time_or_none
+from kubeforge._cluster.controllers._podstate import is_pod_ready, ready_condition
 
 __all__ = ["DELETION_COST", "pods_to_delete"]
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge.api.machinery.access import controller_ref, is_deleting, name_of, namespace_of
-from kubeforge.runtime.informer import HandlerFuncs
-from kubeforge.runtime.manager import Manager
+from kubeforge._api.machinery.access import controller_ref, is_deleting, name_of, namespace_of
+from kubeforge._runtime.informer import HandlerFuncs
+from kubeforge._runtime.manager import Manager
 
 __all__ = ["EXPECTATIONS_TTL", "Expectations", "observe_pods"]
 

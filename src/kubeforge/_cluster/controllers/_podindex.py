@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubeforge.api.machinery.access import controller_ref, namespace_of, uid_of
-from kubeforge.runtime.cached_client import CachedClient
-from kubeforge.runtime.manager import Manager
+from kubeforge._api.machinery.access import controller_ref, namespace_of, uid_of
+from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._runtime.manager import Manager
 
 __all__ = [
     "CONTROLLER_INDEX",

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import is_deleting, status_of
-from kubeforge.api.machinery.timestamps import parse_time_or_none
+from kubeforge._api.machinery.access import is_deleting, status_of
+from kubeforge._api.machinery.timestamps import parse_time_or_none
 
 __all__ = [
     "is_pod_active",

@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kubeforge.client.errors import ApiError, Conflict
-from kubeforge.runtime.reconcile import Result
+from kubeforge._client.errors import ApiError, Conflict
+from kubeforge._runtime.reconcile import Result
 
 __all__ = ["gather_errors", "namespace_terminating", "quiet_conflicts", "replace"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import meta_of, name_of
-from kubeforge.api.machinery.selectors import selector_from_dict
-from kubeforge.client.errors import NotFound
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import meta_of, name_of
+from kubeforge._api.machinery.selectors import selector_from_dict
+from kubeforge._client.errors import NotFound
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["AggregationController", "aggregated_rules", "setup"]
 

@@ -14,13 +14,13 @@ import base64
 import datetime as dt
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, meta_of
-from kubeforge.api.machinery.certificates import ServingCertificates, sign_certificate_request
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.apiserver.types.validation.certificates import decode_pem_field, parse_csr
-from kubeforge.client.errors import Conflict, NotFound
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import as_dict, as_list, meta_of
+from kubeforge._api.machinery.certificates import ServingCertificates, sign_certificate_request
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._apiserver.types.validation.certificates import decode_pem_field, parse_csr
+from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["KUBE_APISERVER_CLIENT", "CSRSigner", "setup"]
 

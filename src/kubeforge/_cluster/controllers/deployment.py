@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import (
+from kubeforge._api.machinery.access import (
     annotations_of,
     controller_ref,
     is_deleting,
@@ -41,17 +41,17 @@ from kubeforge.api.machinery.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.machinery.selectors import label_selector_matches
-from kubeforge.api.machinery.timestamps import format_time, now, parse_time_or_none
-from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._claiming import claim, controllers_of
-from kubeforge.cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
-from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.cached_client import CachedClient
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.predicate import Funcs
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.selectors import label_selector_matches
+from kubeforge._api.machinery.timestamps import format_time, now, parse_time_or_none
+from kubeforge._client.errors import AlreadyExists, ApiError, NotFound
+from kubeforge._cluster.controllers._claiming import claim, controllers_of
+from kubeforge._cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
+from kubeforge._cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.predicate import Funcs
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = [
     "DESIRED_REPLICAS_ANNOTATION",

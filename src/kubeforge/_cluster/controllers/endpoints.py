@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeforge.api.machinery.access import (
+from kubeforge._api.machinery.access import (
     annotations_of,
     controller_ref,
     is_deleting,
@@ -32,15 +32,15 @@ from kubeforge.api.machinery.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.machinery.selectors import label_set_matches
-from kubeforge.client.errors import AlreadyExists, NotFound
-from kubeforge.cluster.controllers._children import generate_name_prefix
-from kubeforge.cluster.controllers._podstate import is_pod_ready, is_pod_terminal
-from kubeforge.cluster.controllers._writes import quiet_conflicts
-from kubeforge.runtime.cache import Cache
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.predicate import Funcs
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.selectors import label_set_matches
+from kubeforge._client.errors import AlreadyExists, NotFound
+from kubeforge._cluster.controllers._children import generate_name_prefix
+from kubeforge._cluster.controllers._podstate import is_pod_ready, is_pod_terminal
+from kubeforge._cluster.controllers._writes import quiet_conflicts
+from kubeforge._runtime.cache import Cache
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.predicate import Funcs
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = [
     "MANAGED_BY",

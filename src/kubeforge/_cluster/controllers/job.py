@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import (
+from kubeforge._api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -43,23 +43,23 @@ from kubeforge.api.machinery.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.machinery.selectors import label_selector_matches
-from kubeforge.api.machinery.timestamps import format_time, now, parse_time_or_none
-from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
-from kubeforge.cluster.controllers._claiming import claim, controllers_of
-from kubeforge.cluster.controllers._deletionorder import pods_to_delete
-from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
-from kubeforge.cluster.controllers._podindex import claimable_pods, index_pods_by_controller
-from kubeforge.cluster.controllers._podstate import (
+from kubeforge._api.machinery.selectors import label_selector_matches
+from kubeforge._api.machinery.timestamps import format_time, now, parse_time_or_none
+from kubeforge._client.errors import ApiError, NotFound
+from kubeforge._cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge._cluster.controllers._claiming import claim, controllers_of
+from kubeforge._cluster.controllers._deletionorder import pods_to_delete
+from kubeforge._cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge._cluster.controllers._podindex import claimable_pods, index_pods_by_controller
+from kubeforge._cluster.controllers._podstate import (
     is_pod_active,
     is_pod_ready,
     is_pod_terminal,
     ready_condition,
 )
-from kubeforge.cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = [
     "COMPLETION_INDEX",

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from kubeforge.api.machinery.access import (
+from kubeforge._api.machinery.access import (
     controller_ref,
     is_deleting,
     labels_of,
@@ -29,31 +29,31 @@ from kubeforge.api.machinery.access import (
     status_of,
     uid_of,
 )
-from kubeforge.api.machinery.selectors import label_selector_matches
-from kubeforge.api.machinery.timestamps import format_time, now
-from kubeforge.client.errors import ApiError, NotFound
-from kubeforge.cluster.controllers._children import generate_name_prefix, pod_from_template
-from kubeforge.cluster.controllers._claiming import claim, controllers_of
-from kubeforge.cluster.controllers._deletionorder import pods_to_delete
-from kubeforge.cluster.controllers._expectations import Expectations, observe_pods
-from kubeforge.cluster.controllers._podindex import (
+from kubeforge._api.machinery.selectors import label_selector_matches
+from kubeforge._api.machinery.timestamps import format_time, now
+from kubeforge._client.errors import ApiError, NotFound
+from kubeforge._cluster.controllers._children import generate_name_prefix, pod_from_template
+from kubeforge._cluster.controllers._claiming import claim, controllers_of
+from kubeforge._cluster.controllers._deletionorder import pods_to_delete
+from kubeforge._cluster.controllers._expectations import Expectations, observe_pods
+from kubeforge._cluster.controllers._podindex import (
     claimable_pods,
     index_pods_by_controller,
     pods_controlled_by,
 )
-from kubeforge.cluster.controllers._podstate import (
+from kubeforge._cluster.controllers._podstate import (
     is_pod_active,
     is_pod_ready,
     seconds_until_available,
 )
-from kubeforge.cluster.controllers._writes import (
+from kubeforge._cluster.controllers._writes import (
     gather_errors,
     namespace_terminating,
     quiet_conflicts,
     replace,
 )
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = [
     "BURST_REPLICAS",

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import is_deleting, namespace_of
-from kubeforge.client.errors import AlreadyExists, ApiError, NotFound
-from kubeforge.cluster.controllers._writes import namespace_terminating
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import is_deleting, namespace_of
+from kubeforge._client.errors import AlreadyExists, ApiError, NotFound
+from kubeforge._cluster.controllers._writes import namespace_terminating
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["CONFIGMAP_NAME", "RootCAPublisher", "setup"]
 

@@ -21,14 +21,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api.machinery.access import is_deleting, spec_of, status_of
-from kubeforge.api.machinery.quantity import decode_quantity
-from kubeforge.api.machinery.selectors import label_set_matches, requirement_matches
-from kubeforge.api.machinery.timestamps import now_rfc3339
-from kubeforge.client.errors import Conflict, NotFound
-from kubeforge.runtime.handler import Queue
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import is_deleting, spec_of, status_of
+from kubeforge._api.machinery.quantity import decode_quantity
+from kubeforge._api.machinery.selectors import label_set_matches, requirement_matches
+from kubeforge._api.machinery.timestamps import now_rfc3339
+from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._runtime.handler import Queue
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from kubeforge.api.machinery.access import meta_of
-from kubeforge.apiserver.auth.tokens import TokenIssuer
-from kubeforge.client.errors import NotFound
-from kubeforge.runtime.manager import Manager
-from kubeforge.runtime.predicate import Funcs
-from kubeforge.runtime.reconcile import Reconciler, Request, Result
+from kubeforge._api.machinery.access import meta_of
+from kubeforge._apiserver.auth.tokens import TokenIssuer
+from kubeforge._client.errors import NotFound
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.predicate import Funcs
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["SECRET_TYPE", "TokenController", "setup"]
 

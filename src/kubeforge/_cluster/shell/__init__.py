@@ -2,13 +2,13 @@
 
 Nothing is executed: `echo` prints, `sleep` waits, `exit 3` ends the script with status 3,
 and programs the interpreter does not know are handed to a `Program` the caller gives (the
-container rules of `kubeforge.cluster.simulation`). syntax.py reads a script, interpreter.py
+container rules of `kubeforge._cluster.simulation`). syntax.py reads a script, interpreter.py
 runs it, utilities.py holds the built-in utilities, arithmetic.py evaluates `$((...))`.
 """
 
-from kubeforge.cluster.shell.control import Output, Program, program_name
-from kubeforge.cluster.shell.interpreter import Shell, run_command, run_script, shell_script
-from kubeforge.cluster.shell.syntax import ShellSyntaxError
+from kubeforge._cluster.shell.control import Output, Program, program_name
+from kubeforge._cluster.shell.interpreter import Shell, run_command, run_script, shell_script
+from kubeforge._cluster.shell.syntax import ShellSyntaxError
 
 __all__ = [
     "Output",

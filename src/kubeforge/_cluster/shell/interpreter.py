@@ -15,8 +15,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubeforge.cluster.shell.arithmetic import evaluate
-from kubeforge.cluster.shell.control import (
+from kubeforge._cluster.shell.arithmetic import evaluate
+from kubeforge._cluster.shell.control import (
     DEV_NULL,
     SHELLS,
     TO_LOG,
@@ -26,7 +26,7 @@ from kubeforge.cluster.shell.control import (
     Program,
     program_name,
 )
-from kubeforge.cluster.shell.syntax import (
+from kubeforge._cluster.shell.syntax import (
     AndOr,
     CommandList,
     For,
@@ -40,7 +40,7 @@ from kubeforge.cluster.shell.syntax import (
     Word,
     parse,
 )
-from kubeforge.cluster.shell.utilities import UTILITIES
+from kubeforge._cluster.shell.utilities import UTILITIES
 
 __all__ = ["Shell", "run_command", "run_script", "shell_script"]
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
-from kubeforge.cluster.shell.arithmetic import evaluate
-from kubeforge.cluster.shell.control import TO_LOG, Exit, LoopControl, Output, program_name
-from kubeforge.cluster.shell.syntax import ASSIGNMENT
+from kubeforge._cluster.shell.arithmetic import evaluate
+from kubeforge._cluster.shell.control import TO_LOG, Exit, LoopControl, Output, program_name
+from kubeforge._cluster.shell.syntax import ASSIGNMENT
 
 __all__ = ["UTILITIES", "ShellContext", "Utility"]
 

@@ -14,17 +14,17 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import go_string_slice
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import go_string_slice
+from kubeforge._api.machinery.names import (
     is_dns1035_label,
     is_dns1123_subdomain,
     is_path_segment_name,
     is_qualified_name,
     validate_label_selector,
 )
-from kubeforge.apiserver.types.admissioncel import (
+from kubeforge._apiserver.types.admissioncel import (
     POLICY_VARIABLES,
     WEBHOOK_VARIABLES,
     compile_cel,

@@ -1,17 +1,17 @@
 """Validation of apiextensions.k8s.io/v1 CustomResourceDefinitions: names, group, scope,
 versions and their printer columns, conversion, stored versions. Their schemas are checked by
-`kubeforge.api.machinery.structural`."""
+`kubeforge._api.machinery.structural`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_string_slice
-from kubeforge.api.machinery.names import immutable, is_dns1035_label, is_dns1123_subdomain
-from kubeforge.apiserver.types.validation import admissionregistration
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_str
+from kubeforge._api.machinery.access import as_dict, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_string_slice
+from kubeforge._api.machinery.names import immutable, is_dns1035_label, is_dns1123_subdomain
+from kubeforge._apiserver.types.validation import admissionregistration
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_str
 
 __all__ = ["validate_crd", "validate_crd_update"]
 

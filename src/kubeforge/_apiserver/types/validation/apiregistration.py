@@ -3,10 +3,10 @@ kube-aggregator's pkg/apis/apiregistration/validation/validation.go checks them.
 
 from __future__ import annotations
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import is_dns1035_label, is_dns1123_subdomain
-from kubeforge.apiserver.types.validation.common import Errors, Obj
+from kubeforge._api.machinery.access import as_dict, as_int, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import is_dns1035_label, is_dns1123_subdomain
+from kubeforge._apiserver.types.validation.common import Errors, Obj
 
 __all__ = ["validate_api_service", "validate_api_service_update"]
 

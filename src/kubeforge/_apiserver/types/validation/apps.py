@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_label_selector
-from kubeforge.api.machinery.names import regex_error, validate_label_selector
-from kubeforge.api.machinery.selectors import selector_converts
-from kubeforge.apiserver.types.validation.common import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_label_selector
+from kubeforge._api.machinery.names import regex_error, validate_label_selector
+from kubeforge._api.machinery.selectors import selector_converts
+from kubeforge._apiserver.types.validation.common import (
     Errors,
     Obj,
     go_json,
@@ -23,7 +23,7 @@ from kubeforge.apiserver.types.validation.common import (
     validate_template_restart_always,
     validate_template_selected,
 )
-from kubeforge.apiserver.types.validation.core_pods import validate_pod_template
+from kubeforge._apiserver.types.validation.core_pods import validate_pod_template
 
 __all__ = [
     "validate_daemonset",

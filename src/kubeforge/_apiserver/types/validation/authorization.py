@@ -8,10 +8,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import as_dict
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue
-from kubeforge.apiserver.types.validation.common import Errors
+from kubeforge._api.machinery.access import as_dict
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue
+from kubeforge._apiserver.types.validation.common import Errors
 
 __all__ = ["validate_access_review"]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import go_label_selector, go_string_map
-from kubeforge.api.machinery.names import immutable, is_dns1123_label, validate_label_selector
-from kubeforge.api.machinery.selectors import label_selector_matches, selector_converts
-from kubeforge.apiserver.types.validation.common import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import go_label_selector, go_string_map
+from kubeforge._api.machinery.names import immutable, is_dns1123_label, validate_label_selector
+from kubeforge._api.machinery.selectors import label_selector_matches, selector_converts
+from kubeforge._apiserver.types.validation.common import (
     Errors,
     Obj,
     go_json,
@@ -20,7 +20,7 @@ from kubeforge.apiserver.types.validation.common import (
     semantic_equal,
     validate_template_selected,
 )
-from kubeforge.apiserver.types.validation.core_pods import validate_pod_template
+from kubeforge._apiserver.types.validation.core_pods import validate_pod_template
 
 __all__ = [
     "cron_schedule_error",

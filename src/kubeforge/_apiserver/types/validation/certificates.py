@@ -15,12 +15,12 @@ from typing import Any
 
 from cryptography import x509
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue
-from kubeforge.api.machinery.names import is_dns1123_label, is_dns1123_subdomain
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.certificates import EXTENDED_USAGES, KEY_USAGES
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue
+from kubeforge._api.machinery.names import is_dns1123_label, is_dns1123_subdomain
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
 
 __all__ = [
     "LEGACY_UNKNOWN_SIGNER",

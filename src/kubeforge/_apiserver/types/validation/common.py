@@ -9,11 +9,11 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_label_selector, go_string_map
-from kubeforge.api.machinery.names import immutable
-from kubeforge.api.machinery.selectors import label_selector_matches
+from kubeforge._api.machinery.access import as_dict, as_int, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_label_selector, go_string_map
+from kubeforge._api.machinery.names import immutable
+from kubeforge._api.machinery.selectors import label_selector_matches
 
 __all__ = [
     "NEGATIVE",

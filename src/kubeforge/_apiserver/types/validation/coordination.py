@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubeforge.api.machinery.access import as_dict, as_int
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.apiserver.types.validation.common import Errors, Obj, nonnegative
+from kubeforge._api.machinery.access import as_dict, as_int
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._apiserver.types.validation.common import Errors, Obj, nonnegative
 
 __all__ = ["validate_lease", "validate_lease_update"]
 

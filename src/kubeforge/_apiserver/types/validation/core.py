@@ -10,10 +10,10 @@ from typing import Any
 
 import orjson
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_string_slice
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_string_slice
+from kubeforge._api.machinery.names import (
     immutable,
     is_config_map_key,
     is_dns1123_label,
@@ -22,8 +22,8 @@ from kubeforge.api.machinery.names import (
     validate_builtin_finalizers,
     validate_labels,
 )
-from kubeforge.api.machinery.selectors import label_selector_matches
-from kubeforge.apiserver.types.validation.common import (
+from kubeforge._api.machinery.selectors import label_selector_matches
+from kubeforge._apiserver.types.validation.common import (
     Errors,
     Obj,
     each,
@@ -32,7 +32,7 @@ from kubeforge.apiserver.types.validation.common import (
     validate_replicas,
     validate_template_restart_always,
 )
-from kubeforge.apiserver.types.validation.core_pods import (
+from kubeforge._apiserver.types.validation.core_pods import (
     PORT_RANGE,
     PROTOCOLS,
     validate_pod_template,

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError, FieldErrorType
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError, FieldErrorType
+from kubeforge._api.machinery.names import (
     immutable,
     is_config_map_key,
     is_dns1123_label,
@@ -22,8 +22,8 @@ from kubeforge.api.machinery.names import (
     validate_annotations,
     validate_labels,
 )
-from kubeforge.api.machinery.quantity import decode_quantity
-from kubeforge.apiserver.types.validation.common import (
+from kubeforge._api.machinery.quantity import decode_quantity
+from kubeforge._apiserver.types.validation.common import (
     NEGATIVE,
     Errors,
     Obj,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import go_string_slice
-from kubeforge.api.machinery.names import is_dns1123_label, is_path_segment_name
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_json
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import go_string_slice
+from kubeforge._api.machinery.names import is_dns1123_label, is_path_segment_name
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_json
 
 __all__ = [
     "validate_flow_schema",

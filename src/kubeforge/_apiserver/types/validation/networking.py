@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import ipaddress
 
-from kubeforge.api.machinery.access import as_dict, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import go_string_slice
-from kubeforge.api.machinery.names import immutable, is_dns1123_subdomain, is_path_segment_name
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
+from kubeforge._api.machinery.access import as_dict, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import go_string_slice
+from kubeforge._api.machinery.names import immutable, is_dns1123_subdomain, is_path_segment_name
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
 
 __all__ = [
     "validate_ip_address",

@@ -3,11 +3,11 @@ checks them."""
 
 from __future__ import annotations
 
-from kubeforge.api.machinery.access import as_dict, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import immutable, is_dns1123_label, validate_labels
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_json
-from kubeforge.apiserver.types.validation.core_pods import (
+from kubeforge._api.machinery.access import as_dict, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import immutable, is_dns1123_label, validate_labels
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_json
+from kubeforge._apiserver.types.validation.core_pods import (
     _validate_resources,  # the pod's resource rules, which the overhead reuses upstream too
     _validate_tolerations,
 )

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.govalues import GoValue, go_string_slice
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.access import as_dict, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.govalues import GoValue, go_string_slice
+from kubeforge._api.machinery.names import (
     is_dns1123_subdomain,
     is_path_segment_name,
     validate_label_selector,
 )
-from kubeforge.api.rbac import RBAC_GROUP
-from kubeforge.apiserver.types.validation.common import Errors, Obj, each, go_str
+from kubeforge._api.rbac import RBAC_GROUP
+from kubeforge._apiserver.types.validation.common import Errors, Obj, each, go_str
 
 __all__ = [
     "RBAC_GROUP",

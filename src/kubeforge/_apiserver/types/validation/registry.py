@@ -5,13 +5,13 @@ updates (which re-checks the new object and adds the transition rules)."""
 
 from __future__ import annotations
 
-from kubeforge.apiserver.types.validation import admissionregistration
-from kubeforge.apiserver.types.validation.apiextensions import validate_crd, validate_crd_update
-from kubeforge.apiserver.types.validation.apiregistration import (
+from kubeforge._apiserver.types.validation import admissionregistration
+from kubeforge._apiserver.types.validation.apiextensions import validate_crd, validate_crd_update
+from kubeforge._apiserver.types.validation.apiregistration import (
     validate_api_service,
     validate_api_service_update,
 )
-from kubeforge.apiserver.types.validation.apps import (
+from kubeforge._apiserver.types.validation.apps import (
     validate_daemonset,
     validate_daemonset_update,
     validate_deployment,
@@ -21,21 +21,21 @@ from kubeforge.apiserver.types.validation.apps import (
     validate_statefulset,
     validate_statefulset_update,
 )
-from kubeforge.apiserver.types.validation.batch import (
+from kubeforge._apiserver.types.validation.batch import (
     validate_cronjob,
     validate_cronjob_update,
     validate_job,
     validate_job_update,
 )
-from kubeforge.apiserver.types.validation.certificates import validate_csr, validate_csr_update
-from kubeforge.apiserver.types.validation.common import (
+from kubeforge._apiserver.types.validation.certificates import validate_csr, validate_csr_update
+from kubeforge._apiserver.types.validation.common import (
     CreateValidator,
     Errors,
     Obj,
     UpdateValidator,
 )
-from kubeforge.apiserver.types.validation.coordination import validate_lease, validate_lease_update
-from kubeforge.apiserver.types.validation.core import (
+from kubeforge._apiserver.types.validation.coordination import validate_lease, validate_lease_update
+from kubeforge._apiserver.types.validation.core import (
     validate_config_map,
     validate_config_map_update,
     validate_namespace,
@@ -47,29 +47,29 @@ from kubeforge.apiserver.types.validation.core import (
     validate_service,
     validate_service_update,
 )
-from kubeforge.apiserver.types.validation.core_pods import (
+from kubeforge._apiserver.types.validation.core_pods import (
     validate_pod,
     validate_pod_template_object,
     validate_pod_template_object_update,
     validate_pod_update,
 )
-from kubeforge.apiserver.types.validation.flowcontrol import (
+from kubeforge._apiserver.types.validation.flowcontrol import (
     validate_flow_schema,
     validate_flow_schema_update,
     validate_priority_level,
     validate_priority_level_update,
 )
-from kubeforge.apiserver.types.validation.networking import (
+from kubeforge._apiserver.types.validation.networking import (
     validate_ip_address,
     validate_ip_address_update,
     validate_service_cidr,
     validate_service_cidr_update,
 )
-from kubeforge.apiserver.types.validation.node import (
+from kubeforge._apiserver.types.validation.node import (
     validate_runtime_class,
     validate_runtime_class_update,
 )
-from kubeforge.apiserver.types.validation.rbac import (
+from kubeforge._apiserver.types.validation.rbac import (
     RBAC_GROUP,
     validate_cluster_role,
     validate_cluster_role_binding,
@@ -80,7 +80,7 @@ from kubeforge.apiserver.types.validation.rbac import (
     validate_role_binding_update,
     validate_role_update,
 )
-from kubeforge.apiserver.types.validation.storage import (
+from kubeforge._apiserver.types.validation.storage import (
     validate_csi_driver,
     validate_csi_driver_update,
     validate_csi_node,

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubeforge.api.machinery.access import as_dict, as_int, as_list, as_str
-from kubeforge.api.machinery.fielderror import FieldError
-from kubeforge.api.machinery.names import (
+from kubeforge._api.machinery.access import as_dict, as_int, as_list, as_str
+from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.names import (
     immutable,
     is_dns1123_subdomain,
     is_qualified_name,
     validate_label_selector,
 )
-from kubeforge.apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
+from kubeforge._apiserver.types.validation.common import Errors, Obj, go_json, semantic_equal
 
 __all__ = [
     "validate_csi_driver",
