@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
-from kubeforge._client import config as config_modulefrom kubeforge._client.auth import (
+from kubeforge._client import config as config_module
+from kubeforge._client.auth import (
     CredentialError,
     ExecPlugin,
     ExecProvider,

@@ -323,7 +323,7 @@ class ValidationStandIn(Model):
     )
 
 
-@mk.markers(
+@mk.on_class(
     mk.Rule(
         "!has(self.window) || self.window.start <= self.window.end",
         message="the window must not end before it starts",

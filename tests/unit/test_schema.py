@@ -307,7 +307,7 @@ def test_markers_apply_in_order() -> None:
 
 
 def test_union_markers() -> None:
-    @mk.markers(mk.ExactlyOneOf("a", "b"), mk.AtMostOneOf("c", "d"), mk.AtLeastOneOf("a", "c"))
+    @mk.on_class(mk.ExactlyOneOf("a", "b"), mk.AtMostOneOf("c", "d"), mk.AtLeastOneOf("a", "c"))
     class Choice(Model):
         a: str | None = None
         b: str | None = None
@@ -340,7 +340,7 @@ class Limits(Model):
     memory: str = "64Mi"
 
 
-@mk.markers(
+@mk.on_class(
     mk.Rule(
         "self.low <= self.high",
         message="low must not exceed high",

@@ -17,11 +17,11 @@ from typing import Any
 
 import yaml
 
-from kubeforge._version import __version__
 from kubeforge._api.conversion import conversion_versions
 from kubeforge._api.machinery.versions import version_priority
 from kubeforge._api.meta import PrinterColumn, ResourceInfo, WebhookConversion
 from kubeforge._api.schema import schema_for_model
+from kubeforge._version import __version__
 
 __all__ = [
     "VERSION_ANNOTATION",

@@ -4,7 +4,7 @@
     name: Annotated[str, Pattern("^[a-z]+$"), Immutable()]
 
 Each marker edits the field's generated OpenAPI schema; the same markers on a model class
-(`@markers(...)`) edit the schema of the class itself. They are the Python spelling of the
+(`@on_class(...)`) edit the schema of the class itself. They are the Python spelling of the
 controller-tools `+kubebuilder:validation:*` markers (see docs/markers.md).
 """
 
@@ -52,7 +52,7 @@ __all__ = [
     "Title",
     "Type",
     "UniqueItems",
-    "markers",
+    "on_class",
 ]
 
 T = TypeVar("T")
@@ -461,7 +461,7 @@ def _union(fields: tuple[str, ...], exact: bool, at_least: bool) -> str:
 
 
 class ExactlyOneOf(Marker):
-    """Exactly one of these fields is set (on a model: `@markers(ExactlyOneOf("a", "b"))`)."""
+    """Exactly one of these fields is set (on a model: `@on_class(ExactlyOneOf("a", "b"))`)."""
 
     def __init__(self, *fields: str) -> None:
         self.fields = fields
@@ -552,8 +552,8 @@ class Items(Marker):
         return _expect(self, schema, ("array",), "lists")
 
 
-def markers(*items: Marker) -> Callable[[type[T]], type[T]]:
-    """Attach markers to a model class itself: `@markers(ExactlyOneOf("a", "b"))`."""
+def on_class(*items: Marker) -> Callable[[type[T]], type[T]]:
+    """Attach markers to a model class itself: `@on_class(ExactlyOneOf("a", "b"))`."""
 
     def attach(cls: type[T]) -> type[T]:
         existing = tuple(cls.__dict__.get("__kubeforge_markers__", ()))

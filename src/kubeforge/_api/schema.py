@@ -18,7 +18,7 @@ defaulted fields left to the nested schema, enums as values); `None` and empty l
 and dicts give no default, the way `omitempty` fields have none. Descriptions come from the
 field's docstring or `Field(description=)`, otherwise from the field type's docstring.
 `Annotated` markers and pydantic constraints (`ge`, `max_length`, `pattern` ...) then apply
-in order, and `@markers(...)` of a model class apply to its object schema.
+in order, and `@on_class(...)` of a model class apply to its object schema.
 """
 
 from __future__ import annotations

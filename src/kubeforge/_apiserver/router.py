@@ -47,7 +47,10 @@ from kubeforge._apiserver.http.server import Request, Response, ResponseStream
 from kubeforge._apiserver.request.encoding import negotiate, parse_accept
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo, parse_request_path
-from kubeforge._apiserver.request.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE, RequestMetrics
+from kubeforge._apiserver.request.metrics import (
+    CONTENT_TYPE as METRICS_CONTENT_TYPE,
+    RequestMetrics,
+)
 from kubeforge._apiserver.request.queryparams import query_flag
 from kubeforge._apiserver.request.user import UserInfo
 from kubeforge._apiserver.storage.objectmeta import new_uid

@@ -1,1 +1,4 @@
-"""kubeforge._cli."""
+"""Internal: the `kubeforge` command (`main.py` puts it together, one module per command),
+and `manager_main`, a project's manager command (`run.py`), exported as
+`kubeforge.manager_main`.
+"""

@@ -15,7 +15,6 @@ from typing import Annotated
 
 import typer
 
-from kubeforge._version import __version__
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
@@ -27,6 +26,7 @@ from kubeforge._scaffold.names import (
 )
 from kubeforge._scaffold.projectfile import ProjectFile
 from kubeforge._scaffold.render import render_tree
+from kubeforge._version import __version__
 
 __all__ = ["BOILERPLATE", "boilerplate_header", "init"]
 

@@ -27,11 +27,11 @@ import aiohttp
 import orjson
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from kubeforge._version import __version__
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.errors import error_from_status
 from kubeforge._client.http1 import Answer, ConnectionPool
 from kubeforge._client.refusals import report_refusal
+from kubeforge._version import __version__
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 

@@ -26,7 +26,8 @@ from kubeforge._apiserver.storage.persistence import SQLiteBackend
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
-from kubeforge._cluster import certmanager, controllernames as namesfrom kubeforge._cluster.containers import LocalRuntime
+from kubeforge._cluster import certmanager, controllernames as names
+from kubeforge._cluster.containers import LocalRuntime
 from kubeforge._cluster.controllers import (
     clusterroles,
     csrsigning,

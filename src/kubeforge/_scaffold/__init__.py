@@ -1,4 +1,4 @@
-"""What `kubeforge init`, `create api` and `create webhook` write: the templates (package data
-under templates/), the names they are filled with (names.py), the PROJECT file
+"""Internal: what `kubeforge init`, `create api` and `create webhook` write: the templates
+(package data under templates/), the names they are filled with (names.py), the PROJECT file
 (projectfile.py) and the edits made at marker comments (render.py). The commands are in
 kubeforge._cli.init and kubeforge._cli.create."""

@@ -1,4 +1,4 @@
-"""The operator's side of admission and conversion webhooks.
+"""Internal: the operator's side of admission and conversion webhooks.
 
 - review.py: AdmissionReview, AdmissionRequest and AdmissionResponse (admission.k8s.io/v1)
 - admission.py: the raw handler contract, Denied / InvalidObject, admission_request()
@@ -8,5 +8,6 @@
 - builder.py: manager.webhook_for(Kind).defaulter(...).validator(...).complete()
 - server.py, certwatcher.py, metrics.py: the HTTPS server the manager runs
 
-Imports `kubeforge._api` only; the public names are exported from `kubeforge`.
+Imports `kubeforge._api` only; the public names are exported by `kubeforge.webhook` and
+`kubeforge.conversion`.
 """

@@ -1,5 +1,6 @@
-"""The schema machinery below the authoring vocabulary: what the API server, the client and
-the runtime use to process Kubernetes objects, never what a user writes in a types file.
+"""Internal: the schema machinery below the authoring vocabulary: what the API server, the
+client and the runtime use to process Kubernetes objects, never what a user writes in a
+types file.
 
 It owns structural schemas and their checks (`structural`), custom objects against their
 CRD's schema (`crvalidation`, with the compiled schema in `schemanode`, string formats in

@@ -23,7 +23,12 @@ from kubeforge._apiserver.request.deleteoptions import (
 )
 from kubeforge._apiserver.request.info import RequestInfo
 from kubeforge._apiserver.storage.codec import Codec
-from kubeforge._apiserver.storage.listing import ListOptions, Selection, list_converted, list_objects
+from kubeforge._apiserver.storage.listing import (
+    ListOptions,
+    Selection,
+    list_converted,
+    list_objects,
+)
 from kubeforge._apiserver.storage.store import Store
 
 __all__ = ["DeleteHandler"]
