@@ -114,10 +114,10 @@ async def serve_trivial_own(info_path: Path) -> None:
 
 async def serve_kubeforge(info_path: Path, events: int) -> None:
     """The embedded API server, plus an in-process write loop for the fan-out test."""
-    from kubeforge.apiserver import APIServer, tune_gc
     from kubeforge._apiserver.handlers.call import Call
     from kubeforge._apiserver.handlers.writes import run_now
     from kubeforge._apiserver.request.info import RequestInfo
+    from kubeforge.apiserver import APIServer, tune_gc
 
     server = APIServer()
     await server.start()

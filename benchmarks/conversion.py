@@ -4,8 +4,8 @@ another version that the conversion webhook converts (one ConversionReview per l
     python benchmarks/conversion.py [--objects 1000] [--lists 30]
 
 The CRD's two versions name a field differently (v1 `color`, v2 `colour`); v1 is stored. The
-conversion webhook is a `kubeforge.WebhookServer` in its own process, the server a manager
-runs, serving the hub and its spoke with `server.register_conversion(Gadget)` (what
+conversion webhook is a `kubeforge.webhook.WebhookServer` in its own process, the server a
+manager runs, serving the hub and its spoke with `server.register_conversion(Gadget)` (what
 `manager.webhook_for(Gadget).complete()` registers), without a manager around it. The API
 server is a fresh process; the lists are sequential GETs over one kept-alive HTTPS
 connection, each answer read in full.
@@ -29,6 +29,8 @@ from typing import Any, Self
 import aiohttp
 
 import kubeforge
+import kubeforge.conversion
+import kubeforge.webhook
 
 GROUP = "bench.kubeforge.dev"
 
@@ -44,12 +46,14 @@ class GadgetSpecV2(kubeforge.Model):
 
 
 @kubeforge.resource(group=GROUP, version="v1")
-class Gadget(kubeforge.Resource[GadgetSpec, GadgetSpec], kubeforge.Hub):
+class Gadget(kubeforge.Resource[GadgetSpec, GadgetSpec], kubeforge.conversion.Hub):
     """The hub and storage version."""
 
 
 @kubeforge.resource(group=GROUP, version="v2", kind="Gadget", storage=False)
-class GadgetV2(kubeforge.Resource[GadgetSpecV2, GadgetSpecV2], kubeforge.Convertible[Gadget]):
+class GadgetV2(
+    kubeforge.Resource[GadgetSpecV2, GadgetSpecV2], kubeforge.conversion.Convertible[Gadget]
+):
     def to_hub(self) -> Gadget:
         spec = GadgetSpec(size=self.spec.size, color=self.spec.colour)
         return Gadget(metadata=self.metadata, spec=spec)
@@ -72,7 +76,7 @@ async def serve_webhook(info_path: Path) -> None:
     directory = Path(tempfile.mkdtemp())
     (directory / "tls.crt").write_bytes(certs.cert_pem)
     (directory / "tls.key").write_bytes(certs.key_pem)
-    server = kubeforge.WebhookServer(host="127.0.0.1", port=0, cert_dir=directory)
+    server = kubeforge.webhook.WebhookServer(host="127.0.0.1", port=0, cert_dir=directory)
     server.register_conversion(Gadget)
     await server.start()
     ca = base64.b64encode(certs.ca_pem).decode()

@@ -173,7 +173,8 @@ def start_dev(tmp: Path) -> tuple[subprocess.Popen[bytes], Path, float]:
 
 async def deployment_run(kubeconfig: Path, tmp: Path) -> tuple[float, float]:
     """(kubectl create returned, 100th pod Running), seconds from kubectl's start."""
-    from kubeforge.client import Client, load_kubeconfig
+    from kubeforge import Client
+    from kubeforge.client import load_kubeconfig
     from kubeforge.testing import Kubectl
 
     kubectl = Kubectl(kubeconfig, cache_dir=tmp / "kubectl-cache")
@@ -269,10 +270,10 @@ async def devcluster_once() -> dict[str, float]:
 
 async def bare_server_once(crds: Path) -> dict[str, float]:
     """The peer: an API server alone (envtest's shape), the same CRDs, the same client."""
-    from kubeforge.apiserver import APIServer
-    from kubeforge.client import Client
+    from kubeforge import Client
     from kubeforge._client.auth import StaticToken
     from kubeforge._client.config import ClusterConfig
+    from kubeforge.apiserver import APIServer
 
     documents = [yaml.safe_load(p.read_text()) for p in sorted(crds.glob("*.yaml"))]
     started = time.perf_counter()

@@ -41,7 +41,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from widget import GROUP, PLURAL, VERSION, config_map_name, widget_crd
 
-from kubeforge.client import Client, load_kubeconfig
+from kubeforge import Client
+from kubeforge.client import load_kubeconfig
 
 BIN = Path(sys.executable).parent
 WIDGETS = Path(HERE) / "widgets"

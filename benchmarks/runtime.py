@@ -31,10 +31,10 @@ PAD = "x" * 780  # a ConfigMap of about 1 KiB as JSON
 
 async def serve(info: Path, count: int) -> None:
     """The server process: seed `count` ConfigMaps, write a kubeconfig, serve until killed."""
-    from kubeforge.apiserver import APIServer, tune_gc
     from kubeforge._apiserver.handlers.call import Call
     from kubeforge._apiserver.handlers.writes import run_now
     from kubeforge._apiserver.request.info import RequestInfo
+    from kubeforge.apiserver import APIServer, tune_gc
 
     server = APIServer(history_size=200_000)
     rt = server.registry.get("", "v1", "configmaps")
@@ -71,8 +71,9 @@ def rss() -> int:
 
 async def sync_and_measure(kubeconfig: Path, count: int, trace: bool) -> dict[str, float]:
     """Initial sync time (untraced runs) or the cache's bytes per object (traced runs)."""
-    from kubeforge.client import Client, load_kubeconfig
+    from kubeforge import Client
     from kubeforge._runtime.informer import Informer
+    from kubeforge.client import load_kubeconfig
 
     async with Client(load_kubeconfig(kubeconfig)) as client:
         await client.resource("v1/ConfigMap")  # discovery outside the measured part
@@ -101,12 +102,13 @@ async def sync_and_measure(kubeconfig: Path, count: int, trace: bool) -> dict[st
 
 async def latency(kubeconfig: Path, samples: int) -> tuple[float, float, float, float]:
     """p50/p99 of event arrival -> reconcile start, and of write acknowledged -> reconcile."""
-    from kubeforge.client import Client, load_kubeconfig
+    from kubeforge import Client
     from kubeforge._runtime.cache import Cache
     from kubeforge._runtime.controller import Controller
     from kubeforge._runtime.handler import EnqueueRequestForObject
     from kubeforge._runtime.predicate import Predicate
     from kubeforge._runtime.reconcile import Reconciler, Request, Result
+    from kubeforge.client import load_kubeconfig
 
     arrived: dict[str, float] = {}
     runtime: list[float] = []
@@ -194,9 +196,10 @@ WIDGET = "bench.kubeforge.dev/v1/Widget"
 async def converge(kubeconfig: Path, count: int) -> dict[str, float]:
     """`count` custom objects exist before the manager starts; the controller creates a
     ConfigMap for each and records its status. Wall time and the requests it took."""
-    from kubeforge.client import Client, NotFound, load_kubeconfig
+    from kubeforge import Client, NotFound
     from kubeforge._runtime.manager import Manager
     from kubeforge._runtime.reconcile import Reconciler, Request, Result
+    from kubeforge.client import load_kubeconfig
     from kubeforge.testing import eventually
 
     class ConfigMapAndStatus(Reconciler):

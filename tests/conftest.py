@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from kubeforge.apiserver import APIServer
+from kubeforge import Client as KubeClient
 from kubeforge._apiserver.config import ServerConfig
-from kubeforge.client import Client as KubeClient, load_kubeconfig
+from kubeforge.apiserver import APIServer
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect, kubectl_for
 

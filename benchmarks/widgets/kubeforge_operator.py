@@ -13,6 +13,7 @@ import os
 from widget import Widget, WidgetStatus, config_map_name
 
 import kubeforge
+import kubeforge.logs
 from kubeforge.models import ConfigMap, ObjectMeta
 
 
@@ -46,7 +47,7 @@ def setup(manager: kubeforge.Manager, workers: int = 0) -> None:
 
 async def main() -> None:
     # What `kubeforge run` does: text logs at INFO, a Manager with its default options.
-    kubeforge.configure_logging("text")
+    kubeforge.logs.configure_logging("text")
     manager = kubeforge.Manager(kubeforge.load_config())
     # The benchmark's --workers (default: the controller's default).
     setup(manager, int(os.environ.get("WIDGET_WORKERS", "0")))

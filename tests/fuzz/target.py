@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.config import ServerConfig
+from kubeforge.apiserver import APIServer
 
 __all__ = ["Answer", "Client", "ServerThread", "Watcher", "wait_until"]
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.admission.chain import GROUP
 from kubeforge._apiserver.types.resource import GroupResource
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.admission_support import (
     MUTATING,

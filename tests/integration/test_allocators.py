@@ -6,9 +6,9 @@ import ipaddress
 from pathlib import Path
 from typing import Any
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.config import ServerConfig
 from kubeforge._apiserver.storage.persistence import SQLiteBackend
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

@@ -7,8 +7,8 @@ import asyncio
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubeforge import Client as KubeClient
 from kubeforge.apiserver import APIServer
-from kubeforge.client import Client as KubeClient
 from kubeforge.testing import eventually, metric_sum, metric_value
 from tests.support import HTTPClient
 

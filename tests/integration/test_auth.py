@@ -12,10 +12,10 @@ import orjson
 import pytest
 import yaml
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.auth.tokens import LEEWAY
 from kubeforge._apiserver.config import ServerConfig
 from kubeforge._apiserver.kubeconfig import write_kubeconfig
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl
 from tests.support import HTTPClient, connect
 

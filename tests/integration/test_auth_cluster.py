@@ -18,7 +18,7 @@ import aiohttp
 import pytest
 import yaml
 
-from kubeforge.client import Client
+from kubeforge import Client
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.errors import Forbidden, Unauthorized

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from kubeforge import Client
 from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
 from kubeforge._api.model import Model
 from kubeforge._api.resource import Resource
-from kubeforge.client import Client, load_kubeconfig
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.predicate import GenerationChanged
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import widget_crd
 

@@ -11,14 +11,15 @@ import orjson
 import pytest
 
 import kubeforge
+from kubeforge import Client
 from kubeforge._api.meta import GroupVersionKind, ObjectMeta, PartialObjectMetadata, ResourceInfo
 from kubeforge._api.model import Model
 from kubeforge._api.resource import Resource
-from kubeforge.client import BadRequest, Client, load_kubeconfig
 from kubeforge._runtime.cache import Cache, CacheOptions, NotCached
 from kubeforge._runtime.cached_client import CachedClient
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge.client import BadRequest, load_kubeconfig
 from kubeforge.testing import eventually
 from tests.integration.crd_fixtures import widget_crd
 from tests.support import HTTPClient

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import kubeforge.conversion
 from tests.integration.test_cli_project import (
     CRD_FILE,
     CRD_NAME,
@@ -18,6 +19,7 @@ HUB = '''\
 """Widget v1: the hub, stored."""
 
 import kubeforge
+from kubeforge import conversion
 
 
 class WidgetSpec(kubeforge.Model):
@@ -26,7 +28,7 @@ class WidgetSpec(kubeforge.Model):
 
 
 @kubeforge.resource(group="demo.kubeforge.dev", version="v1")
-class Widget(kubeforge.Resource[WidgetSpec, None], kubeforge.Hub):
+class Widget(kubeforge.Resource[WidgetSpec, None], conversion.Hub):
     """A widget."""
 '''
 
@@ -37,6 +39,7 @@ from typing import Self
 
 import kubeforge
 from api import v1
+from kubeforge import conversion
 
 COLOR = "demo.kubeforge.dev/color"
 
@@ -50,18 +53,18 @@ class WidgetStatus(kubeforge.Model):
 
 
 @kubeforge.resource(group="demo.kubeforge.dev", version="v1alpha1", storage=False)
-class Widget(kubeforge.Resource[WidgetSpec, WidgetStatus], kubeforge.Convertible[v1.Widget]):
+class Widget(kubeforge.Resource[WidgetSpec, WidgetStatus], conversion.Convertible[v1.Widget]):
     """A widget, the old way."""
 
     def to_hub(self) -> v1.Widget:
         hub = v1.Widget(metadata=self.metadata, spec=v1.WidgetSpec(size=self.spec.size))
-        hub.spec.color = kubeforge.unstash(hub, COLOR) or "grey"
+        hub.spec.color = conversion.unstash(hub, COLOR) or "grey"
         return hub
 
     @classmethod
     def from_hub(cls, hub: v1.Widget) -> Self:
         spoke = cls(metadata=hub.metadata, spec=WidgetSpec(size=hub.spec.size))
-        kubeforge.stash(spoke, COLOR, hub.spec.color)
+        conversion.stash(spoke, COLOR, hub.spec.color)
         return spoke
 '''
 

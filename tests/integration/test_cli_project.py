@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 import yaml
 
-from kubeforge.client import Client, NotFound
+from kubeforge import Client, NotFound
 from kubeforge.testing import Kubectl, eventually, find_kubectl
 from tests.support import KUBEFORGE, kubeforge
 
@@ -26,10 +26,11 @@ WIDGET = '''\
 from typing import Annotated
 
 import kubeforge
+from kubeforge import markers
 
 
 class WidgetSpec(kubeforge.Model):
-    size: Annotated[int, kubeforge.Minimum(1)] = 1
+    size: Annotated[int, markers.Minimum(1)] = 1
     """How big the widget is."""
 
 

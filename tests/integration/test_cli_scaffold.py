@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
+import kubeforge.conversion
+from kubeforge import NotFound
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
 from kubeforge._cli.project import load_project
-from kubeforge.client import NotFound
 from kubeforge.testing import TestEnv
 from tests.integration.test_cli_project import kubeforge, kustomize, rules_of
 
@@ -247,7 +248,7 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
 
 def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path, tmp_path: Path) -> None:
     assert (
-        "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], kubeforge.Hub):"
+        "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], kubeforge.conversion.Hub):"
         in (project / "api" / "v1" / "frigate.py").read_text()
     )
     spoke = (project / "api" / "v2" / "frigate.py").read_text()

@@ -10,22 +10,22 @@ from tests.integration.test_cli_project import GROUP, kubeforge, kustomize, snap
 WEBHOOKS = '''\
 """The widget's webhooks."""
 
-import kubeforge
 from api.v1alpha1 import Widget
+from kubeforge import webhook
 
 
-@kubeforge.admission_webhook(verbs=["create", "update"])
-class WidgetDefaulter(kubeforge.Defaulter[Widget]):
+@webhook.admission_webhook(verbs=["create", "update"])
+class WidgetDefaulter(webhook.Defaulter[Widget]):
     def default(self, widget: Widget) -> None:
         widget.spec.size = max(widget.spec.size, 1)
 
 
-@kubeforge.admission_webhook(verbs=["create", "update", "delete"], failure_policy="Ignore")
-class WidgetValidator(kubeforge.Validator[Widget]):
+@webhook.admission_webhook(verbs=["create", "update", "delete"], failure_policy="Ignore")
+class WidgetValidator(webhook.Validator[Widget]):
     pass
 
 
-@kubeforge.admission_webhook(
+@webhook.admission_webhook(
     kind="v1/Pod",
     mutating=True,
     verbs="create",
@@ -33,12 +33,12 @@ class WidgetValidator(kubeforge.Validator[Widget]):
     object_selector={"matchLabels": {"widgets.kubeforge.dev/inject": "true"}},
     reinvocation_policy="IfNeeded",
 )
-async def inject(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
-    return kubeforge.AdmissionResponse.allow()
+async def inject(request: webhook.AdmissionRequest) -> webhook.AdmissionResponse:
+    return webhook.AdmissionResponse.allow()
 
 
-def unmarked(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
-    return kubeforge.AdmissionResponse.allow()
+def unmarked(request: webhook.AdmissionRequest) -> webhook.AdmissionResponse:
+    return webhook.AdmissionResponse.allow()
 '''
 
 SETUP = """

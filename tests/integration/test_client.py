@@ -8,21 +8,20 @@ from typing import Any
 
 import pytest
 
-from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
-from kubeforge._api.model import Model
-from kubeforge._api.resource import Resource
-from kubeforge.apiserver import APIServer
-from kubeforge.client import (
+from kubeforge import (
     AlreadyExists,
     Client,
     Conflict,
-    Gone,
     Invalid,
-    NoKindMatch,
     NotFound,
     ignore_not_found,
     retry_on_conflict,
 )
+from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
+from kubeforge._api.model import Model
+from kubeforge._api.resource import Resource
+from kubeforge.apiserver import APIServer
+from kubeforge.client import Gone, NoKindMatch
 from tests.integration.crd_fixtures import widget, widget_crd
 
 CM = "v1/ConfigMap"

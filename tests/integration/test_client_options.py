@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import kubeforge
+from kubeforge import Client, Conflict
 from kubeforge._api.machinery.selectors import LabelSelector
-from kubeforge.client import Client, Conflict, DeleteOptions, ListOptions
+from kubeforge.client import DeleteOptions, ListOptions
 from kubeforge.models import ConfigMap, Namespace
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.types.resource import GroupResource
+from kubeforge.apiserver import APIServer
 from tests.support import HTTPClient
 
 CMS = "/api/v1/namespaces/default/configmaps"

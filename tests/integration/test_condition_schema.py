@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import pytest
 
 import kubeforge
+import kubeforge.markers
+from kubeforge import Client, Invalid
 from kubeforge._api.crd import crd_for
 from kubeforge._api.schema import schema_of
-from kubeforge.client import Client, Invalid
 
 
 def _bare(schema: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +53,9 @@ class ThingSpec(kubeforge.Model):
 
 
 class ThingStatus(kubeforge.Model):
-    conditions: Annotated[list[kubeforge.Condition], kubeforge.ListMapKeys("type")] | None = None
+    conditions: (
+        Annotated[list[kubeforge.Condition], kubeforge.markers.ListMapKeys("type")] | None
+    ) = None
 
 
 @kubeforge.resource(group="conditions.example.com", version="v1")

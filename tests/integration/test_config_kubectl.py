@@ -16,10 +16,10 @@ import orjson
 import pytest
 import yaml
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from kubeforge._client import config as config_module
 from kubeforge._client.config import ClusterConfig, ConfigError, load_config, load_kubeconfig
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import find_kubectl
 
 pytestmark = pytest.mark.kubectl

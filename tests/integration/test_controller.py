@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.client import Client
+from kubeforge import Client
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.cached_client import CachedClient, SyncClient
 from kubeforge._runtime.controller import Controller, ControllerOptions

@@ -16,9 +16,12 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.client import Client, load_kubeconfig
+import kubeforge.source
+import kubeforge.workqueue
+from kubeforge import Client
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually, metric_value
 
 CM = "v1/ConfigMap"
@@ -202,7 +205,7 @@ async def test_the_builder_sets_the_rate_limiter(manager: Manager, api: Client) 
             times.append(time.monotonic())
             raise RuntimeError("not yet")
 
-    limiter = kubeforge.ItemExponentialBackoff(0.15, 0.15)
+    limiter = kubeforge.workqueue.ItemExponentialBackoff(0.15, 0.15)
     manager.controller().for_(CM).with_options(rate_limiter=limiter).complete(Failing())
     task = await running(manager)
     try:
@@ -247,7 +250,7 @@ async def test_a_channel_source_from_another_thread_and_reconcile_all(
     manager: Manager, api: Client
 ) -> None:
     rec = Recorder()
-    channel = kubeforge.Channel()
+    channel = kubeforge.source.Channel()
     controller = manager.controller().for_(CM).watches_source(channel).complete(rec)
     await api.create(cm("one"))
     await api.create(cm("two"))

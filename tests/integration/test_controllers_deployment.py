@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
-from kubeforge.client import Client, ClusterConfig
+from kubeforge import Client, ClusterConfig
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.errors import NotFound
 from kubeforge._cluster.controllers import deployment, replicaset, serviceaccount
 from kubeforge._runtime.manager import Manager
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
 
 NS = "default"

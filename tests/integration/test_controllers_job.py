@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
-from kubeforge.client import Client, ClusterConfig
+from kubeforge import Client, ClusterConfig
 from kubeforge._client.auth import StaticToken
 from kubeforge._cluster.controllers import job
 from kubeforge._runtime.manager import Manager
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
 
 NS = "default"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.config import ServerConfig
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 from tests.integration.admission_support import WebhookServer, never, webhook_server
 from tests.integration.conversion_support import (

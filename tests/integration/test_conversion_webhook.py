@@ -19,9 +19,11 @@ import orjson
 import pytest
 
 import kubeforge
+import kubeforge.conversion
+import kubeforge.webhook
 from kubeforge._apiserver.tls import generate_certificates
-from kubeforge.client import load_kubeconfig
 from kubeforge._testing.metrics import metric_value
+from kubeforge.client import load_kubeconfig
 from tests.integration.test_webhook_server import write_certs
 
 GROUP = "robots.kubeforge.dev"
@@ -50,7 +52,7 @@ class RobotStatus(kubeforge.Model):
 
 
 @kubeforge.resource(group=GROUP, version="v1")
-class Robot(kubeforge.Resource[RobotSpec, RobotStatus], kubeforge.Hub):
+class Robot(kubeforge.Resource[RobotSpec, RobotStatus], kubeforge.conversion.Hub):
     """The hub and storage version."""
 
 
@@ -58,13 +60,15 @@ def _spoke_meta(hub: Robot) -> kubeforge.ObjectMeta:
     meta = hub.metadata
     if hub.spec.color is not None:
         spoke = Robot(metadata=meta, spec=hub.spec)
-        kubeforge.stash(spoke, COLOR, hub.spec.color)
+        kubeforge.conversion.stash(spoke, COLOR, hub.spec.color)
         meta = spoke.metadata
     return meta
 
 
 @kubeforge.resource(group=GROUP, version="v1beta1", kind="Robot", storage=False)
-class RobotV1beta1(kubeforge.Resource[OldRobotSpec, RobotStatus], kubeforge.Convertible[Robot]):
+class RobotV1beta1(
+    kubeforge.Resource[OldRobotSpec, RobotStatus], kubeforge.conversion.Convertible[Robot]
+):
     def to_hub(self) -> Robot:
         if self.spec.arms == 13:
             raise ZeroDivisionError("unlucky")  # a bug in a conversion
@@ -73,7 +77,7 @@ class RobotV1beta1(kubeforge.Resource[OldRobotSpec, RobotStatus], kubeforge.Conv
             spec=RobotSpec(name=self.spec.name, arms=self.spec.arms),
             status=self.status,
         )
-        hub.spec.color = kubeforge.unstash(hub, COLOR)
+        hub.spec.color = kubeforge.conversion.unstash(hub, COLOR)
         return hub
 
     @classmethod
@@ -87,7 +91,7 @@ class RobotV1beta1(kubeforge.Resource[OldRobotSpec, RobotStatus], kubeforge.Conv
 
 @kubeforge.resource(group=GROUP, version="v1alpha1", kind="Robot", storage=False)
 class RobotV1alpha1(
-    kubeforge.Resource[AncientRobotSpec, RobotStatus], kubeforge.Convertible[Robot]
+    kubeforge.Resource[AncientRobotSpec, RobotStatus], kubeforge.conversion.Convertible[Robot]
 ):
     def to_hub(self) -> Robot:
         hub = Robot(
@@ -95,13 +99,13 @@ class RobotV1alpha1(
             spec=RobotSpec(name=self.spec.title, arms=self.spec.limbs),
             status=self.status,
         )
-        hub.spec.color = kubeforge.unstash(hub, COLOR)
+        hub.spec.color = kubeforge.conversion.unstash(hub, COLOR)
         return hub
 
     @classmethod
     def from_hub(cls, hub: Robot) -> Self:
         if len(hub.spec.name) > 10:
-            raise kubeforge.ConversionError("v1alpha1 titles have at most 10 characters")
+            raise kubeforge.conversion.ConversionError("v1alpha1 titles have at most 10 characters")
         return cls(
             metadata=_spoke_meta(hub),
             spec=AncientRobotSpec(title=hub.spec.name, limbs=hub.spec.arms),
@@ -138,7 +142,7 @@ def review(desired: str, *objects: dict[str, Any], uid: str = UID) -> dict[str, 
 @dataclass
 class Converter:
     manager: kubeforge.Manager
-    server: kubeforge.WebhookServer
+    server: kubeforge.webhook.WebhookServer
     session: aiohttp.ClientSession
 
     async def post(self, body: bytes, path: str = "/convert") -> tuple[int, dict[str, Any]]:
@@ -175,7 +179,7 @@ class Converter:
 async def converter(kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Converter]:
     certs = generate_certificates()
     write_certs(tmp_path / "certs", certs)
-    server = kubeforge.WebhookServer(host="127.0.0.1", port=0, cert_dir=tmp_path / "certs")
+    server = kubeforge.webhook.WebhookServer(host="127.0.0.1", port=0, cert_dir=tmp_path / "certs")
     manager = kubeforge.Manager(
         load_kubeconfig(kubeconfig), webhook_server=server, metrics_bind_address="127.0.0.1:0"
     )
@@ -389,7 +393,7 @@ async def test_registration(converter: Converter) -> None:
     server = converter.server
     (entry,) = [hook for hook in server.webhooks if hook.conversion]
     assert entry.path == "/convert"
-    assert isinstance(entry.handler, kubeforge.ConversionWebhook)
+    assert isinstance(entry.handler, kubeforge.conversion.ConversionWebhook)
     (versions,) = entry.handler.kinds
     assert (versions.hub, sorted(versions.spokes)) == (Robot, ["v1alpha1", "v1beta1"])
     assert server.specs() == []  # nothing for the admission configurations
@@ -399,7 +403,7 @@ async def test_registration(converter: Converter) -> None:
 
 async def test_registration_errors(kubeconfig: Path) -> None:
     @kubeforge.resource(group="lonely.kubeforge.dev", version="v1")
-    class Lonely(kubeforge.Resource[RobotSpec, None], kubeforge.Hub):
+    class Lonely(kubeforge.Resource[RobotSpec, None], kubeforge.conversion.Hub):
         pass
 
     manager = kubeforge.Manager(load_kubeconfig(kubeconfig))
@@ -409,7 +413,7 @@ async def test_registration_errors(kubeconfig: Path) -> None:
             server.register_conversion(Lonely)
         with pytest.raises(ValueError, match=r"webhook_for\(Lonely\) needs a defaulter"):
             manager.webhook_for(Lonely).complete()
-        server.register("/convert", lambda request: kubeforge.AdmissionResponse.allow())
+        server.register("/convert", lambda request: kubeforge.webhook.AdmissionResponse.allow())
         with pytest.raises(ValueError, match="/convert already serves an admission webhook"):
             server.register_conversion(Robot)
         assert not server.webhooks[0].conversion

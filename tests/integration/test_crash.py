@@ -8,7 +8,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from kubeforge.client import Client, Gone, load_kubeconfig
+from kubeforge import Client
+from kubeforge.client import Gone, load_kubeconfig
 from kubeforge.testing import DevProcess, eventually
 from tests.support import free_port
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 import kubeforge
+from kubeforge import Client
 from kubeforge.apiserver import APIServer
-from kubeforge.client import Client, load_kubeconfig
+from kubeforge.client import load_kubeconfig
 from kubeforge.models import ConfigMap, Container, Deployment, Job, Pod
 from kubeforge.testing import eventually
 

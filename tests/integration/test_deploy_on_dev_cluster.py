@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.client import Client, NotFound
+from kubeforge import Client, NotFound
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import TestEnv, eventually
 from tests.integration.test_cli_project import kubeforge

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import kubeforge
+from kubeforge import Client
 from kubeforge._api.crd import crd_for
-from kubeforge.client import Client
 from kubeforge.models import JobTemplateSpec, PodTemplateSpec
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._client.client import Client
 from kubeforge._client.config import load_kubeconfig
 from kubeforge._runtime.events import EVENT_KIND, EventRecorder, object_reference
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.config import ServerConfig
 from kubeforge._apiserver.storage.persistence import SQLiteBackend
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient, connect

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kubeforge.client import ClusterConfig
+from kubeforge import ClusterConfig
 from kubeforge._client.transport import Transport
 from kubeforge.testing import eventually
 

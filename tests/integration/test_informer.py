@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
+from kubeforge import Client
 from kubeforge._apiserver.handlers.call import Call
 from kubeforge._apiserver.handlers.writes import run_now
 from kubeforge._apiserver.request.info import RequestInfo
-from kubeforge.client import Client
 from kubeforge._runtime.cache import Cache, NotCached
 from kubeforge._runtime.informer import Informer
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.handlers.pods import LogRequest
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.client import Client
@@ -24,6 +23,7 @@ from kubeforge._cluster.kubelet import SimulatedNode
 from kubeforge._cluster.options import RUN_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
 from kubeforge._runtime.manager import Manager
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
 from tests.support import HTTPClient
 

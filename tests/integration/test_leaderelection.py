@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._client.client import Client
 from kubeforge._client.config import load_kubeconfig
 from kubeforge._runtime.leaderelection import (
@@ -23,6 +22,7 @@ from kubeforge._runtime.leaderelection import (
     LeadershipLost,
     default_identity,
 )
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

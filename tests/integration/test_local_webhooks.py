@@ -15,6 +15,9 @@ from typing import Any, Self
 import pytest
 
 import kubeforge
+import kubeforge.client
+import kubeforge.conversion
+import kubeforge.webhook
 from kubeforge._api.crd import crd_for
 from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge._runtime.localwebhooks import (
@@ -30,22 +33,26 @@ GADGETS = "gadgets.gadgets.example.com"
 VALIDATING = "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
 
 
-@kubeforge.admission_webhook(kind="v1/ConfigMap", mutating=True, name="mcm.example.com")
-def label_config_maps(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+@kubeforge.webhook.admission_webhook(kind="v1/ConfigMap", mutating=True, name="mcm.example.com")
+def label_config_maps(
+    request: kubeforge.webhook.AdmissionRequest,
+) -> kubeforge.webhook.AdmissionResponse:
     config_map = request.object or {}
     labelled = {**config_map, "metadata": {**config_map["metadata"], "labels": {"seen": "yes"}}}
-    return kubeforge.AdmissionResponse.patch_to(config_map, labelled)
+    return kubeforge.webhook.AdmissionResponse.patch_to(config_map, labelled)
 
 
-@kubeforge.admission_webhook(kind="v1/ConfigMap", mutating=False, name="vcm.example.com")
-def refuse_forbidden(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+@kubeforge.webhook.admission_webhook(kind="v1/ConfigMap", mutating=False, name="vcm.example.com")
+def refuse_forbidden(
+    request: kubeforge.webhook.AdmissionRequest,
+) -> kubeforge.webhook.AdmissionResponse:
     if (request.object or {}).get("data", {}).get("forbidden"):
-        return kubeforge.AdmissionResponse.deny("no forbidden keys")
-    return kubeforge.AdmissionResponse.allow()
+        return kubeforge.webhook.AdmissionResponse.deny("no forbidden keys")
+    return kubeforge.webhook.AdmissionResponse.allow()
 
 
-def unmarked(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
-    return kubeforge.AdmissionResponse.allow()
+def unmarked(request: kubeforge.webhook.AdmissionRequest) -> kubeforge.webhook.AdmissionResponse:
+    return kubeforge.webhook.AdmissionResponse.allow()
 
 
 def setup_webhooks(manager: kubeforge.Manager) -> None:
@@ -100,7 +107,7 @@ async def test_run_manager_registers_the_webhooks_for_the_block_and_requests_go_
 
         stored = await env.client.create(config_map("plain", key="value"))
         assert stored["metadata"]["labels"] == {"seen": "yes"}
-        with pytest.raises(kubeforge.Forbidden) as refused:
+        with pytest.raises(kubeforge.client.Forbidden) as refused:
             await env.client.create(config_map("bad", forbidden="yes"))
         assert 'admission webhook "vcm.example.com" denied the request: no forbidden keys' in (
             str(refused.value)
@@ -139,7 +146,7 @@ async def test_run_manager_without_webhooks_registers_nothing(env: TestEnv, tmp_
 
 
 async def test_registration_waits_until_the_server_answers(env: TestEnv) -> None:
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     server.register("/label", label_config_maps)
     local = serve_locally(server)
     try:
@@ -168,7 +175,7 @@ async def test_registration_waits_until_the_server_answers(env: TestEnv) -> None
 
 
 async def test_a_server_that_never_starts_is_a_timeout(env: TestEnv) -> None:
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     with pytest.raises(TimeoutError, match=r"did not start within 0\.2 s"):
         await wait_until_serving(server, 0.2)
 
@@ -202,7 +209,7 @@ async def test_a_stale_registration_is_taken_over_and_a_replaced_one_left_alone(
     with pytest.raises(kubeforge.ApiError, match="failed calling webhook"):
         await env.client.create(config_map("blocked"))
 
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     server.register("/label", label_config_maps)
     local = serve_locally(server)
     await server.start()
@@ -229,7 +236,7 @@ def test_serving_a_given_certificate_directory_trusts_its_ca_or_the_certificate(
     certs = generate_certificates()
     (tmp_path / "tls.crt").write_bytes(certs.cert_pem)
     (tmp_path / "tls.key").write_bytes(certs.key_pem)
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     # No ca.crt: the certificate itself is the bundle (right for a self-signed one).
     assert serve_locally(server, cert_dir=tmp_path).ca_bundle == certs.cert_pem
     # cert-manager's Secrets carry ca.crt: that is the bundle then.
@@ -240,7 +247,7 @@ def test_serving_a_given_certificate_directory_trusts_its_ca_or_the_certificate(
     local.cleanup()
     assert (tmp_path / "tls.crt").exists()  # a given directory is the user's: kept
 
-    with pytest.raises(kubeforge.CertificateError, match=r"no ca\.crt and no tls\.crt"):
+    with pytest.raises(kubeforge.webhook.CertificateError, match=r"no ca\.crt and no tls\.crt"):
         serve_locally(server, cert_dir=tmp_path / "missing")
 
 
@@ -249,13 +256,13 @@ class GadgetSpec(kubeforge.Model):
 
 
 @kubeforge.resource(group="gadgets.example.com", version="v1")
-class Gadget(kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.Hub):
+class Gadget(kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.conversion.Hub):
     """The hub."""
 
 
 @kubeforge.resource(group="gadgets.example.com", version="v1alpha1", kind="Gadget", storage=False)
 class GadgetV1alpha1(
-    kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.Convertible[Gadget]
+    kubeforge.Resource[GadgetSpec, kubeforge.Model], kubeforge.conversion.Convertible[Gadget]
 ):
     def to_hub(self) -> Gadget:
         return Gadget(metadata=self.metadata, spec=self.spec)
@@ -272,7 +279,7 @@ async def test_the_conversion_webhook_registers_its_crds_and_is_not_an_unmarked_
     await env.client.apply(crd, force=True)
     await env.client.wait_established([GADGETS])
     installed = (await env.client.get(CRD_KIND, GADGETS))["spec"]["conversion"]
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     server.register("/label", label_config_maps)
     server.register("/unmarked", unmarked)
     server.register_conversion(Gadget)
@@ -342,7 +349,7 @@ async def test_crds_left_pointing_at_a_killed_run_get_their_own_conversion_back_
 
     async def register_and_kill() -> str:
         """A registration whose process died: never removed, its server gone."""
-        server = kubeforge.WebhookServer()
+        server = kubeforge.webhook.WebhookServer()
         server.register_conversion(Gadget)
         local = serve_locally(server)
         await server.start()
@@ -354,7 +361,7 @@ async def test_crds_left_pointing_at_a_killed_run_get_their_own_conversion_back_
             local.cleanup()
 
     async def register_and_remove() -> None:
-        server = kubeforge.WebhookServer()
+        server = kubeforge.webhook.WebhookServer()
         server.register_conversion(Gadget)
         local = serve_locally(server)
         await server.start()

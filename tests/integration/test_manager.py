@@ -16,15 +16,16 @@ from typing import Any
 import aiohttp
 import pytest
 
+from kubeforge import Client
 from kubeforge._api.machinery.certificates import generate_certificates
-from kubeforge.client import Client, load_kubeconfig
 from kubeforge._runtime.controller import ControllerOptions
 from kubeforge._runtime.leaderelection import LeadershipLost
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
-from kubeforge.testing import eventually
 from kubeforge._webhook.review import AdmissionResponse
 from kubeforge._webhook.server import WebhookServer
+from kubeforge.client import load_kubeconfig
+from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"
 
@@ -239,6 +240,7 @@ SCRIPT = textwrap.dedent(
     """
     import asyncio, sys, pathlib
     import kubeforge
+    from kubeforge.client import load_kubeconfig
 
     marker = pathlib.Path(sys.argv[2])
 
@@ -250,7 +252,7 @@ SCRIPT = textwrap.dedent(
             return kubeforge.Result()
 
     async def main():
-        manager = kubeforge.Manager(kubeforge.load_kubeconfig(sys.argv[1]))
+        manager = kubeforge.Manager(load_kubeconfig(sys.argv[1]))
         manager.controller().for_("v1/ConfigMap").complete(Slow())
         await manager.run()
 

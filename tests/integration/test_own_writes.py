@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from kubeforge.client import Client, Conflict, NotFound, load_kubeconfig
+from kubeforge import Client, Conflict, NotFound
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually, metric_value
 from tests.integration.crd_fixtures import widget_crd
 

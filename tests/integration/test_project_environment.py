@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kubeforge.client import Client
+from kubeforge import Client
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.testing import TestEnv, eventually

@@ -9,8 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._apiserver.handlers.pods import LogRequest
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 from tests.support import HTTPClient, connect
 

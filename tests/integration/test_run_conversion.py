@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from kubeforge.client import Client
+from kubeforge import Client
 from kubeforge.testing import Kubectl, eventually
 from tests.integration.test_cli_project import KUBEFORGE, kubeforge
 

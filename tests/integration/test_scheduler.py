@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
 from kubeforge._cluster.controllers import scheduler
 from kubeforge._cluster.controllers.scheduler import pod_requests, resource_amount, tolerates
 from kubeforge._runtime.manager import Manager
+from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 
 NS = "default"

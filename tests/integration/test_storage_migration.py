@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver import APIServer
+from kubeforge import Client
 from kubeforge._apiserver.types.resource import GroupResource
-from kubeforge.client import Client, load_kubeconfig
 from kubeforge._client.client import ObjectList
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.storagemigration import (
@@ -24,6 +23,8 @@ from kubeforge._client.storagemigration import (
     find_crd,
     migrate_storage,
 )
+from kubeforge.apiserver import APIServer
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually, metric_sum
 from tests.integration.admission_support import WebhookServer
 from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd

@@ -14,13 +14,15 @@ from typing import Any
 import pytest
 
 import kubeforge
-from kubeforge.client import Client, NotFound, load_kubeconfig
+import kubeforge.events
+from kubeforge import Client, NotFound
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.cached_client import CachedClient, SyncClient
 from kubeforge._runtime.controller import Controller, ControllerOptions
 from kubeforge._runtime.handler import EnqueueRequestForObject
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Request, Result, SyncReconciler
+from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually
 
 CM = "v1/ConfigMap"
@@ -49,7 +51,7 @@ async def test_events_recorded_by_a_def_reconciler_are_written(
     manager: Manager, api: Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     class Announcer(SyncReconciler):
-        def __init__(self, events: kubeforge.EventRecorder) -> None:
+        def __init__(self, events: kubeforge.events.EventRecorder) -> None:
             self.events = events
 
         def reconcile(self, request: Request) -> Result | None:

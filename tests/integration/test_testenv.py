@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 import kubeforge
+import kubeforge.predicate
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import (
     USE_EXISTING_CLUSTER,
@@ -305,7 +306,7 @@ def register(manager: kubeforge.Manager) -> None:
     (
         manager.controller()
         .for_("v1/ConfigMap")
-        .with_event_filter(kubeforge.LabelSelectorPredicate("test=run-manager"))
+        .with_event_filter(kubeforge.predicate.LabelSelectorPredicate("test=run-manager"))
         .named("mark-seen")
         .complete(MarkSeen())
     )

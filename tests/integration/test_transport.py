@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import pytest
 from aiohttp import web
 
-from kubeforge.client import ApiError, ClusterConfig, TooManyRequests
+from kubeforge import ApiError, ClusterConfig
 from kubeforge._client.transport import Transport
+from kubeforge.client import TooManyRequests
 
 
 @dataclass

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 import kubeforge
+import kubeforge.webhook
+from kubeforge import Client, Invalid
 from kubeforge._api.crd import crd_filename, dump_yaml, group_crds
-from kubeforge.client import Client, Invalid
 from kubeforge._runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
 from kubeforge.testing import Kubectl
 
@@ -66,7 +67,7 @@ def test_generated_crds_match_the_reviewed_yaml(name: str) -> None:
 class ConversionServer:
     """A webhook server converting cnat's At (what cnat's manager serves), on this machine."""
 
-    def __init__(self, server: kubeforge.WebhookServer, local: LocalServing) -> None:
+    def __init__(self, server: kubeforge.webhook.WebhookServer, local: LocalServing) -> None:
         self.server = server
         self.local = local
 
@@ -86,7 +87,7 @@ async def install(
 @pytest.fixture
 async def conversion() -> AsyncIterator[ConversionServer]:
     """cnat's At conversion webhook, served on this machine."""
-    server = kubeforge.WebhookServer()
+    server = kubeforge.webhook.WebhookServer()
     server.register_conversion(kind("cnat", "At", "v1"))
     local = serve_locally(server)
     await server.start()

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 import kubeforge
-from kubeforge.client import Client
+from kubeforge import Client
 from kubeforge.models import (
     Container,
     CronJob,

@@ -12,12 +12,17 @@ import pytest
 from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
 from kubeforge._api.model import Model
 from kubeforge._api.resource import Resource
-from kubeforge.apiserver import APIServer
 from kubeforge._client.client import Client
 from kubeforge._client.config import load_kubeconfig
 from kubeforge._client.errors import Conflict, NotFound
 from kubeforge._runtime.finalizers import ensure_finalizer, release_finalizer
-from kubeforge._runtime.upsert import OperationResult, create_or_patch, create_or_update, merge_patch
+from kubeforge._runtime.upsert import (
+    OperationResult,
+    create_or_patch,
+    create_or_update,
+    merge_patch,
+)
+from kubeforge.apiserver import APIServer
 from tests.integration.crd_fixtures import widget_crd
 
 CM = "v1/ConfigMap"

@@ -23,13 +23,14 @@ import pytest
 from cryptography import x509
 
 import kubeforge
+import kubeforge.webhook
 from kubeforge._apiserver.storage.patch import apply_json_patch
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
+from kubeforge._testing.metrics import metric_value
+from kubeforge._webhook.review import MAX_REVIEW_BYTES
 from kubeforge.client import load_kubeconfig
 from kubeforge.models.core_v1 import Pod
 from kubeforge.testing import eventually
-from kubeforge._testing.metrics import metric_value
-from kubeforge._webhook.review import MAX_REVIEW_BYTES
 
 GROUP = "hooks.kubeforge.dev"
 MUTATE = "/mutate-hooks-kubeforge-dev-v1-gadget"
@@ -47,45 +48,47 @@ class Gadget(kubeforge.Resource[GadgetSpec, None]):
     """A gadget, to be defaulted and validated."""
 
 
-@kubeforge.admission_webhook(verbs=["create", "update"], failure_policy="Ignore")
-class GadgetDefaulter(kubeforge.Defaulter[Gadget]):
+@kubeforge.webhook.admission_webhook(verbs=["create", "update"], failure_policy="Ignore")
+class GadgetDefaulter(kubeforge.webhook.Defaulter[Gadget]):
     """A plain `def`: runs in a worker thread."""
 
-    def default(self, gadget: Gadget) -> kubeforge.Warnings | None:
+    def default(self, gadget: Gadget) -> kubeforge.webhook.Warnings | None:
         if gadget.spec.color is None:
             gadget.spec.color = "blue"
         if "defaulted" not in gadget.spec.tags:
             gadget.spec.tags.append("defaulted")
-        if kubeforge.admission_request().dry_run:
+        if kubeforge.webhook.admission_request().dry_run:
             return ["defaulted in a dry run"]
         return ["color defaulted"] if gadget.spec.color == "blue" else None
 
 
-@kubeforge.admission_webhook(verbs=["create", "update", "delete"], timeout_seconds=5)
-class GadgetValidator(kubeforge.Validator[Gadget]):
+@kubeforge.webhook.admission_webhook(verbs=["create", "update", "delete"], timeout_seconds=5)
+class GadgetValidator(kubeforge.webhook.Validator[Gadget]):
     """Sync and async checks side by side."""
 
-    def validate_create(self, gadget: Gadget) -> kubeforge.Warnings | None:
+    def validate_create(self, gadget: Gadget) -> kubeforge.webhook.Warnings | None:
         if gadget.spec.size > 10:
-            raise kubeforge.InvalidObject(
-                kubeforge.FieldError.invalid("spec.size", gadget.spec.size, "must be at most 10"),
-                kubeforge.FieldError.required("spec.color"),
+            raise kubeforge.webhook.InvalidObject(
+                kubeforge.webhook.FieldError.invalid(
+                    "spec.size", gadget.spec.size, "must be at most 10"
+                ),
+                kubeforge.webhook.FieldError.required("spec.color"),
                 warnings=["sizes above 5 are deprecated"],
             )
         if gadget.spec.size > 5:
             return ["sizes above 5 are deprecated"]
         return None
 
-    async def validate_update(self, old: Gadget, new: Gadget) -> kubeforge.Warnings | None:
+    async def validate_update(self, old: Gadget, new: Gadget) -> kubeforge.webhook.Warnings | None:
         await asyncio.sleep(0)
         if new.spec.size < old.spec.size:
-            user = kubeforge.admission_request().user_info.username
-            raise kubeforge.Denied(f"{user} may not shrink a gadget")
+            user = kubeforge.webhook.admission_request().user_info.username
+            raise kubeforge.webhook.Denied(f"{user} may not shrink a gadget")
         return None
 
 
 class GuardedValidator(GadgetValidator):
-    def validate_delete(self, gadget: Gadget) -> kubeforge.Warnings | None:
+    def validate_delete(self, gadget: Gadget) -> kubeforge.webhook.Warnings | None:
         labels = gadget.metadata.labels or {}
         if labels.get("protected") == "true":
             # An API error, as the client raises them, refuses with its own Status.
@@ -98,23 +101,29 @@ async def label_configmap(cm: dict[str, Any]) -> None:
     cm.setdefault("metadata", {}).setdefault("labels", {})["seen-by"] = "webhook"
 
 
-@kubeforge.admission_webhook(kind=Pod, mutating=True, verbs="create", name="sidecar.hooks.kb.io")
-def inject_sidecar(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+@kubeforge.webhook.admission_webhook(
+    kind=Pod, mutating=True, verbs="create", name="sidecar.hooks.kb.io"
+)
+def inject_sidecar(
+    request: kubeforge.webhook.AdmissionRequest,
+) -> kubeforge.webhook.AdmissionResponse:
     """A raw handler for a built-in kind: the pod as it should be, turned into a patch."""
     pod = copy.deepcopy(request.object or {})
     annotations = pod.get("metadata", {}).get("annotations") or {}
     if "inject" not in annotations:
-        return kubeforge.AdmissionResponse.allow()
+        return kubeforge.webhook.AdmissionResponse.allow()
     containers = pod["spec"]["containers"]
     containers.append({"name": "sidecar", "image": annotations["inject"]})
-    return kubeforge.AdmissionResponse.patch_to(request.object or {}, pod, warnings=["injected"])
+    return kubeforge.webhook.AdmissionResponse.patch_to(
+        request.object or {}, pod, warnings=["injected"]
+    )
 
 
-def echo(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+def echo(request: kubeforge.webhook.AdmissionRequest) -> kubeforge.webhook.AdmissionResponse:
     """Tells what it was given, as warnings."""
-    assert request is kubeforge.admission_request()
+    assert request is kubeforge.webhook.admission_request()
     options = request.options or {}
-    return kubeforge.AdmissionResponse.allow(
+    return kubeforge.webhook.AdmissionResponse.allow(
         "seen",
         warnings=[
             f"operation={request.operation}",
@@ -131,7 +140,9 @@ def echo(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
 class Explodes:
     """A raw handler object whose async handle has a bug."""
 
-    async def handle(self, request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+    async def handle(
+        self, request: kubeforge.webhook.AdmissionRequest
+    ) -> kubeforge.webhook.AdmissionResponse:
         raise RuntimeError("boom")
 
 
@@ -144,7 +155,7 @@ def write_certs(directory: Path, certs: ServingCertificates) -> None:
 @dataclass
 class Hooks:
     manager: kubeforge.Manager
-    server: kubeforge.WebhookServer
+    server: kubeforge.webhook.WebhookServer
     session: aiohttp.ClientSession
     certs: ServingCertificates
     cert_dir: Path
@@ -226,7 +237,7 @@ async def hooks(kubeconfig: Path, tmp_path: Path) -> AsyncIterator[Hooks]:
     certs = generate_certificates()
     cert_dir = tmp_path / "serving-certs"
     write_certs(cert_dir, certs)
-    server = kubeforge.WebhookServer(
+    server = kubeforge.webhook.WebhookServer(
         host="127.0.0.1", port=0, cert_dir=cert_dir, cert_check_interval=0.05
     )
     manager = kubeforge.Manager(
@@ -597,7 +608,7 @@ async def test_every_interface_and_a_free_port_is_one_port_for_ipv4_and_ipv6(
 ) -> None:
     certs = generate_certificates()
     write_certs(tmp_path, certs)
-    server = kubeforge.WebhookServer(host="", port=0, cert_dir=tmp_path)
+    server = kubeforge.webhook.WebhookServer(host="", port=0, cert_dir=tmp_path)
     server.register("/echo", echo)
     await server.start()
     try:
@@ -638,7 +649,7 @@ async def test_registered_webhooks_are_listed_for_configurations(hooks: Hooks) -
     assert sidecar is not None and sidecar.name == "sidecar.hooks.kb.io"
     assert sidecar.rules[0].resources == ("pods",) and sidecar.rules[0].api_groups == ("",)
 
-    configurations = kubeforge.webhook_configurations(
+    configurations = kubeforge.webhook.webhook_configurations(
         hooks.server.specs(), base_url=hooks.server.url, ca_bundle=hooks.certs.ca_pem
     )
     urls = [w["clientConfig"]["url"] for c in configurations for w in c["webhooks"]]
@@ -665,10 +676,10 @@ async def test_a_manager_with_webhooks_and_no_certificates_fails_clearly(
 ) -> None:
     manager = kubeforge.Manager(
         load_kubeconfig(kubeconfig),
-        webhook_server=kubeforge.WebhookServer(port=0, cert_dir=tmp_path / "missing"),
+        webhook_server=kubeforge.webhook.WebhookServer(port=0, cert_dir=tmp_path / "missing"),
     )
     manager.webhook_for(Gadget).validator(GadgetValidator()).complete()
-    with pytest.raises(kubeforge.CertificateError, match="No such file or directory"):
+    with pytest.raises(kubeforge.webhook.CertificateError, match="No such file or directory"):
         await asyncio.wait_for(manager.start(), 10)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubeforge._api.meta import GroupVersionKind
-from kubeforge.models import ConfigMap, Deployment
 from kubeforge._runtime.cache import kind_key
+from kubeforge.models import ConfigMap, Deployment
 
 
 def test_every_spelling_of_a_kind_has_one_key() -> None:

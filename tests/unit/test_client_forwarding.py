@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import pytest
 
-from kubeforge.client import Client, ObjectClient, SyncObjectClient
+from kubeforge import Client, ObjectClient, SyncObjectClient
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.cached_client import CachedClient, SyncClient
 

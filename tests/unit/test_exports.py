@@ -1,5 +1,6 @@
-"""The lazily exported names of `kubeforge` and `kubeforge.testing`: the names that load on
-first use, the imports type checkers read and `__all__` name the same objects."""
+"""The lazily exported names of `kubeforge`, `kubeforge.testing`, `kubeforge.cluster` and
+`kubeforge.apiserver`: the names that load on first use, the imports type checkers read and
+`__all__` name the same objects."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from types import ModuleType
 import pytest
 
 import kubeforge
+import kubeforge.apiserver
+import kubeforge.cluster
 import kubeforge.testing
 
-PACKAGES = [kubeforge, kubeforge.testing]
+PACKAGES = [kubeforge, kubeforge.testing, kubeforge.cluster, kubeforge.apiserver]
 
 
 def type_checking_imports(package: ModuleType) -> dict[str, str]:
@@ -60,9 +63,9 @@ def test_every_lazy_name_resolves_to_its_module_s_object(package: ModuleType) ->
 
 def test_importing_the_packages_loads_none_of_the_exported_modules() -> None:
     code = (
-        "import sys, kubeforge, kubeforge.testing\n"
+        "import sys, kubeforge, kubeforge.testing, kubeforge.cluster, kubeforge.apiserver\n"
         "loaded = sorted(k for k in sys.modules if k.startswith('kubeforge'))\n"
-        "assert loaded == ['kubeforge', 'kubeforge._version', 'kubeforge._lazyload',"
-        " 'kubeforge.testing'], loaded\n"
+        "assert loaded == ['kubeforge', 'kubeforge._lazyload', 'kubeforge._version',"
+        " 'kubeforge.apiserver', 'kubeforge.cluster', 'kubeforge.testing'], loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

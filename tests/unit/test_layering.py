@@ -1,8 +1,9 @@
 """The package's import structure, read from the source: each layer imports only the layers
 below it, and each stage of the API server only the stages below it (docs/concepts.md); no
-module below the root imports the root package; and there is no import cycle anywhere,
-between modules or between the packages of any one package. Every import counts: those under
-`if TYPE_CHECKING:` and those made inside functions too."""
+internal module imports a public one (the root and the concept modules sit above every
+layer; decision 44); and there is no import cycle anywhere, between modules or between the
+packages of any one package. Every import counts: those under `if TYPE_CHECKING:` and those
+made inside functions too."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "kubeforge"
 
 # Layer -> the kubeforge packages and modules its code may import (besides itself).
 ALLOWED = {
-    "api.machinery": {"_version"},
-    "api": {"_version", "api.machinery"},
-    "apiserver": {"_version", "api", "api.machinery"},
-    "client": {"_version", "api", "api.machinery"},
-    "webhook": {"_version", "api", "api.machinery"},
-    "runtime": {"_version", "api", "api.machinery", "client", "webhook"},
+    "_api.machinery": {"_version"},
+    "_api": {"_version", "_api.machinery"},
+    "_apiserver": {"_version", "_api", "_api.machinery"},
+    "_client": {"_version", "_api", "_api.machinery"},
+    "_webhook": {"_version", "_api", "_api.machinery"},
+    "_runtime": {"_version", "_api", "_api.machinery", "_client", "_webhook"},
 }
 
 # The API server's stages, from the bottom: each imports only the stages before it (besides
-# the layers `apiserver` may import). A request meets them from `auth` down in this order
+# the layers `_apiserver` may import). A request meets them from `auth` down in this order
 # (who asks, admission, the verb's handler, storage, types); `http` and `request` below
 # them are the framing and the vocabulary every stage speaks.
 APISERVER_STAGES = (
@@ -88,7 +89,7 @@ def owner(name: str) -> str:
 
 def layer_of(name: str) -> str:
     """The layer of ALLOWED that a kubeforge module (or a name in one) belongs to: the longest
-    key naming one of its packages (`api.machinery` inside `api`), else its top package."""
+    key naming one of its packages (`_api.machinery` inside `_api`), else its top package."""
     parts = name.split(".")[1:]
     for end in range(len(parts), 0, -1):
         if ".".join(parts[:end]) in ALLOWED:
@@ -122,30 +123,54 @@ def test_each_apiserver_stage_imports_only_the_stages_below(stage: str) -> None:
     wrong = sorted(
         f"{module} imports {name}"
         for module, path in MODULES.items()
-        if module.split(".")[1:3] == ["apiserver", stage]
+        if module.split(".")[1:3] == ["_apiserver", stage]
         for name in imported(path)
-        if name.startswith("kubeforge.apiserver") and apiserver_part(name) not in allowed
+        if name.startswith("kubeforge._apiserver") and apiserver_part(name) not in allowed
     )
     assert wrong == []
 
 
 def test_every_apiserver_module_is_in_a_stage_or_at_the_top() -> None:
-    top = {"kubeforge.apiserver", *(f"kubeforge.apiserver.{name}" for name in APISERVER_TOP)}
+    top = {"kubeforge._apiserver", *(f"kubeforge._apiserver.{name}" for name in APISERVER_TOP)}
     loose = sorted(
         module
         for module in MODULES
-        if module.startswith("kubeforge.apiserver")
+        if module.startswith("kubeforge._apiserver")
         and apiserver_part(module) == "top"
         and module not in top
     )
     assert loose == []
 
 
-def test_no_module_below_the_root_imports_the_root_package() -> None:
+def is_internal(module: str) -> bool:
+    """Internal by decision 44: a part of the path starts with an underscore."""
+    return any(part.startswith("_") for part in module.split("."))
+
+
+def is_models(module: str) -> bool:
+    """The generated typed models: public, and read by every layer."""
+    return module == "kubeforge.models" or module.startswith("kubeforge.models.")
+
+
+def test_no_internal_module_imports_a_public_one() -> None:
     wrong = sorted(
-        module
+        f"{module} imports {name}"
         for module, path in MODULES.items()
-        if module != "kubeforge" and "kubeforge" in set(imported(path))
+        if is_internal(module) and not is_models(module)
+        for name in imported(path)
+        if not is_internal(owner(name)) and not is_models(owner(name))
+    )
+    assert wrong == []
+
+
+def test_public_modules_import_only_internal_ones() -> None:
+    # A concept module is a façade over the implementation, never over another façade.
+    wrong = sorted(
+        f"{module} imports {name}"
+        for module, path in MODULES.items()
+        if not is_internal(module) and not is_models(module)
+        for name in imported(path)
+        if not is_internal(owner(name))
     )
     assert wrong == []
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import kubeforge
+import kubeforge.logs
 from kubeforge._runtime.logs import ReconcileContext, reconciling
 
 CONTEXT = ReconcileContext("at", "At", "default", "demo", "0f1e2d")
@@ -30,7 +31,7 @@ def restore_root() -> Iterator[None]:
 
 def test_json_lines_carry_the_reconcile_and_extra_fields(restore_root: None) -> None:
     out = io.StringIO()
-    kubeforge.configure_logging("json", stream=out)
+    kubeforge.logs.configure_logging("json", stream=out)
     log = logging.getLogger("tests.json")
     log.info("outside")
     with reconciling(CONTEXT):
@@ -59,7 +60,7 @@ def test_json_lines_carry_the_reconcile_and_extra_fields(restore_root: None) -> 
 
 def test_text_lines_end_with_the_reconcile(restore_root: None) -> None:
     out = io.StringIO()
-    kubeforge.configure_logging("text", stream=out)
+    kubeforge.logs.configure_logging("text", stream=out)
     with reconciling(CONTEXT):
         logging.getLogger("tests.text").info("phase %s", "DONE")
     line = out.getvalue().strip()
@@ -79,19 +80,19 @@ def test_a_reconcile_logger_tags_records_without_any_filter() -> None:
     logger = logging.getLogger("tests.adapter")
     logger.addHandler(Keep())
     logger.setLevel(logging.INFO)
-    adapter = kubeforge.reconcile_logger("tests.adapter")
+    adapter = kubeforge.logs.reconcile_logger("tests.adapter")
     adapter.info("no reconcile")
     with reconciling(CONTEXT):
-        assert kubeforge.current_reconcile() == CONTEXT
+        assert kubeforge.logs.current_reconcile() == CONTEXT
         adapter.info("in one")
-    assert kubeforge.current_reconcile() is None
+    assert kubeforge.logs.current_reconcile() is None
     assert not hasattr(records[0], "reconcile_id")
     assert getattr(records[1], "object_name", None) == "demo"
 
 
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="text or json"):
-        kubeforge.configure_logging("xml")  # type: ignore[arg-type]
+        kubeforge.logs.configure_logging("xml")  # type: ignore[arg-type]
 
 
 def test_reconcile_ids_are_distinct_random_uuids() -> None:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import pytest
 
 import kubeforge
+import kubeforge.markers
 from kubeforge._api import markers as mk
 from kubeforge._api.schema import SchemaError, schema_for_model
 
@@ -66,14 +67,14 @@ def test_markers_that_fit_still_apply(annotation: Any, expected: dict[str, Any])
 
 
 def test_a_misfit_marker_on_a_class_names_the_class() -> None:
-    @kubeforge.markers(mk.MinLength(1))
+    @kubeforge.markers.on_class(mk.MinLength(1))
     class Spec(kubeforge.Model):
         name: str = ""
 
     with pytest.raises(SchemaError, match=r"\.Spec: MinLength\(value=1\) applies to strings"):
         schema_for_model(Spec)
 
-    @kubeforge.markers(mk.MinProperties(1), mk.StructType("atomic"))
+    @kubeforge.markers.on_class(mk.MinProperties(1), mk.StructType("atomic"))
     class Fine(kubeforge.Model):
         name: str = ""
 
@@ -82,7 +83,7 @@ def test_a_misfit_marker_on_a_class_names_the_class() -> None:
 
 def test_the_crd_generator_refuses_a_resource_with_a_misfit_marker() -> None:
     class BadSpec(kubeforge.Model):
-        replicas: Annotated[int, kubeforge.MinLength(2)] = 1
+        replicas: Annotated[int, kubeforge.markers.MinLength(2)] = 1
 
     @kubeforge.resource(group="misfit.example.com", version="v1")
     class Bad(kubeforge.Resource[BadSpec, None]):

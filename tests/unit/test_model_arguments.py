@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from pydantic import Field, ValidationError
 
 import kubeforge
+import kubeforge.markers
 from kubeforge.models import Container, CronJobSpec, JobTemplateSpec, Pod, PodSpec
 from kubeforge.models.meta_v1 import ServerAddressByClientCIDR
 from kubeforge.testing import objects
@@ -23,7 +24,7 @@ class TabSpec(kubeforge.Model):
 
 
 class TabStatus(kubeforge.Model):
-    conditions: Annotated[list[kubeforge.Condition], kubeforge.ListMapKeys("type")] = Field(
+    conditions: Annotated[list[kubeforge.Condition], kubeforge.markers.ListMapKeys("type")] = Field(
         default_factory=list
     )
 

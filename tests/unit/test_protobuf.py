@@ -534,7 +534,7 @@ def test_generator_reproduces_the_shipped_go_derived_tables() -> None:
     binary = find_kubectl("1.33", exact=True)
     go_messages, lists = gen.load_go(gen.GoBinary(Path(binary)))
     shipped = orjson.loads(
-        (REPO / "src/kubeforge/apiserver/request/data/proto_messages.json").read_bytes()
+        (REPO / "src/kubeforge/_apiserver/request/data/proto_messages.json").read_bytes()
     )
     assert sorted(lists) == shipped["lists"]
     for name, fields in go_messages.items():

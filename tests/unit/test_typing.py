@@ -16,6 +16,10 @@ SNIPPET = '''
 from typing import Any, Unpack
 
 import kubeforge
+import kubeforge.cache
+import kubeforge.client
+import kubeforge.meta
+import kubeforge.workqueue
 from kubeforge.client import GetOptions, KindLike, KindOf, ListOptions, Obj, PatchOptions
 from kubeforge.models import ConfigMap
 
@@ -91,16 +95,18 @@ class Objects(kubeforge.ObjectReconciler[Thing]):
 
 
 def clients(
-    live: kubeforge.Client, cached: kubeforge.CachedClient, blocking: kubeforge.SyncClient
+    live: kubeforge.Client,
+    cached: kubeforge.cache.CachedClient,
+    blocking: kubeforge.cache.SyncClient,
 ) -> None:
-    readers: list[kubeforge.Reader] = [live, cached]
-    writers: list[kubeforge.Writer] = [live, cached]
-    status: list[kubeforge.StatusWriter] = [live, cached]
+    readers: list[kubeforge.client.Reader] = [live, cached]
+    writers: list[kubeforge.client.Writer] = [live, cached]
+    status: list[kubeforge.client.StatusWriter] = [live, cached]
     both: list[kubeforge.ObjectClient] = [live, cached]
     sync: kubeforge.SyncObjectClient = blocking
     wrong: kubeforge.ObjectClient = blocking  # error: assignment
     unawaited: kubeforge.SyncObjectClient = cached  # error: assignment
-    readers_by_hand: kubeforge.SyncReader = FakeReader()
+    readers_by_hand: kubeforge.client.SyncReader = FakeReader()
 
 
 class FakeReader:
@@ -111,24 +117,24 @@ class FakeReader:
 
     def list(
         self, kind: KindOf[Obj], **options: Unpack[ListOptions]
-    ) -> kubeforge.ObjectList[Obj]:
+    ) -> kubeforge.client.ObjectList[Obj]:
         raise NotImplementedError
 
     def get_metadata(
         self, kind: KindLike, name: str, **options: Unpack[GetOptions]
-    ) -> kubeforge.PartialObjectMetadata:
+    ) -> kubeforge.meta.PartialObjectMetadata:
         raise NotImplementedError
 
     def list_metadata(
         self, kind: KindLike, **options: Unpack[ListOptions]
-    ) -> kubeforge.ObjectList[kubeforge.PartialObjectMetadata]:
+    ) -> kubeforge.client.ObjectList[kubeforge.meta.PartialObjectMetadata]:
         raise NotImplementedError
 
 
 def wiring(manager: kubeforge.Manager, config: dict[str, Any]) -> None:
     reveal_type(manager.event_recorder("x"))  # reveal: kubeforge._runtime.events.EventRecorder
     builder = manager.controller().for_(Thing)
-    builder.with_options(max_concurrent_reconciles=2, rate_limiter=kubeforge.MaxOf())
+    builder.with_options(max_concurrent_reconciles=2, rate_limiter=kubeforge.workqueue.MaxOf())
     builder.with_options(max_concurrent_reconciles="2")  # error: arg-type
     builder.with_options(workers=2)  # error: call-arg
     kubeforge.set_controller_reference(config, config)

@@ -11,6 +11,9 @@ import pytest
 import yaml
 
 import kubeforge
+import kubeforge.meta
+import kubeforge.models
+import kubeforge.webhook
 from kubeforge._api.crd import dump_yaml
 from kubeforge._api.webhooks import (
     WebhookMarker,
@@ -208,7 +211,7 @@ def test_every_option_is_written_where_controller_gen_writes_it() -> None:
         resources=["captains", "captains/status"],
         scope="Namespaced",
         match_policy="exact",
-        namespace_selector=kubeforge.LabelSelector.model_validate(
+        namespace_selector=kubeforge.models.LabelSelector.model_validate(
             {
                 "matchExpressions": [
                     {"key": "environment", "operator": "In", "values": ["dev", "test"]}
@@ -224,7 +227,7 @@ def test_every_option_is_written_where_controller_gen_writes_it() -> None:
         service_namespace="crew-system",
         service_port=8443,
     )
-    class CaptainDefaulter(kubeforge.Defaulter[Captain]):
+    class CaptainDefaulter(kubeforge.webhook.Defaulter[Captain]):
         def default(self, obj: Captain) -> None:
             return None
 
@@ -238,8 +241,10 @@ def test_a_url_marker_and_a_local_server_with_its_ca() -> None:
     @admission_webhook(
         kind=Pod, mutating=False, verbs="create", url="https://policy.example.com/validate-pods"
     )
-    def external(request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
-        return kubeforge.AdmissionResponse.allow()
+    def external(
+        request: kubeforge.webhook.AdmissionRequest,
+    ) -> kubeforge.webhook.AdmissionResponse:
+        return kubeforge.webhook.AdmissionResponse.allow()
 
     served = spec(WebhookMarker(), Captain, True)
     elsewhere = markers_of(external)[0].spec()
@@ -263,14 +268,14 @@ def test_paths_names_and_kinds() -> None:
     assert mutate_path(kind_of(Pod)[0]) == "/mutate--v1-pod"
     assert validate_path(kind_of(Captain)[0]) == "/validate-crew-testproject-org-v1-captain"
     assert kind_of("networking.k8s.io/v1/Ingress")[1] == "ingresses"
-    assert kind_of(kubeforge.GroupVersionKind("", "v1", "Pod"))[1] == "pods"
+    assert kind_of(kubeforge.meta.GroupVersionKind("", "v1", "Pod"))[1] == "pods"
     assert default_name(kind_of(Captain)[0], False) == "vcaptain-v1.kb.io"
 
 
 def test_markers_stack_and_the_matching_one_is_chosen() -> None:
     @admission_webhook(mutating=True, failure_policy="Ignore")
     @admission_webhook(mutating=False, verbs=["delete"])
-    class Both(kubeforge.Validator[Captain]):
+    class Both(kubeforge.webhook.Validator[Captain]):
         def default(self, obj: Captain) -> None:
             return None
 
@@ -280,7 +285,7 @@ def test_markers_stack_and_the_matching_one_is_chosen() -> None:
     assert validating is not None and validating.verbs == ("DELETE",)
 
     @admission_webhook(verbs=["create"])
-    class Either(kubeforge.Validator[Captain]):
+    class Either(kubeforge.webhook.Validator[Captain]):
         pass
 
     assert marker_for(Either, True) is marker_for(Either, False)

@@ -8,15 +8,16 @@ from typing import Any
 import pytest
 
 import kubeforge
+import kubeforge.webhook
 from kubeforge._apiserver.storage.patch import apply_json_patch
-from kubeforge.models.core_v1 import Pod
 from kubeforge._webhook.typed import DefaultingHandler, ValidatingHandler
+from kubeforge.models.core_v1 import Pod
 
 
 def request(
     operation: str, obj: Any, old: Any = None, kind: str = "Pod"
-) -> kubeforge.AdmissionRequest:
-    return kubeforge.AdmissionRequest.model_validate(
+) -> kubeforge.webhook.AdmissionRequest:
+    return kubeforge.webhook.AdmissionRequest.model_validate(
         {
             "uid": "u",
             "kind": {"group": "", "version": "v1", "kind": kind},
@@ -57,7 +58,7 @@ async def test_an_object_the_class_cannot_read_is_a_bad_request() -> None:
 
 
 async def test_warnings_must_be_strings() -> None:
-    class Odd(kubeforge.Validator[Pod]):
+    class Odd(kubeforge.webhook.Validator[Pod]):
         def validate_create(self, obj: Pod) -> Any:
             return {"not": "warnings"}
 
@@ -68,7 +69,7 @@ async def test_warnings_must_be_strings() -> None:
 async def test_a_validator_sees_typed_old_and_new_objects() -> None:
     seen: list[tuple[str, str]] = []
 
-    class Recording(kubeforge.Validator[Pod]):
+    class Recording(kubeforge.webhook.Validator[Pod]):
         async def validate_update(self, old: Pod, new: Pod) -> list[str]:
             assert isinstance(old, Pod) and isinstance(new, Pod)
             seen.append((old.spec.containers[0].image or "", new.spec.containers[0].image or ""))
