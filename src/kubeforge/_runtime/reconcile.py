@@ -21,7 +21,7 @@ from kubeforge._client.errors import NotFound
 from kubeforge._runtime.logs import ReconcileLogger, reconcile_logger
 
 if TYPE_CHECKING:
-    from kubeforge._runtime.cached_client import CachedClient, SyncClient
+    from kubeforge._client.protocols import ObjectClient, SyncObjectClient
 
 __all__ = [
     "ObjectReconciler",
@@ -88,10 +88,12 @@ class Reconciler(_Logging):
     """Subclass and implement `async def reconcile(self, request)`.
 
     The manager sets `client` before the controller starts: reads come from the shared
-    cache, writes go to the API server.
+    cache, writes go to the API server. It is typed as what every client offers
+    (`ObjectClient`); the manager's live reader and cache are `manager.api_reader` and
+    `manager.cache`, for a reconciler that needs them.
     """
 
-    client: CachedClient
+    client: ObjectClient
 
     async def reconcile(self, request: Request) -> Result | None:
         raise NotImplementedError
@@ -99,9 +101,9 @@ class Reconciler(_Logging):
 
 class SyncReconciler(_Logging):
     """Like Reconciler, with a plain `def reconcile`: it runs in a worker thread and its
-    `client` is a blocking facade over the same cached client."""
+    `client` is a blocking facade over the same cached client (`SyncObjectClient`)."""
 
-    client: SyncClient
+    client: SyncObjectClient
 
     def reconcile(self, request: Request) -> Result | None:
         raise NotImplementedError
@@ -111,7 +113,7 @@ class ObjectReconciler(_Logging, Generic[T]):
     """Subclass and implement `async def reconcile(self, obj)`: `obj` is the object of the
     controller's `for_` kind, as the cache holds it (typed for typed kinds)."""
 
-    client: CachedClient
+    client: ObjectClient
 
     async def reconcile(self, obj: T) -> Result | None:
         raise NotImplementedError
@@ -120,7 +122,7 @@ class ObjectReconciler(_Logging, Generic[T]):
 class SyncObjectReconciler(_Logging, Generic[T]):
     """Like ObjectReconciler, with a plain `def reconcile` run in a worker thread."""
 
-    client: SyncClient
+    client: SyncObjectClient
 
     def reconcile(self, obj: T) -> Result | None:
         raise NotImplementedError

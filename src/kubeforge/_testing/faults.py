@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._client.protocols import ObjectClient
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["FlakyReconciler", "InjectedFailure"]
@@ -24,11 +24,11 @@ class FlakyReconciler(Reconciler):
         self.calls: list[float] = []
 
     @property
-    def client(self) -> CachedClient:
+    def client(self) -> ObjectClient:
         return self.inner.client
 
     @client.setter
-    def client(self, value: CachedClient) -> None:
+    def client(self, value: ObjectClient) -> None:
         # The manager hands its client to the reconciler it registers: pass it on.
         self.inner.client = value
 

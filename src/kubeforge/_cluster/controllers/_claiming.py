@@ -21,8 +21,8 @@ from kubeforge._api.machinery.access import (
 )
 from kubeforge._api.machinery.selectors import label_selector_matches
 from kubeforge._client.errors import Invalid, NotFound
+from kubeforge._client.protocols import ObjectClient, Reader
 from kubeforge._runtime.cache import Cache
-from kubeforge._runtime.cached_client import CachedClient
 from kubeforge._runtime.reconcile import Request
 
 __all__ = ["claim", "controllers_of", "owner_reference"]
@@ -65,7 +65,8 @@ def owner_reference(owner: Mapping[str, Any]) -> Obj:
 
 
 async def claim(
-    client: CachedClient,
+    client: ObjectClient,
+    live: Reader,
     owner: Obj,
     kind: str,
     candidates: Iterable[Obj],
@@ -76,8 +77,9 @@ async def claim(
     """The children `owner` controls: adopt matching orphans, release non-matching children.
 
     Like client-go's ControllerRefManager: objects controlled by someone else are left
-    alone; before the first adoption the owner is read afresh from the server, so an owner
-    deleted (or replaced) meanwhile adopts nothing. Patches carry the child's uid so they
+    alone; before the first adoption the owner is read afresh from the server (through
+    `live`, the manager's uncached reader), so an owner deleted (or replaced) meanwhile adopts
+    nothing. Patches carry the child's uid so they
     apply to the object seen, not a namesake.
     """
     owner_uid = uid_of(owner)
@@ -97,7 +99,7 @@ async def claim(
         if is_deleting(owner) or is_deleting(child) or not matches(child):
             continue
         if adoption_checked is None:
-            adoption_checked = await _can_adopt(client, owner, owner_kind)
+            adoption_checked = await _can_adopt(live, owner, owner_kind)
         if not adoption_checked:
             continue
         adopted = await _adopt(client, kind, child, owner)
@@ -106,15 +108,15 @@ async def claim(
     return claimed
 
 
-async def _can_adopt(client: CachedClient, owner: Obj, owner_kind: str) -> bool:
+async def _can_adopt(live: Reader, owner: Obj, owner_kind: str) -> bool:
     try:
-        fresh = await client.api.get(owner_kind, name_of(owner), namespace=namespace_of(owner))
+        fresh = await live.get(owner_kind, name_of(owner), namespace=namespace_of(owner))
     except NotFound:
         return False
     return uid_of(fresh) == uid_of(owner) and not is_deleting(fresh)
 
 
-async def _adopt(client: CachedClient, kind: str, child: Obj, owner: Obj) -> Obj | None:
+async def _adopt(client: ObjectClient, kind: str, child: Obj, owner: Obj) -> Obj | None:
     patch = {"metadata": {"ownerReferences": [owner_reference(owner)], "uid": uid_of(child)}}
     try:
         result: Obj = await client.patch(
@@ -126,7 +128,7 @@ async def _adopt(client: CachedClient, kind: str, child: Obj, owner: Obj) -> Obj
 
 
 async def _release(
-    client: CachedClient,
+    client: ObjectClient,
     kind: str,
     child: Obj,
     owner_uid: str,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubeforge._api.machinery.access import controller_ref, namespace_of, uid_of
-from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._client.protocols import Reader
 from kubeforge._runtime.manager import Manager
 
 __all__ = [
@@ -41,7 +41,7 @@ def index_pods_by_controller(manager: Manager) -> None:
         pass  # another controller of this manager registered it
 
 
-async def pods_controlled_by(client: CachedClient, namespace: str, uid: str) -> list[Obj]:
+async def pods_controlled_by(client: Reader, namespace: str, uid: str) -> list[Obj]:
     """Cached pods of `namespace` whose controller has `uid` (ORPHAN: no controller)."""
     pods: list[Obj] = await client.list(
         POD, namespace=namespace, matching_fields={CONTROLLER_INDEX: uid}
@@ -49,7 +49,7 @@ async def pods_controlled_by(client: CachedClient, namespace: str, uid: str) -> 
     return pods
 
 
-async def claimable_pods(client: CachedClient, owner: Mapping[str, Any]) -> list[Obj]:
+async def claimable_pods(client: Reader, owner: Mapping[str, Any]) -> list[Obj]:
     """The pods `owner` controls plus the orphans it might adopt."""
     namespace = namespace_of(owner)
     owned = await pods_controlled_by(client, namespace, uid_of(owner))

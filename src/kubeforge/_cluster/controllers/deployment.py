@@ -44,11 +44,11 @@ from kubeforge._api.machinery.access import (
 from kubeforge._api.machinery.selectors import label_selector_matches
 from kubeforge._api.machinery.timestamps import format_time, now, parse_time_or_none
 from kubeforge._client.errors import AlreadyExists, ApiError, NotFound
+from kubeforge._client.protocols import ObjectClient, Reader
 from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
 from kubeforge._cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge._runtime.cache import Cache
-from kubeforge._runtime.cached_client import CachedClient
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.predicate import Funcs
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
@@ -549,8 +549,9 @@ def _replica_failures(all_rss: Sequence[Obj | None], new_rs: Obj | None) -> list
 class _Sync:
     """One pass over a deployment; `d` is kept equal to the latest version written."""
 
-    def __init__(self, client: CachedClient, events: Any, d: Obj) -> None:
+    def __init__(self, client: ObjectClient, live: Reader, events: Any, d: Obj) -> None:
         self.client = client
+        self.live = live
         self.events = events
         self.d = d
         self.requeue_after: float | None = None
@@ -601,6 +602,7 @@ class _Sync:
         candidates = await self.client.list(REPLICA_SET, namespace=namespace_of(d))
         return await claim(
             self.client,
+            self.live,
             d,
             REPLICA_SET,
             candidates,
@@ -693,7 +695,7 @@ class _Sync:
         except AlreadyExists:
             already_existed = True
             # Most likely ours, created by an earlier pass the cache has not shown yet.
-            found: Obj = await self.client.api.get(REPLICA_SET, name, namespace=namespace_of(d))
+            found: Obj = await self.live.get(REPLICA_SET, name, namespace=namespace_of(d))
             ref = controller_ref(found)
             if (
                 ref is None
@@ -1048,8 +1050,9 @@ class _Sync:
 class DeploymentReconciler(Reconciler):
     """Drives each Deployment through its ReplicaSets (upstream's syncDeployment)."""
 
-    def __init__(self, events: Any) -> None:
+    def __init__(self, events: Any, live: Reader) -> None:
         self.events = events
+        self.live = live
 
     async def reconcile(self, request: Request) -> Result | None:
         return await quiet_conflicts(functools.partial(self._sync, request))
@@ -1059,7 +1062,7 @@ class DeploymentReconciler(Reconciler):
             d: Obj = await self.client.get(DEPLOYMENT, request.name, namespace=request.namespace)
         except NotFound:
             return None
-        run = _Sync(self.client, self.events, d)
+        run = _Sync(self.client, self.live, self.events, d)
         if spec_of(d).get("selector") == {}:
             self.events.record(
                 d,
@@ -1115,6 +1118,10 @@ def setup(manager: Manager) -> None:
         .watches(REPLICA_SET, lambda rs: controllers_of(cache, rs, DEPLOYMENT))
         .watches(POD, lambda pod: _deployment_for_pod(cache, pod), predicates=[deletes_only])
         .with_options(max_concurrent_reconciles=5)
-        .complete(DeploymentReconciler(manager.event_recorder("deployment-controller")))
+        .complete(
+            DeploymentReconciler(
+                manager.event_recorder("deployment-controller"), live=manager.api_reader
+            )
+        )
     )
     index_pods_by_controller(manager)

@@ -46,6 +46,7 @@ from kubeforge._api.machinery.access import (
 from kubeforge._api.machinery.selectors import label_selector_matches
 from kubeforge._api.machinery.timestamps import format_time, now, parse_time_or_none
 from kubeforge._client.errors import ApiError, NotFound
+from kubeforge._client.protocols import Reader
 from kubeforge._cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._deletionorder import pods_to_delete
@@ -411,6 +412,7 @@ class _JobSync:
         candidates = await claimable_pods(self.client, job)
         return await claim(
             self.client,
+            self.r.live,
             job,
             POD,
             candidates,
@@ -901,10 +903,12 @@ class JobReconciler(Reconciler):
         expectations: Expectations,
         events: Any,
         *,
+        live: Reader,
         pod_failure_backoff: float = DEFAULT_POD_FAILURE_BACKOFF,
         max_backoff: float = MAX_POD_FAILURE_BACKOFF,
     ) -> None:
         self.expectations = expectations
+        self.live = live
         self.finalizers = FinalizerExpectations()
         self.backoffs: dict[str, _Backoff] = {}
         self.events = events
@@ -956,6 +960,7 @@ def setup(manager: Manager, *, pod_failure_backoff: float) -> None:
     reconciler = JobReconciler(
         expectations,
         manager.event_recorder("job-controller"),
+        live=manager.api_reader,
         pod_failure_backoff=pod_failure_backoff,
     )
     cache = manager.cache

@@ -32,6 +32,7 @@ from kubeforge._api.machinery.access import (
 from kubeforge._api.machinery.selectors import label_selector_matches
 from kubeforge._api.machinery.timestamps import format_time, now
 from kubeforge._client.errors import ApiError, NotFound
+from kubeforge._client.protocols import Reader
 from kubeforge._cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._deletionorder import pods_to_delete
@@ -52,6 +53,7 @@ from kubeforge._cluster.controllers._writes import (
     quiet_conflicts,
     replace,
 )
+from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
@@ -127,9 +129,13 @@ def calculate_status(
 class ReplicaSetReconciler(Reconciler):
     """Creates and deletes pods until a ReplicaSet has its replicas; reports its status."""
 
-    def __init__(self, expectations: Expectations, events: Any) -> None:
+    def __init__(
+        self, expectations: Expectations, events: Any, *, live: Reader, cache: Cache
+    ) -> None:
         self.expectations = expectations
         self.events = events
+        self.live = live
+        self.cache = cache
 
     async def reconcile(self, request: Request) -> Result | None:
         return await quiet_conflicts(functools.partial(self._sync, request))
@@ -146,6 +152,7 @@ class ReplicaSetReconciler(Reconciler):
         active = [pod for pod in await claimable_pods(self.client, rs) if is_pod_active(pod)]
         pods = await claim(
             self.client,
+            self.live,
             rs,
             POD,
             active,
@@ -251,7 +258,7 @@ class ReplicaSetReconciler(Reconciler):
             return pods
         namespace = namespace_of(rs)
         related = list(pods)
-        for other in self.client.cache.list(REPLICA_SET, namespace=namespace):
+        for other in self.cache.list(REPLICA_SET, namespace=namespace):
             if uid_of(other) == uid_of(rs):
                 continue
             if (controller_ref(other) or {}).get("uid") == owner.get("uid"):
@@ -282,8 +289,13 @@ async def slow_start(count: int, create: Any) -> tuple[int, BaseException | None
 def setup(manager: Manager) -> None:
     """Register the ReplicaSet controller with `manager`."""
     expectations = Expectations()
-    reconciler = ReplicaSetReconciler(expectations, manager.event_recorder("replicaset-controller"))
     cache = manager.cache
+    reconciler = ReplicaSetReconciler(
+        expectations,
+        manager.event_recorder("replicaset-controller"),
+        live=manager.api_reader,
+        cache=cache,
+    )
     (
         manager.controller()
         .named("replicaset")

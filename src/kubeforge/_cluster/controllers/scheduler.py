@@ -213,6 +213,8 @@ class Scheduler(Reconciler):
 
     def __init__(self, manager: Manager) -> None:
         self.cache = manager.cache
+        # A binding is a subresource only the live client creates.
+        self.api = manager.api_reader
         self.events = manager.event_recorder(SCHEDULER_NAME)
         # Pods bound but not yet seen bound in the cache: key -> (node, requests).
         self._assumed: dict[str, tuple[str, dict[str, Decimal]]] = {}
@@ -269,7 +271,7 @@ class Scheduler(Reconciler):
             return Result(requeue_after=RETRY_SECONDS)
         node_name = self._choose(fits)
         try:
-            await self.client.create_subresource(
+            await self.api.create_subresource(
                 POD,
                 request.name,
                 "binding",

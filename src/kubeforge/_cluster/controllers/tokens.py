@@ -16,6 +16,7 @@ from typing import Any
 from kubeforge._api.machinery.access import meta_of
 from kubeforge._apiserver.auth.tokens import TokenIssuer
 from kubeforge._client.errors import NotFound
+from kubeforge._client.protocols import Reader
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.predicate import Funcs
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
@@ -37,9 +38,11 @@ def _b64(text: str | bytes) -> str:
 class TokenController(Reconciler):
     """Writes the token, CA and namespace into service account token Secrets."""
 
-    def __init__(self, issuer: TokenIssuer, ca_pem: bytes) -> None:
+    def __init__(self, issuer: TokenIssuer, ca_pem: bytes, *, live: Reader) -> None:
         self.issuer = issuer
         self.ca_pem = ca_pem
+        # The account is read from the server: its uid must be the current one.
+        self.live = live
 
     async def reconcile(self, request: Request) -> Result | None:
         try:
@@ -54,7 +57,7 @@ class TokenController(Reconciler):
         if not account_name:
             return None
         try:
-            account = await self.client.api.get(
+            account = await self.live.get(
                 SERVICE_ACCOUNT, account_name, namespace=request.namespace
             )
         except NotFound:
@@ -96,5 +99,5 @@ def setup(manager: Manager, issuer: TokenIssuer, ca_pem: bytes) -> None:
         .named("serviceaccount-token")
         .for_(SECRET, predicates=[only_tokens])
         .with_options(max_concurrent_reconciles=1)
-        .complete(TokenController(issuer, ca_pem))
+        .complete(TokenController(issuer, ca_pem, live=manager.api_reader))
     )
