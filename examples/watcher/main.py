@@ -21,7 +21,9 @@ def setup(manager: kubeforge.Manager) -> None:
         manager.controller()
         .for_(Watcher)
         .owns(ConfigMap)
-        .complete(WatcherReconciler(manager.event_recorder("watcher-controller")))
+        .complete(
+            WatcherReconciler(manager.event_recorder("watcher-controller"), manager.api_reader)
+        )
     )
     setup_watcher_webhook(manager)
     setup_pod_webhook(manager)

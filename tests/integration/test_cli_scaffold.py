@@ -248,11 +248,11 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
 
 def test_conversion_makes_v1_the_hub_and_v2_a_spoke_of_it(project: Path, tmp_path: Path) -> None:
     assert (
-        "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], kubeforge.conversion.Hub):"
+        "class Frigate(kubeforge.Resource[FrigateSpec, FrigateStatus], conversion.Hub):"
         in (project / "api" / "v1" / "frigate.py").read_text()
     )
     spoke = (project / "api" / "v2" / "frigate.py").read_text()
-    assert "kubeforge.Convertible[v1.Frigate]" in spoke
+    assert "conversion.Convertible[v1.Frigate]" in spoke
     assert "def to_hub(self) -> v1.Frigate:" in spoke
     assert "def from_hub(cls, hub: v1.Frigate) -> Self:" in spoke
     # Both versions are imported with the API package, so the hub always knows its spoke.

@@ -76,7 +76,7 @@ def test_main_serves_every_versions_webhooks_once(project: Path) -> None:
 
     # The conversion module took the defaulter in; its one statement serves both.
     sloop = (project / "webhooks" / "v1" / "sloop.py").read_text()
-    assert "class SloopDefaulter(kubeforge.webhook.Defaulter[Sloop]):" in sloop
+    assert "class SloopDefaulter(webhook.Defaulter[Sloop]):" in sloop
     assert "log = logging.getLogger(__name__)" in sloop and "\nimport logging\n" in sloop
     assert sloop.count("manager.webhook_for(Sloop)") == 1
     assert "manager.webhook_for(Sloop).defaulter(SloopDefaulter()).complete()" in sloop

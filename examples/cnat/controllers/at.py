@@ -18,6 +18,7 @@ import shlex
 from datetime import UTC, datetime
 
 import kubeforge
+from kubeforge.events import EventRecorder
 from kubeforge.models import Container, ObjectMeta, Pod, PodSpec
 
 from api.v1 import At, AtStatus
@@ -58,7 +59,7 @@ def pod_for(at: At) -> Pod:
 class AtReconciler(kubeforge.Reconciler):
     """Moves an At through its phases."""
 
-    def __init__(self, events: kubeforge.EventRecorder) -> None:
+    def __init__(self, events: EventRecorder) -> None:
         self.events = events
 
     async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import kubeforge
 import yaml
 from hypothesis import given, settings, strategies as st
+from kubeforge import conversion
 from kubeforge.testing import assert_round_trips, objects
 
 from api import v1, v1alpha1
@@ -50,7 +51,7 @@ v1_ats = objects(
 def test_every_v1alpha1_at_comes_back_from_v1_as_it_was(at: v1alpha1.At) -> None:
     assert_round_trips(at)
     # What it becomes is a valid v1 At, with the arguments a shell would run.
-    hub = kubeforge.convert(at, v1.At)
+    hub = conversion.convert(at, v1.At)
     assert hub.validate() == []
 
 
@@ -58,11 +59,11 @@ def test_every_v1alpha1_at_comes_back_from_v1_as_it_was(at: v1alpha1.At) -> None
 @given(v1_ats)
 def test_every_v1_at_comes_back_from_v1alpha1_as_it_was(at: v1.At) -> None:
     assert_round_trips(at)
-    assert kubeforge.convert(at, v1alpha1.At).validate() == []
+    assert conversion.convert(at, v1alpha1.At).validate() == []
 
 
 @settings(deadline=None)
-@given(v1alpha1_ats.map(lambda at: kubeforge.convert(at, v1.At)))
+@given(v1alpha1_ats.map(lambda at: conversion.convert(at, v1.At)))
 def test_a_v1_at_written_as_v1alpha1_keeps_its_command_line(at: v1.At) -> None:
     assert_round_trips(at)
 
@@ -76,24 +77,24 @@ def at_v1alpha1(command: str) -> v1alpha1.At:
 
 def test_a_command_line_is_split_as_a_shell_splits_it() -> None:
     line = "sh -c \"echo 'one';  echo two\""
-    hub = kubeforge.convert(at_v1alpha1(line), v1.At)
+    hub = conversion.convert(at_v1alpha1(line), v1.At)
     assert hub.spec.command == ["sh", "-c", "echo 'one';  echo two"]
     assert hub.metadata.name == "hello" and hub.metadata.uid == "u1"
     # Joining the arguments spells the line differently: the line is kept, as written.
     assert hub.metadata.annotations == {COMMAND_ANNOTATION: json.dumps(line)}
-    assert kubeforge.convert(hub, v1alpha1.At).spec.command == line
+    assert conversion.convert(hub, v1alpha1.At).spec.command == line
 
 
 def test_a_line_joining_gives_back_needs_no_annotation() -> None:
-    hub = kubeforge.convert(at_v1alpha1("echo 'hello world'"), v1.At)
+    hub = conversion.convert(at_v1alpha1("echo 'hello world'"), v1.At)
     assert hub.spec.command == ["echo", "hello world"]
     assert hub.metadata.annotations is None
 
 
 def test_an_unclosed_quote_is_left_to_the_shell() -> None:
-    hub = kubeforge.convert(at_v1alpha1("echo 'oops"), v1.At)
+    hub = conversion.convert(at_v1alpha1("echo 'oops"), v1.At)
     assert hub.spec.command == ["sh", "-c", "echo 'oops"]
-    assert kubeforge.convert(hub, v1alpha1.At).spec.command == "echo 'oops"
+    assert conversion.convert(hub, v1alpha1.At).spec.command == "echo 'oops"
 
 
 def test_arguments_are_quoted_as_a_shell_needs_them() -> None:
@@ -101,7 +102,7 @@ def test_arguments_are_quoted_as_a_shell_needs_them() -> None:
         metadata=kubeforge.ObjectMeta(name="hello", namespace="default"),
         spec=v1.AtSpec(schedule=SCHEDULE, command=["printf", "%s\n", "it's", ""]),
     )
-    at = kubeforge.convert(hub, v1alpha1.At)
+    at = conversion.convert(hub, v1alpha1.At)
     assert at.spec.command == """printf '%s\n' 'it'"'"'s' ''"""
     assert at.api_version == "cnat.kubeforge.dev/v1alpha1"
 
@@ -109,9 +110,9 @@ def test_arguments_are_quoted_as_a_shell_needs_them() -> None:
 def test_a_line_that_no_longer_matches_the_arguments_is_not_used() -> None:
     # The arguments changed in v1 after the object was written as v1alpha1: the kept line
     # would run something else, so the arguments are joined instead.
-    hub = kubeforge.convert(at_v1alpha1("echo   old"), v1.At)
+    hub = conversion.convert(at_v1alpha1("echo   old"), v1.At)
     hub.spec.command = ["echo", "new"]
-    at = kubeforge.convert(hub, v1alpha1.At)
+    at = conversion.convert(hub, v1alpha1.At)
     assert at.spec.command == "echo new"
     assert at.metadata.annotations is None
 

@@ -110,7 +110,7 @@ async def _migrate(kubectl: Kubectl) -> str:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "kubeforge._cli.main",
+        "kubeforge",
         "migrate-storage",
         CRD,
         "--chunk-size",

@@ -18,7 +18,11 @@ import time
 from typing import Any, Literal, Self
 
 import kubeforge
+from kubeforge.cache import HandlerFuncs, Informer, Store
+from kubeforge.events import EventRecorder
+from kubeforge.metrics import Metrics
 from kubeforge.models import Pod
+from kubeforge.workqueue import ShutDown, WorkQueue
 
 from api.v1alpha1 import Customcluster
 from controllers.pods import customcluster_keys, new_pod, plan
@@ -53,30 +57,30 @@ class CustomclusterController:
     def __init__(
         self,
         client: kubeforge.Client,
-        customclusters: kubeforge.Informer,
-        pods: kubeforge.Informer,
+        customclusters: Informer,
+        pods: Informer,
         *,
         workers: int = 2,
-        recorder: kubeforge.EventRecorder | None = None,
-        metrics: kubeforge.Metrics | None = None,
+        recorder: EventRecorder | None = None,
+        metrics: Metrics | None = None,
         cache_sync_timeout: float = 120.0,
         drain_timeout: float = 30.0,
     ) -> None:
         self.client = client
         self.informers = (customclusters, pods)
-        self.customcluster_lister: kubeforge.Store = customclusters.store
-        self.pod_lister: kubeforge.Store = pods.store
+        self.customcluster_lister: Store = customclusters.store
+        self.pod_lister: Store = pods.store
         self.workers = workers
         self.recorder = recorder
         self.cache_sync_timeout = cache_sync_timeout
         self.drain_timeout = drain_timeout
 
         # The same series a builder-made controller reports, under this controller's name.
-        metrics = metrics if metrics is not None else kubeforge.Metrics()
+        metrics = metrics if metrics is not None else Metrics()
         metrics.init_controller(NAME, workers)
         self.stats = metrics.controller(NAME)
         queue_metrics = metrics.queue_metrics(NAME)
-        self.queue: kubeforge.WorkQueue[str] = kubeforge.WorkQueue(NAME, metrics=queue_metrics)
+        self.queue: WorkQueue[str] = WorkQueue(NAME, metrics=queue_metrics)
         queue_metrics.set_unfinished_source(
             lambda: (
                 self.queue.unfinished_work_seconds(),
@@ -86,7 +90,7 @@ class CustomclusterController:
 
         self.pod_lister.add_indexer(BY_CUSTOMCLUSTER, customcluster_keys)
         customclusters.add_handler(
-            kubeforge.HandlerFuncs(
+            HandlerFuncs(
                 add=lambda obj, _initial: self.enqueue(obj),
                 # Every update, resyncs included: a periodic full pass over each Customcluster.
                 update=lambda _old, new: self.enqueue(new),
@@ -94,7 +98,7 @@ class CustomclusterController:
             )
         )
         pods.add_handler(
-            kubeforge.HandlerFuncs(
+            HandlerFuncs(
                 add=lambda obj, _initial: self.handle_pod(obj),
                 update=self.handle_pod_update,
                 delete=self.handle_pod,
@@ -171,7 +175,7 @@ class CustomclusterController:
         """Sync one key; False once the queue is shut down."""
         try:
             key, _priority = await self.queue.get()
-        except kubeforge.ShutDown:
+        except ShutDown:
             return False
         self.stats.worker_active(1)
         started = time.perf_counter()

@@ -26,6 +26,8 @@ import logging
 from datetime import UTC, datetime, timedelta
 
 import kubeforge
+from kubeforge.client import Reader
+from kubeforge.models import OwnerReference
 
 from api.v1alpha1 import DOWN, UP, Machine, Switch
 from controllers.common import GROUP, INTERVAL, rfc3339
@@ -58,11 +60,13 @@ class MachineReconciler(kubeforge.Reconciler):
     def setup_with_manager(self, manager: kubeforge.Manager) -> None:
         """Register this reconciler for Machines (controller `machine`), coming back to a
         machine when a switch it controls changes or a switch's label names it."""
+        # Each pass works from what the API server holds now: the uncached reader.
+        self.api_reader: Reader = manager.api_reader
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(self)
 
     async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
         try:
-            machine = await self.client.api.get(Machine, request.name, namespace=request.namespace)
+            machine = await self.api_reader.get(Machine, request.name, namespace=request.namespace)
         except kubeforge.NotFound:
             return None  # its switches are garbage-collected with it
         if machine.metadata.deletion_timestamp is not None:
@@ -80,7 +84,7 @@ class MachineReconciler(kubeforge.Reconciler):
         and the names of those it adopted just now."""
         name, uid = machine.metadata.name, machine.metadata.uid
         mine, adopted = [], set()
-        for switch in await self.client.api.list(Switch, namespace=machine.metadata.namespace):
+        for switch in await self.api_reader.list(Switch, namespace=machine.metadata.namespace):
             if switch.metadata.deletion_timestamp is not None:
                 continue
             labelled = (switch.metadata.labels or {}).get(MACHINE_LABEL) == name
@@ -208,14 +212,14 @@ class MachineReconciler(kubeforge.Reconciler):
         )
 
 
-def _controller_of(switch: Switch) -> kubeforge.OwnerReference | None:
+def _controller_of(switch: Switch) -> OwnerReference | None:
     for ref in switch.metadata.owner_references or []:
         if ref.controller:
             return ref
     return None
 
 
-def _is_machine(ref: kubeforge.OwnerReference) -> bool:
+def _is_machine(ref: OwnerReference) -> bool:
     return ref.kind == "Machine" and ref.api_version.partition("/")[0] == GROUP
 
 

@@ -16,6 +16,8 @@ import logging
 from enum import StrEnum
 
 import kubeforge
+from kubeforge.client import Reader
+from kubeforge.events import EventRecorder
 from kubeforge.models import ConfigMap, ObjectMeta
 
 from api.v1alpha1 import Watcher
@@ -80,8 +82,10 @@ def config_map_for(watcher: Watcher, metadata: ObjectMeta) -> ConfigMap:
 class WatcherReconciler(kubeforge.Reconciler):
     """Keeps each Watcher's ConfigMap in line with its spec."""
 
-    def __init__(self, events: kubeforge.EventRecorder) -> None:
+    def __init__(self, events: EventRecorder, api_reader: Reader) -> None:
         self.events = events
+        # The manager's uncached reader (`manager.api_reader`): every read a request.
+        self.api_reader = api_reader
 
     async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
         try:
@@ -145,7 +149,7 @@ class WatcherReconciler(kubeforge.Reconciler):
         lost the race, and retrying with it would only conflict again.
         """
         try:
-            config_map: ConfigMap = await self.client.api.get(ConfigMap, name, namespace=namespace)
+            config_map: ConfigMap = await self.api_reader.get(ConfigMap, name, namespace=namespace)
         except kubeforge.NotFound:
             return None
         return config_map

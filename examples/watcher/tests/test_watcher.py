@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import kubeforge
+from kubeforge.client import Reader
+from kubeforge.events import EventRecorder
 from kubeforge.models import ConfigMap
 from kubeforge.testing import FlakyReconciler, Kubectl, TestEnv, eventually, metric_value
 
@@ -206,7 +208,8 @@ async def test_a_key_in_both_maps_is_refused_without_endless_retries(
     # so the controller reports it as a warning and waits for a new spec.
     def controller_only(manager: kubeforge.Manager) -> None:
         events = manager.event_recorder("watcher-controller")
-        manager.controller().for_(Watcher).owns(ConfigMap).complete(WatcherReconciler(events))
+        reconciler = WatcherReconciler(events, manager.api_reader)
+        manager.controller().for_(Watcher).owns(ConfigMap).complete(reconciler)
 
     async with testenv.run_manager(controller_only, config=kubeforge_manager_config):
         await kubectl.apply(watcher_manifest("clash", data={"k": "text"}, binary={"k": "AA=="}))
@@ -290,8 +293,8 @@ async def test_invalid_specs_are_rejected_with_the_field_path(
 class CountingWatcherReconciler(WatcherReconciler):
     """The real reconciler, counting its passes and its writes of existing ConfigMaps."""
 
-    def __init__(self, events: kubeforge.EventRecorder) -> None:
-        super().__init__(events)
+    def __init__(self, events: EventRecorder, api_reader: Reader) -> None:
+        super().__init__(events, api_reader)
         self.passes = 0
         self.writes = 0
 
@@ -312,7 +315,9 @@ async def test_a_settled_config_map_is_left_alone(
 
     def setup_counting(manager: kubeforge.Manager) -> None:
         nonlocal counting
-        counting = CountingWatcherReconciler(manager.event_recorder("watcher-controller"))
+        counting = CountingWatcherReconciler(
+            manager.event_recorder("watcher-controller"), manager.api_reader
+        )
         manager.controller().for_(Watcher).owns(ConfigMap).complete(counting)
 
     async with testenv.run_manager(setup_counting, config=kubeforge_manager_config):
@@ -336,8 +341,8 @@ class RacingWatcherReconciler(WatcherReconciler):
     """The real reconciler, except that someone else writes the ConfigMap between its read
     and its first write: that write must conflict, and be retried."""
 
-    def __init__(self, events: kubeforge.EventRecorder, other: kubeforge.Client) -> None:
-        super().__init__(events)
+    def __init__(self, events: EventRecorder, api_reader: Reader, other: kubeforge.Client) -> None:
+        super().__init__(events, api_reader)
         self.other = other
         self.raced = False
         self.conflicts = 0
@@ -366,7 +371,7 @@ async def test_a_conflicting_write_is_retried_on_a_fresh_read(
     def setup_racing(manager: kubeforge.Manager) -> None:
         nonlocal racing
         racing = RacingWatcherReconciler(
-            manager.event_recorder("watcher-controller"), testenv.client
+            manager.event_recorder("watcher-controller"), manager.api_reader, testenv.client
         )
         manager.controller().for_(Watcher).owns(ConfigMap).complete(racing)
 
@@ -395,7 +400,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
     def setup_flaky(manager: kubeforge.Manager) -> None:
         nonlocal flaky
         events = manager.event_recorder("watcher-controller")
-        flaky = FlakyReconciler(WatcherReconciler(events), failures=5)
+        flaky = FlakyReconciler(WatcherReconciler(events, manager.api_reader), failures=5)
         manager.controller().for_(Watcher).owns(ConfigMap).complete(flaky)
 
     # Only the test's namespace: the backoff it measures is one object's, which objects that

@@ -7,6 +7,7 @@ from typing import Any
 
 import kubeforge
 import pytest
+from kubeforge import webhook
 from kubeforge.models import Container, VolumeMount
 
 from api.v1alpha1 import Watcher, WatcherSpec
@@ -29,7 +30,7 @@ def test_the_validator_admits_a_valid_watcher() -> None:
 
 def test_the_validator_refuses_every_problem_of_the_config_map_by_field() -> None:
     clash = sample(config_data={"k": "text", "a/b": "x"}, config_binary_data={"k": "AA=="})
-    with pytest.raises(kubeforge.InvalidObject) as refused:
+    with pytest.raises(webhook.InvalidObject) as refused:
         WatcherValidator().validate_update(sample(), clash)
     assert [(e.field, e.type.value) for e in refused.value.errors] == [
         ("spec.configData[a/b]", "FieldValueInvalid"),

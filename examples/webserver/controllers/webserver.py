@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 import kubeforge
+from kubeforge.events import EventRecorder
 from kubeforge.models import (
     Container,
     ContainerPort,
@@ -145,7 +146,7 @@ def changes(current: Deployment | None, webserver: WebServer) -> list[tuple[str,
 class WebServerReconciler(kubeforge.Reconciler):
     """Applies a WebServer's Deployment and Service and reports the Deployment's progress."""
 
-    def __init__(self, events: kubeforge.EventRecorder) -> None:
+    def __init__(self, events: EventRecorder) -> None:
         self.events = events
 
     async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:

@@ -28,6 +28,7 @@ from kubeforge._scaffold.names import InvalidName, ResourceNames
 from kubeforge._scaffold.projectfile import ProjectFile, ProjectFileError
 from kubeforge._scaffold.render import (
     import_at_marker,
+    import_kubeforge_module,
     insert_at_marker,
     render,
     uncomment,
@@ -660,15 +661,15 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
     kind, hub, module = names.kind, names.version, names.module
     ctx.edit(
         f"api/{hub}/{module}.py",
-        lambda text: _add_base(text, kind, "kubeforge.Hub"),
-        f"add kubeforge.Hub to the bases of {kind}",
+        lambda text: _convertible(_add_base(text, kind, "conversion.Hub")),
+        f"add conversion.Hub to the bases of {kind}",
     )
     for spoke in spokes:
         spoke_values = {**values, "hub": hub, "spoke": spoke}
         methods = render("webhook/conversion_spoke.py", spoke_values)
 
         def convertible(text: str, methods: str = methods) -> str | None:
-            changed = _add_base(text, kind, f"kubeforge.Convertible[{hub}.{kind}]")
+            changed = _convertible(_add_base(text, kind, f"conversion.Convertible[{hub}.{kind}]"))
             if changed is None or "def to_hub(" in changed:
                 return changed
             changed = _add_method_block(changed, kind, methods)
@@ -678,7 +679,7 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
         ctx.edit(
             f"api/{spoke}/{module}.py",
             convertible,
-            f"make {kind} kubeforge.Convertible[{hub}.{kind}] with to_hub and from_hub",
+            f"make {kind} conversion.Convertible[{hub}.{kind}] with to_hub and from_hub",
         )
 
     versions = sorted({hub, *spokes})
@@ -811,6 +812,11 @@ def _add_base(text: str, kind: str, base: str) -> str | None:
     if base in bases:
         return text
     return text[: match.end("bases")] + f", {base}" + text[match.end("bases") :]
+
+
+def _convertible(text: str | None) -> str | None:
+    """A types module importing `kubeforge.conversion`, whose Hub or Convertible it names."""
+    return None if text is None else import_kubeforge_module(text, "conversion")
 
 
 def _add_method_block(text: str, kind: str, methods: str) -> str | None:

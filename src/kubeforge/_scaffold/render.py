@@ -16,6 +16,7 @@ from importlib.resources.abc import Traversable
 __all__ = [
     "FIRST_PARTY",
     "import_at_marker",
+    "import_kubeforge_module",
     "insert_at_marker",
     "render",
     "render_tree",
@@ -117,6 +118,23 @@ def import_at_marker(
         before.pop()
     head = [*before, "\n"] if before else []
     return "".join([*head, *(line + "\n" for line in block), "\n", *lines[at:]])
+
+
+def import_kubeforge_module(text: str, name: str) -> str:
+    """`text` importing the concept module `name` as the templates do (`from kubeforge import
+    webhook`): merged into the module's one-line `from kubeforge import ...` when it has one,
+    else on the line after its `import kubeforge`, where isort puts it; `text` unchanged when
+    it has neither."""
+    lines = text.splitlines(keepends=True)
+    statement = f"from kubeforge import {name}"
+    for index, line in enumerate(lines):
+        if line.startswith("from kubeforge import ") and "(" not in line:
+            lines[index] = _merge([line.rstrip("\n")], statement)[0] + "\n"
+            return "".join(lines)
+    for index, line in enumerate(lines):
+        if line.rstrip("\n") == "import kubeforge":
+            return "".join([*lines[: index + 1], statement + "\n", *lines[index + 1 :]])
+    return text
 
 
 def _merge(block: list[str], statement: str) -> list[str]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from kubeforge._scaffold.render import import_kubeforge_module
+
 __all__ = ["add_classes", "add_registrations", "add_tests", "registration"]
 
 LINE_LENGTH = 100  # the scaffolded project's ruff line length
@@ -60,8 +62,8 @@ def add_registrations(text: str, kind: str, calls: list[str]) -> str | None:
 
 def add_classes(text: str, kind: str, classes: str) -> str | None:
     """`text` with `classes` (source starting with blank lines) above the function holding
-    the kind's registration statement, and the module logger they use when it has none;
-    None without that statement."""
+    the kind's registration statement, the `webhook` module they name imported, and the
+    module logger they use when it has none; None without that statement."""
     match = _statement(text, kind)
     if match is None:
         return None
@@ -78,6 +80,7 @@ def add_classes(text: str, kind: str, classes: str) -> str | None:
         gap = "\n" if after_imports else "\n\n"
         classes = gap + "log = logging.getLogger(__name__)\n" + classes
         head = _import_logging(head)
+    head = import_kubeforge_module(head, "webhook")
     return head + "\n" + classes.rstrip("\n") + "\n\n\n" + text[start:].lstrip("\n")
 
 

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import kubeforge
+from kubeforge import conversion, markers
 
 # RFC 3339, in UTC: the schedule names an instant, not a local time.
 UTC_RFC3339 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?Z$"
@@ -23,13 +24,13 @@ class AtSpec(kubeforge.Model):
 
     schedule: Annotated[
         datetime,
-        kubeforge.Format("date-time"),
-        kubeforge.Pattern(UTC_RFC3339),
-        kubeforge.Immutable("the schedule cannot be changed once set"),
+        markers.Format("date-time"),
+        markers.Pattern(UTC_RFC3339),
+        markers.Immutable("the schedule cannot be changed once set"),
     ]
     """When to run the command: an RFC 3339 time in UTC, e.g. 2026-11-21T09:00:00Z."""
 
-    command: Annotated[list[str], kubeforge.MinItems(1)]
+    command: Annotated[list[str], markers.MinItems(1)]
     """The program and its arguments, as the pod runs them (e.g. ["echo", "hello"])."""
 
 
@@ -50,5 +51,5 @@ class AtStatus(kubeforge.Model):
         kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
     ],
 )
-class At(kubeforge.Resource[AtSpec, AtStatus], kubeforge.Hub):
+class At(kubeforge.Resource[AtSpec, AtStatus], conversion.Hub):
     """At runs a command in a pod once, at the scheduled time."""

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Annotated, Literal, Self
 
 import kubeforge
+from kubeforge import conversion, markers
 
 from api import v1
 from api.v1alpha1.command import COMMAND_ANNOTATION, argv_of, command_line
@@ -27,13 +28,13 @@ class AtSpec(kubeforge.Model):
 
     schedule: Annotated[
         datetime,
-        kubeforge.Format("date-time"),
-        kubeforge.Pattern(UTC_RFC3339),
-        kubeforge.Immutable("the schedule cannot be changed once set"),
+        markers.Format("date-time"),
+        markers.Pattern(UTC_RFC3339),
+        markers.Immutable("the schedule cannot be changed once set"),
     ]
     """When to run the command: an RFC 3339 time in UTC, e.g. 2026-11-21T09:00:00Z."""
 
-    command: Annotated[str, kubeforge.MinLength(1), kubeforge.Pattern(NOT_BLANK)]
+    command: Annotated[str, markers.MinLength(1), markers.Pattern(NOT_BLANK)]
     """The command to run, split into arguments as a shell would (e.g. `echo hello`)."""
 
 
@@ -59,7 +60,7 @@ class AtStatus(kubeforge.Model):
         kubeforge.PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
     ],
 )
-class At(kubeforge.Resource[AtSpec, AtStatus], kubeforge.Convertible[v1.At]):
+class At(kubeforge.Resource[AtSpec, AtStatus], conversion.Convertible[v1.At]):
     """At runs a command in a pod once, at the scheduled time."""
 
     def to_hub(self) -> v1.At:
@@ -70,14 +71,14 @@ class At(kubeforge.Resource[AtSpec, AtStatus], kubeforge.Convertible[v1.At]):
             status=None if self.status is None else v1.AtStatus(phase=self.status.phase),
         )
         # Any line this object carried from an earlier conversion is replaced by its own.
-        kubeforge.unstash(hub, COMMAND_ANNOTATION)
+        conversion.unstash(hub, COMMAND_ANNOTATION)
         if command_line(argv) != self.spec.command:
-            kubeforge.stash(hub, COMMAND_ANNOTATION, self.spec.command)
+            conversion.stash(hub, COMMAND_ANNOTATION, self.spec.command)
         return hub
 
     @classmethod
     def from_hub(cls, hub: v1.At) -> Self:
-        original = kubeforge.unstash(hub, COMMAND_ANNOTATION)
+        original = conversion.unstash(hub, COMMAND_ANNOTATION)
         if not isinstance(original, str):
             original = None
         return cls(

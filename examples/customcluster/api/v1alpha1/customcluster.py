@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 import kubeforge
+from kubeforge import markers
 
 
 class CustomclusterSpec(kubeforge.Model):
     """How many pods, saying what."""
 
-    count: Annotated[int, kubeforge.Minimum(0), kubeforge.Maximum(20)] = 1
+    count: Annotated[int, markers.Minimum(0), markers.Maximum(20)] = 1
     """The number of pods to keep running, from 0 to 20."""
 
-    message: Annotated[str, kubeforge.MinLength(1), kubeforge.MaxLength(256)]
+    message: Annotated[str, markers.MinLength(1), markers.MaxLength(256)]
     """What each pod echoes; changing it replaces every pod."""
 
 

@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Annotated
 
 import kubeforge
+from kubeforge import markers
 
 UP, DOWN = "up", "down"
 
@@ -13,10 +14,10 @@ UP, DOWN = "up", "down"
 class MachineSpec(kubeforge.Model):
     """The machine's desired state."""
 
-    switch_position: Annotated[str, kubeforge.Enum(UP, DOWN)] = DOWN
+    switch_position: Annotated[str, markers.Enum(UP, DOWN)] = DOWN
     """The machine's own switch (stage 1): set it up, and the machine turns it back down."""
 
-    switches: Annotated[int, kubeforge.Minimum(1), kubeforge.Maximum(16)] = 1
+    switches: Annotated[int, markers.Minimum(1), markers.Maximum(16)] = 1
     """How many Switch objects the machine has (stage 2), from 1 to 16."""
 
 
@@ -55,7 +56,7 @@ class Machine(kubeforge.Resource[MachineSpec, MachineStatus]):
 class SwitchSpec(kubeforge.Model):
     """A switch's desired position."""
 
-    position: Annotated[str, kubeforge.Enum(UP, DOWN)] = DOWN
+    position: Annotated[str, markers.Enum(UP, DOWN)] = DOWN
     """up or down; the machine flips an up switch back down."""
 
 

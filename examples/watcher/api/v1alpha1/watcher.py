@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import kubeforge
+from kubeforge import markers
 from kubeforge.models import Container, LocalObjectReference, Volume
 
 
-class RequireFields(kubeforge.Marker):
+class RequireFields(markers.Marker):
     """Make fields required that the annotated type's own schema leaves optional.
 
     A pod spec may leave a container's image to a higher-level controller; a Watcher has
@@ -34,7 +35,7 @@ class WatcherSpec(kubeforge.Model):
     config_data: dict[str, str] | None = None
     """Text configuration, copied into the ConfigMap <name>-config."""
 
-    config_binary_data: dict[str, Annotated[str, kubeforge.Format("byte")]] | None = None
+    config_binary_data: dict[str, Annotated[str, markers.Format("byte")]] | None = None
     """Binary configuration (base64), copied into the ConfigMap's binaryData."""
 
     image_pull_secrets: list[LocalObjectReference] | None = None

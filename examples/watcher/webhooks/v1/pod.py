@@ -22,6 +22,7 @@ import copy
 from typing import Any
 
 import kubeforge
+from kubeforge import webhook
 from kubeforge.models import Pod
 
 from api.v1alpha1 import Watcher
@@ -46,7 +47,7 @@ def with_sidecar(pod: dict[str, Any], watcher: Watcher) -> dict[str, Any]:
     name = watcher.metadata.name
     taken = [c.get("name") for c in [*spec.get("initContainers", []), *spec.get("containers", [])]]
     if sidecar["name"] in taken:
-        raise kubeforge.Denied(
+        raise webhook.Denied(
             f'the pod already has a container named "{sidecar["name"]}", the name of the '
             f'container of Watcher "{name}"'
         )
@@ -58,7 +59,7 @@ def with_sidecar(pod: dict[str, Any], watcher: Watcher) -> dict[str, Any]:
         if not same_name:
             volumes.append(volume)
         elif same_name[0] != volume:
-            raise kubeforge.Denied(
+            raise webhook.Denied(
                 f'the pod already has a volume named "{volume["name"]}", the name of the '
                 f'volume of Watcher "{name}"'
             )
@@ -73,7 +74,7 @@ def with_sidecar(pod: dict[str, Any], watcher: Watcher) -> dict[str, Any]:
 
 
 @kubeforge.rbac(groups="watch.kubeforge.dev", resources="watchers", verbs=["get"])
-@kubeforge.admission_webhook(
+@webhook.admission_webhook(
     kind=Pod,
     mutating=True,
     verbs=["create"],
@@ -93,20 +94,20 @@ class SidecarInjector:
         # pod must be found.
         self.client = client
 
-    async def handle(self, request: kubeforge.AdmissionRequest) -> kubeforge.AdmissionResponse:
+    async def handle(self, request: webhook.AdmissionRequest) -> webhook.AdmissionResponse:
         pod = request.object or {}
         annotations = (pod.get("metadata") or {}).get("annotations") or {}
         name = annotations.get(INJECT)
         if not name:
-            return kubeforge.AdmissionResponse.allow()
+            return webhook.AdmissionResponse.allow()
         try:
             watcher = await self.client.get(Watcher, name, namespace=request.namespace)
         except kubeforge.NotFound:
-            raise kubeforge.Denied(
+            raise webhook.Denied(
                 f'the pod asks for the sidecar of Watcher "{name}" (annotation {INJECT}), '
                 f'but there is no Watcher "{name}" in namespace "{request.namespace}"'
             ) from None
-        return kubeforge.AdmissionResponse.patch_to(pod, with_sidecar(pod, watcher))
+        return webhook.AdmissionResponse.patch_to(pod, with_sidecar(pod, watcher))
 
 
 def setup_pod_webhook(manager: kubeforge.Manager) -> None:

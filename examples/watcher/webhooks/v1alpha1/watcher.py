@@ -17,6 +17,7 @@ import base64
 import re
 
 import kubeforge
+from kubeforge import webhook
 
 from api.v1alpha1 import Watcher
 
@@ -30,17 +31,17 @@ KEY_MESSAGE = (
 MAX_BYTES = 1024 * 1024
 
 
-def _key_errors(path: str, key: str) -> list[kubeforge.FieldError]:
+def _key_errors(path: str, key: str) -> list[webhook.FieldError]:
     if len(key) > 253 or not KEY.fullmatch(key) or key in (".", "..") or key.startswith(".."):
-        return [kubeforge.FieldError.invalid(path, key, KEY_MESSAGE)]
+        return [webhook.FieldError.invalid(path, key, KEY_MESSAGE)]
     return []
 
 
-def problems(watcher: Watcher) -> list[kubeforge.FieldError]:
+def problems(watcher: Watcher) -> list[webhook.FieldError]:
     """What keeps the Watcher's ConfigMap from being created, field by field."""
     data = watcher.spec.config_data or {}
     binary = watcher.spec.config_binary_data or {}
-    errors: list[kubeforge.FieldError] = []
+    errors: list[webhook.FieldError] = []
     for key in data:
         errors += _key_errors(f"spec.configData[{key}]", key)
     for key in binary:
@@ -48,16 +49,16 @@ def problems(watcher: Watcher) -> list[kubeforge.FieldError]:
         errors += _key_errors(path, key)
         if key in data:
             errors.append(
-                kubeforge.FieldError.invalid(path, key, "duplicate of key present in configData")
+                webhook.FieldError.invalid(path, key, "duplicate of key present in configData")
             )
     size = sum(len(v.encode()) for v in data.values())
     size += sum(len(base64.b64decode(v)) for v in binary.values())
     if size > MAX_BYTES:
-        errors.append(kubeforge.FieldError.too_long("spec", MAX_BYTES))
+        errors.append(webhook.FieldError.too_long("spec", MAX_BYTES))
     return errors
 
 
-def warnings(watcher: Watcher) -> kubeforge.Warnings:
+def warnings(watcher: Watcher) -> webhook.Warnings:
     """What works only in some pods: mounts of volumes the Watcher does not bring along."""
     own = watcher.spec.volume.name if watcher.spec.volume is not None else None
     return [
@@ -69,22 +70,22 @@ def warnings(watcher: Watcher) -> kubeforge.Warnings:
 
 
 # The validating webhook: called for creates and updates; a failure refuses the write.
-@kubeforge.admission_webhook(verbs=["create", "update"], failure_policy="Fail", side_effects="None")
-class WatcherValidator(kubeforge.Validator[Watcher]):
+@webhook.admission_webhook(verbs=["create", "update"], failure_policy="Fail", side_effects="None")
+class WatcherValidator(webhook.Validator[Watcher]):
     """Refuses Watchers whose configuration cannot be kept in a ConfigMap, and warns about
     containers that need more than the Watcher brings."""
 
-    def validate_create(self, watcher: Watcher) -> kubeforge.Warnings | None:
+    def validate_create(self, watcher: Watcher) -> webhook.Warnings | None:
         return self.check(watcher)
 
-    def validate_update(self, old: Watcher, new: Watcher) -> kubeforge.Warnings | None:
+    def validate_update(self, old: Watcher, new: Watcher) -> webhook.Warnings | None:
         return self.check(new)
 
-    def check(self, watcher: Watcher) -> kubeforge.Warnings | None:
+    def check(self, watcher: Watcher) -> webhook.Warnings | None:
         """Raise InvalidObject listing every problem, if there is one; else the warnings."""
         errors = problems(watcher)
         if errors:
-            raise kubeforge.InvalidObject(*errors)
+            raise webhook.InvalidObject(*errors)
         return warnings(watcher) or None
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Annotated
 
 import kubeforge
+from kubeforge import markers
 
 
-@kubeforge.markers(
-    kubeforge.Rule(
+@markers.on_class(
+    markers.Rule(
         "!self.image.endsWith(':latest')",
         message="pin the image to a version: ':latest' cannot be rolled back",
         field_path=".image",
@@ -17,10 +18,10 @@ import kubeforge
 class WebServerSpec(kubeforge.Model):
     """How many replicas of which image to serve."""
 
-    replicas: Annotated[int, kubeforge.Minimum(0), kubeforge.Maximum(10)] = 1
+    replicas: Annotated[int, markers.Minimum(0), markers.Maximum(10)] = 1
     """The number of web server pods, from 0 to 10."""
 
-    image: Annotated[str, kubeforge.MinLength(1)] = "nginx:1.27"
+    image: Annotated[str, markers.MinLength(1)] = "nginx:1.27"
     """The container image serving the web content."""
 
 
