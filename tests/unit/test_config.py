@@ -243,7 +243,7 @@ def test_server_without_scheme(
         current="tls",
     )
     assert load_kubeconfig(path).server == "https://h:6443"
-    with caplog.at_level(logging.WARNING, logger="kubeforge._client.config"):
+    with caplog.at_level(logging.WARNING, logger="kubeforge.client.config"):
         plain = load_kubeconfig(path, context="plain")
     assert plain.server == "http://h:8080"
     # Credentials are sent only over TLS, as client-go does.

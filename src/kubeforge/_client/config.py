@@ -45,7 +45,7 @@ __all__ = [
     "load_kubeconfig",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("kubeforge.client.config")
 
 # Where the kubelet mounts a pod's service account; tests point it elsewhere.
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"

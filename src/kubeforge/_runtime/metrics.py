@@ -47,7 +47,7 @@ __all__ = [
     "render_text",
 ]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("kubeforge.runtime.metrics")
 
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
