@@ -21,7 +21,7 @@ def setup(manager: kubeforge.Manager, interval: float = INTERVAL) -> None:
     """Run both stages, each turning a switch back down `interval` seconds (5 by default)
     after it went up."""
     SwitchPositionReconciler(interval).setup_with_manager(manager)
-    MachineReconciler(interval).setup_with_manager(manager)
+    MachineReconciler(manager.api_reader, interval).setup_with_manager(manager)
     # +kubeforge:scaffold:builder
 
 

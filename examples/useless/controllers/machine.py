@@ -54,14 +54,14 @@ log = logging.getLogger(__name__)
 class MachineReconciler(kubeforge.Reconciler):
     """Keeps a Machine's switches: their number, their ownership, their positions."""
 
-    def __init__(self, interval: float = INTERVAL) -> None:
+    def __init__(self, api_reader: Reader, interval: float = INTERVAL) -> None:
+        # Each pass works from what the API server holds now: the manager's uncached reader.
+        self.api_reader = api_reader
         self.interval = interval
 
     def setup_with_manager(self, manager: kubeforge.Manager) -> None:
         """Register this reconciler for Machines (controller `machine`), coming back to a
         machine when a switch it controls changes or a switch's label names it."""
-        # Each pass works from what the API server holds now: the uncached reader.
-        self.api_reader: Reader = manager.api_reader
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(self)
 
     async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:

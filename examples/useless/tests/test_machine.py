@@ -257,9 +257,11 @@ async def test_out_of_range_switch_counts_are_rejected_with_the_field_path(
 async def test_a_failing_reconciler_is_retried_with_backoff(
     testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
 ) -> None:
-    flaky = FlakyReconciler(MachineReconciler(1.0), failures=5)
+    flaky: FlakyReconciler | None = None
 
     def setup_flaky(manager: kubeforge.Manager) -> None:
+        nonlocal flaky
+        flaky = FlakyReconciler(MachineReconciler(manager.api_reader, 1.0), failures=5)
         SwitchPositionReconciler(1.0).setup_with_manager(manager)
         # Registered as MachineReconciler.setup_with_manager registers the real one.
         manager.controller().for_(Machine).owns(Switch).watches(Switch, machine_of).complete(flaky)
@@ -272,6 +274,7 @@ async def test_a_failing_reconciler_is_retried_with_backoff(
         # Nothing else writes to the machine meanwhile: an event would cut a backoff short.
         await kubectl.apply(machine("flaky", switches=2))
         await eventually(lambda: positions_are(kubectl, "flaky", "dd"), timeout=20)
+        assert flaky is not None
         gaps = flaky.gaps()
         # Per-request exponential backoff from 5 ms: no sooner than 5, 10, 20, 40 ms.
         assert gaps[3] >= 0.04 and sum(gaps[:4]) >= 0.075, gaps
