@@ -360,7 +360,7 @@ class NodeLifecycleController(Reconciler):
                 if created is not None:
                     probe = now - max((clock.now() - created).total_seconds(), 0.0)
             saved = self._health[name] = _Health(probe, heartbeat)
-        elif (saved.heartbeat is None) != (heartbeat is None) or saved.heartbeat != heartbeat:
+        elif saved.heartbeat != heartbeat:  # a new heartbeat, or a Ready condition come or gone
             saved.probe, saved.heartbeat = now, heartbeat
         renewed = await self._lease_renewed(name)
         if renewed is not None and (saved.renewed is None or saved.renewed < renewed):
@@ -457,7 +457,9 @@ class NodeLifecycleController(Reconciler):
     async def _handle_disruption(self) -> None:
         """handleDisruption: each zone's state from its nodes' Ready conditions, and what a
         change of states does to the eviction rates."""
-        nodes = [n for n in await self.client.list(NODE) if name_of(n) in self._known]
+        # Every node of the cache, looked at yet or not, as upstream's monitor pass counts
+        # them all at once.
+        nodes: list[Obj] = await self.client.list(NODE)
         by_zone: dict[str, list[str | None]] = {}
         for node in nodes:
             if EXCLUDE_DISRUPTION not in labels_of(node):
