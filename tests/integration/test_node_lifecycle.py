@@ -429,3 +429,14 @@ async def test_kubectl_annotate_is_the_same_switch(env: TestEnv, tmp_path: Path)
     assert env.cluster is not None
     with pytest.raises(KeyError):
         await env.cluster.set_node_health("nowhere", "not-ready")
+
+
+async def test_a_cordoned_node_is_tainted_unschedulable(env: TestEnv, tmp_path: Path) -> None:
+    kubectl = kubectl_for(env.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "kc")
+    unschedulable = ("node.kubernetes.io/unschedulable", "NoSchedule")
+    await kubectl.run("cordon", NODE0)
+    await node_where(env.client, NODE0, lambda n: taints(n) == {unschedulable})
+    rows = (await kubectl.run("get", "nodes")).rows()
+    assert {row[0]: row[1] for row in rows[1:]}[NODE0] == "Ready,SchedulingDisabled"
+    await kubectl.run("uncordon", NODE0)
+    await node_where(env.client, NODE0, lambda n: not taints(n))
