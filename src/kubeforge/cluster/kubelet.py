@@ -1,7 +1,8 @@
 """A simulated node: what the kubelet does, without a container runtime.
 
 `SimulatedNode` registers its Node (capacity, conditions, addresses, node info), renews
-its Lease in `kube-node-lease` every 10 s, gives each pod bound to it an IP of its pod
+its Lease in `kube-node-lease` every 10 s (five times per node monitor grace period when
+that is shorter than 50 s), gives each pod bound to it an IP of its pod
 subnet, and runs those pods, each with a `PodWorker` (podworker.py) from its first sight
 to its removal. It watches its own Node, as a kubelet does, for the health it is asked to
 simulate (nodehealth.py): reporting NotReady, or losing contact with the API server.
