@@ -10,15 +10,15 @@ eviction subresource is reached on purpose.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from kubernetes import client as k8s, config as k8s_config
 from kubernetes.client.rest import ApiException
 
-from kubeforge.apiserver import APIServer
 from kubeforge.client import Client
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
@@ -74,7 +74,7 @@ async def budget(
         "metadata": {"name": name},
         "spec": {
             "selector": {"matchLabels": {"app": "web"}} if selector is None else selector,
-            **({"minAvailable": desired} if not spec else spec),
+            **(spec or {"minAvailable": desired}),
         },
     }
     created = await http.post(PDBS, body)
@@ -278,9 +278,7 @@ async def test_eviction_bodies_and_options(http: HTTPClient) -> None:
     assert missing.status == 404
 
 
-async def test_the_python_client_evicts_and_is_refused(
-    http: HTTPClient, kubeconfig: Path
-) -> None:
+async def test_the_python_client_evicts_and_is_refused(http: HTTPClient, kubeconfig: Path) -> None:
     await run_pod(http, "a")
     await run_pod(http, "b")
     await budget(http, allowed=1)
@@ -302,3 +300,230 @@ async def test_the_python_client_evicts_and_is_refused(
     finally:
         api.close()
     assert (await pod(http, "a"))["metadata"]["deletionTimestamp"]
+
+
+# -- the disruption controller and kubectl drain on two nodes ------------------------------------
+
+
+@pytest.fixture
+async def cluster() -> AsyncIterator[DevCluster]:
+    async with DevCluster(ClusterOptions(nodes=2)) as c:
+        yield c
+
+
+@pytest.fixture
+async def kube(cluster: DevCluster) -> AsyncIterator[Client]:
+    async with Client(cluster.cluster_config()) as client:
+        yield client
+
+
+def kubectl(cluster: DevCluster, tmp_path: Path, version: str = "1.33") -> Kubectl:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "kubeconfig")
+    return kubectl_for(kubeconfig, tmp_path / f"cache-{version}", version)
+
+
+async def status_when(kube: Client, name: str, **expected: int) -> dict[str, Any]:
+    """The budget's status once its counts are `expected` (and it is observed)."""
+
+    async def current() -> dict[str, Any] | None:
+        pdb = await kube.get("policy/v1/PodDisruptionBudget", name, namespace=NS)
+        status: dict[str, Any] = pdb.get("status") or {}
+        if status.get("observedGeneration") != pdb["metadata"]["generation"]:
+            return None
+        counts = {key: status.get(key) for key in expected}
+        assert counts == expected, counts
+        return status
+
+    result: dict[str, Any] = await eventually(current, timeout=20)
+    return result
+
+
+async def test_the_controller_keeps_budgets_status(
+    cluster: DevCluster, kube: Client, tmp_path: Path
+) -> None:
+    kc = kubectl(cluster, tmp_path)
+    await kc.run("create", "deployment", "web", "--image=nginx", "--replicas=3")
+    await kc.run("create", "pdb", "web", "--selector=app=web", "--min-available=2")
+    await kc.run("create", "pdb", "half", "--selector=app=web", "--max-unavailable=50%")
+    status = await status_when(
+        kube, "web", currentHealthy=3, desiredHealthy=2, expectedPods=3, disruptionsAllowed=1
+    )
+    allowed = condition({"status": status}, "DisruptionAllowed")
+    assert allowed is not None
+    assert (allowed["status"], allowed["reason"]) == ("True", "SufficientPods")
+    # A percentage counts from the Deployment's scale: 3 less half of 3 rounded up.
+    await status_when(kube, "half", expectedPods=3, desiredHealthy=1, disruptionsAllowed=2)
+
+    await kc.run("scale", "deployment/web", "--replicas=1")
+    await status_when(kube, "half", expectedPods=1, desiredHealthy=0, disruptionsAllowed=1)
+    status = await status_when(
+        kube, "web", currentHealthy=1, desiredHealthy=2, disruptionsAllowed=0
+    )
+    allowed = condition({"status": status}, "DisruptionAllowed")
+    assert allowed is not None
+    assert (allowed["status"], allowed["reason"]) == ("False", "InsufficientPods")
+    table = (await kc.run("get", "pdb", "web")).out
+    assert table.split("\n")[1].split()[:4] == ["web", "2", "N/A", "0"]
+
+
+async def test_budgets_whose_pods_cannot_be_counted(
+    cluster: DevCluster, kube: Client, tmp_path: Path
+) -> None:
+    kc = kubectl(cluster, tmp_path)
+    # A percentage or maxUnavailable counts the pods' controllers; a bare pod has none.
+    await kc.run("run", "lone", "--image=nginx", "--labels=app=lone")
+    await kc.run("create", "pdb", "lone", "--selector=app=lone", "--max-unavailable=1")
+    await status_when(kube, "lone", expectedPods=0, disruptionsAllowed=0)
+
+    async def warned() -> bool:
+        events = (await kc.run("get", "events", "--field-selector=involvedObject.name=lone")).out
+        return "UnmanagedPods" in events
+
+    await eventually(warned, timeout=20)
+
+    # A DaemonSet has no scale: the status cannot be computed, so it allows nothing.
+    await _daemon_pod(kube, "kubeforge-node-0")
+    await kc.run("create", "pdb", "agent", "--selector=app=agent", "--max-unavailable=1")
+
+    async def failed_safe() -> dict[str, Any] | None:
+        pdb = await kube.get("policy/v1/PodDisruptionBudget", "agent", namespace=NS)
+        return condition(pdb, "DisruptionAllowed")
+
+    allowed = await eventually(failed_safe, timeout=20)
+    assert (allowed["status"], allowed["reason"], allowed["message"]) == (
+        "False",
+        "SyncFailed",
+        "daemonsets.apps does not implement the scale subresource",
+    )
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.29"])
+async def test_drain_evicts_within_the_budget_and_skips_daemon_pods(
+    cluster: DevCluster, kube: Client, tmp_path: Path, version: str
+) -> None:
+    kc = kubectl(cluster, tmp_path, version)
+    await kc.run("create", "deployment", "web", "--image=nginx", "--replicas=3")
+    await kc.run("rollout", "status", "deployment/web", "--timeout=30s")
+    await kc.run("create", "pdb", "web", "--selector=app=web", "--min-available=2")
+    await status_when(kube, "web", currentHealthy=3, disruptionsAllowed=1)
+    web = await kube.list("v1/Pod", namespace=NS, label_selector="app=web")
+    per_node: dict[str, list[str]] = {}
+    for item in web:
+        per_node.setdefault(item["spec"]["nodeName"], []).append(item["metadata"]["name"])
+    # Spread over the two nodes: the busier one has two pods, which one budget of one
+    # disruption cannot let go at once.
+    node = max(per_node, key=lambda n: len(per_node[n]))
+    assert len(per_node[node]) == 2, per_node
+    daemon = await _daemon_pod(kube, node)
+
+    refused = await kc.run("drain", node, "--timeout=30s", check=False)
+    assert refused.code != 0
+    assert "cannot delete DaemonSet-managed Pods" in refused.err
+    assert (await kube.get("v1/Node", node))["spec"].get("unschedulable") is True
+
+    drained = await kc.run("drain", node, "--ignore-daemonsets", "--timeout=60s", timeout=90)
+    assert f"node/{node} drained" in drained.out
+    for name in per_node[node]:
+        assert f"pod/{name} evicted" in drained.out
+    # The second eviction waited for the first pod's replacement.
+    assert "(will retry after 5s): Cannot evict pod as it would violate the pod's " in (drained.err)
+    assert daemon in drained.err  # named in the warning, and left alone
+
+    async def moved() -> bool:
+        pods = await kube.list("v1/Pod", namespace=NS, label_selector="app=web")
+        running = [p for p in pods if p["status"].get("phase") == "Running"]
+        return len(running) == 3 and all(p["spec"]["nodeName"] != node for p in running)
+
+    await eventually(moved, timeout=30)
+    left = await kube.list("v1/Pod", namespace=NS, field_selector=f"spec.nodeName={node}")
+    assert [p["metadata"]["name"] for p in left] == [daemon]
+
+    await kc.run("uncordon", node)
+    assert not (await kube.get("v1/Node", node))["spec"].get("unschedulable")
+
+
+async def test_drain_needs_leave_for_local_data(
+    cluster: DevCluster, kube: Client, tmp_path: Path
+) -> None:
+    kc = kubectl(cluster, tmp_path)
+    scratch = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "scratch"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "scratch"}},
+            "template": {
+                "metadata": {"labels": {"app": "scratch"}},
+                "spec": {
+                    "nodeSelector": {"kubernetes.io/hostname": "kubeforge-node-1"},
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "nginx",
+                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                        }
+                    ],
+                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+    await kc.apply(orjson_dumps(scratch))
+    await kc.run("rollout", "status", "deployment/scratch", "--timeout=30s")
+    refused = await kc.run("drain", "kubeforge-node-1", "--timeout=30s", check=False)
+    assert refused.code != 0
+    assert "cannot delete Pods with local storage" in refused.err
+    drained = await kc.run("drain", "kubeforge-node-1", "--delete-emptydir-data", "--timeout=60s")
+    assert "node/kubeforge-node-1 drained" in drained.out
+    left = await kube.list("v1/Pod", namespace=NS, field_selector="spec.nodeName=kubeforge-node-1")
+    assert left == []
+
+
+async def _daemon_pod(kube: Client, node: str) -> str:
+    """A pod of a DaemonSet on `node` (made by hand: drain must leave it be)."""
+    daemonset = await kube.create(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": NS},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "agent", "image": "busybox"}]},
+                },
+            },
+        }
+    )
+    pods = await kube.list("v1/Pod", namespace=NS, field_selector=f"spec.nodeName={node}")
+    for item in pods:
+        owner = (item["metadata"].get("ownerReferences") or [{}])[0]
+        if owner.get("kind") == "DaemonSet":
+            return str(item["metadata"]["name"])
+    made = await kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"agent-{node}",
+                "namespace": NS,
+                "labels": {"app": "agent"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "DaemonSet",
+                        "name": "agent",
+                        "uid": daemonset["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "busybox"}]},
+        }
+    )
+    return str(made["metadata"]["name"])
+
+
+def orjson_dumps(obj: Any) -> str:
+    return orjson.dumps(obj).decode()
