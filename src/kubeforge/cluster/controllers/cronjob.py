@@ -206,15 +206,15 @@ class CronJobReconciler(Reconciler):
         return None
 
     async def _jobs_of(self, cronjob: Mapping[str, Any]) -> list[Obj]:
-        """The Jobs the CronJob controls: by their controller reference's name, whatever
-        their labels now say (getJobsToBeReconciled)."""
+        """The Jobs the CronJob controls: by their controller reference's kind and name,
+        whatever their labels now say (getJobsToBeReconciled)."""
         jobs: list[Obj] = await self.client.list(JOB, namespace=namespace_of(cronjob))
         name = name_of(cronjob)
         return [
             job
             for job in jobs
             if (ref := controller_ref(job)) is not None
-            and ref.get("kind") == "CronJob"
+            and _is_cronjob(ref)
             and ref.get("name") == name
         ]
 
@@ -449,9 +449,14 @@ def _schedule_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     )
 
 
+def _is_cronjob(ref: Mapping[str, Any]) -> bool:
+    """A reference to a batch CronJob (not an operator's own kind of that name)."""
+    return ref.get("kind") == "CronJob" and str(ref.get("apiVersion", "")).startswith("batch/")
+
+
 def _controlling_cronjob(job: Mapping[str, Any]) -> list[Request]:
     ref = controller_ref(job)
-    if ref is None or ref.get("kind") != "CronJob":
+    if ref is None or not _is_cronjob(ref):
         return []
     return [Request(namespace_of(job), str(ref.get("name") or ""))]
 
