@@ -278,6 +278,52 @@ async def test_eviction_bodies_and_options(http: HTTPClient) -> None:
     assert missing.status == 404
 
 
+async def test_admission_sees_the_eviction_and_a_refusal_changes_nothing(
+    http: HTTPClient,
+) -> None:
+    await run_pod(http, "a")
+    await run_pod(http, "protected")
+    await budget(http, allowed=2, healthy=4)
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "keep"},
+        "spec": {
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods/eviction"],
+                    }
+                ]
+            },
+            "validations": [
+                {"expression": "object.kind == 'Eviction' && object.metadata.name != 'protected'"}
+            ],
+        },
+    }
+    bind = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "keep"},
+        "spec": {"policyName": "keep", "validationActions": ["Deny"]},
+    }
+    for path, obj in (
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy),
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", bind),
+    ):
+        assert (await http.post(path, obj)).status == 201
+
+    refused = await evict(http, "protected")
+    assert refused.status == 422, refused.body
+    assert "ValidatingAdmissionPolicy 'keep'" in refused.json()["message"]
+    assert not (await pod(http, "protected"))["metadata"].get("deletionTimestamp")
+    assert (await pdb_status(http))["disruptionsAllowed"] == 2
+    assert (await evict(http, "a")).status == 201
+
+
 async def test_the_python_client_evicts_and_is_refused(http: HTTPClient, kubeconfig: Path) -> None:
     await run_pod(http, "a")
     await run_pod(http, "b")
