@@ -48,6 +48,9 @@ def cronjob(schedule: str, created: str = "2024-01-01T00:00:30Z", **spec: Any) -
         # A day field starting with * (or ?) restricts with AND, as robfig/cron reads it.
         ("0 0 */2 * 1", "2024-01-01T00:00:30Z", "2024-01-15T00:00:00Z"),
         ("0 0 ? * 1", "2024-01-01T00:00:30Z", "2024-01-08T00:00:00Z"),
+        # Empty list items and a `+` sign are read as robfig/cron reads them.
+        ("1,,2 * * * *", "2024-01-01T10:00:00Z", "2024-01-01T10:01:00Z"),
+        ("+5 * * * *", "2024-01-01T10:00:00Z", "2024-01-01T10:05:00Z"),
         ("@every 90s", "2024-01-01T10:00:00.5Z", "2024-01-01T10:01:30Z"),
         ("@every 1ms", "2024-01-01T10:00:00Z", "2024-01-01T10:00:01Z"),
         ("TZ=Asia/Tokyo 0 9 * * *", "2024-01-01T01:00:00Z", "2024-01-02T00:00:00Z"),

@@ -180,12 +180,14 @@ def _parse(spec: str) -> tuple[str | None, timedelta | None]:
     fields = spec.split()
     if len(fields) != 5:
         raise ScheduleError(f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]")
-    for text, (low, high, names) in zip(fields, _FIELDS, strict=True):
-        for expr in (p for p in text.split(",") if p):
+    lists = [[part for part in text.split(",") if part] for text in fields]
+    for parts, (low, high, names) in zip(lists, _FIELDS, strict=True):
+        for expr in parts:
             _check_range(expr, low, high, names)
-    # `?` is `*` to robfig/cron (also where it decides how the day fields combine), and a
-    # number may carry a `+`, as strconv.Atoi reads it.
-    return " ".join(fields).replace("?", "*").replace("+", ""), None
+    # Empty list items are dropped, `?` is `*` (also where it decides how the day fields
+    # combine), and a number may carry a `+`, as robfig/cron and strconv.Atoi read them.
+    expression = " ".join(",".join(parts) for parts in lists)
+    return expression.replace("?", "*").replace("+", ""), None
 
 
 def parse_schedule(spec: str, zone: tzinfo = UTC) -> Schedule:
