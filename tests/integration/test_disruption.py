@@ -19,16 +19,22 @@ import pytest
 from kubernetes import client as k8s, config as k8s_config
 from kubernetes.client.rest import ApiException
 
-from kubeforge.client import Client
+from kubeforge.apiserver import APIServer
+from kubeforge.client import Client, ClusterConfig
+from kubeforge.client.auth import StaticToken
+from kubeforge.cluster.controllers import disruption
 from kubeforge.cluster.devcluster import DevCluster
 from kubeforge.cluster.options import ClusterOptions
+from kubeforge.runtime.manager import Manager
 from kubeforge.testing import Kubectl, eventually
+from tests.integration.crd_fixtures import widget, widget_crd
 from tests.support import HTTPClient, kubectl_for
 
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 PDBS = f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets"
 NOW = "2024-01-01T00:00:00Z"
+GADGET = {"name": "gadget", "namespace": NS}
 
 
 # -- playing the kubelet and the disruption controller ---------------------------------------
@@ -346,6 +352,85 @@ async def test_the_python_client_evicts_and_is_refused(http: HTTPClient, kubecon
     finally:
         api.close()
     assert (await pod(http, "a"))["metadata"]["deletionTimestamp"]
+
+
+# -- counting pods by their controllers' scale -------------------------------------------------
+
+
+async def test_expected_pods_are_the_scales_of_the_pods_controllers(server: APIServer) -> None:
+    """StatefulSets, ReplicationControllers and any kind with a scale subresource count
+    with their replicas (here on a bare server, with the disruption controller alone)."""
+    cfg = ClusterConfig(
+        server=server.url, ca_data=server.ca_pem, credentials=StaticToken(server.token)
+    )
+    manager = Manager(client=Client(cfg, field_manager="kube-controller-manager"))
+    disruption.setup(manager)
+    task = asyncio.create_task(manager.start())
+    try:
+        async with Client(cfg) as kube:
+            await kube.create({**widget_crd(), "metadata": {"name": "widgets.example.com"}})
+            await kube.wait_established(["widgets.example.com"])
+            template = {
+                "metadata": {"labels": {"app": "mixed"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+            }
+            selector = {"matchLabels": {"app": "mixed"}}
+            owners = [
+                await kube.create(
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "StatefulSet",
+                        "metadata": {"name": "db", "namespace": NS},
+                        "spec": {
+                            "replicas": 4,
+                            "serviceName": "db",
+                            "selector": selector,
+                            "template": template,
+                        },
+                    }
+                ),
+                await kube.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ReplicationController",
+                        "metadata": {"name": "old", "namespace": NS},
+                        "spec": {"replicas": 2, "selector": {"app": "mixed"}, "template": template},
+                    }
+                ),
+                await kube.create({**widget("gadget", replicas=3), "metadata": GADGET}),
+            ]
+            for owner in owners:
+                ref = {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                }
+                pod = {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{owner['metadata']['name']}-0",
+                        "namespace": NS,
+                        "labels": {"app": "mixed"},
+                        "ownerReferences": [ref],
+                    },
+                    "spec": template["spec"],
+                }
+                await kube.create(pod)
+            await kube.create(
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "mixed", "namespace": NS},
+                    "spec": {"maxUnavailable": 1, "selector": selector},
+                }
+            )
+            await status_when(kube, "mixed", expectedPods=9, desiredHealthy=8, disruptionsAllowed=0)
+    finally:
+        manager.stop()
+        await task
 
 
 # -- the disruption controller and kubectl drain on two nodes ------------------------------------
