@@ -30,8 +30,10 @@ from kubeforge.cluster import certmanager, controllernames as names
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
+    cronjob,
     csrsigning,
     deployment,
+    disruption,
     endpoints,
     job,
     nodelifecycle,
@@ -152,6 +154,8 @@ class DevCluster:
             names.REPLICASET: replicaset.setup,
             names.DEPLOYMENT: deployment.setup,
             names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.CRONJOB: cronjob.setup,
+            names.DISRUPTION: disruption.setup,
             names.ENDPOINTS: endpoints.setup_endpoints,
             names.ENDPOINTSLICE: endpoints.setup_endpointslices,
             names.SCHEDULER: scheduler.setup,
