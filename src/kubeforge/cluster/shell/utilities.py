@@ -296,7 +296,7 @@ async def _cat(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
         elif name in sh.files:
             sh.out(sh.files[name])
         else:
-            sh.write(f"cat: can't open '{name}': No such file or directory\n")
+            sh.complain(f"cat: can't open '{name}': No such file or directory\n")
             status = 1
     return status
 
