@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import re
 import signal
 import struct
 import termios
@@ -271,11 +272,26 @@ def _kill(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _tar_names(command: list[str], argv: list[str]) -> list[str]:
+    """`tar` names members after the paths it is given: a mount path rewritten to its place
+    on this machine keeps its name in the archive (GNU tar's --transform), so that
+    `kubectl cp` finds the path it asked for."""
+    if not argv or program_name(argv[0]) != "tar":
+        return argv
+    transforms = []
+    for original, rewritten in zip(command, argv, strict=True):
+        if original != rewritten and original.startswith("/") and rewritten.startswith("/"):
+            source = re.sub(r"([.\[\]*^$\\|])", r"\\\1", rewritten.lstrip("/"))
+            target = original.lstrip("/").replace("\\", "\\\\").replace("|", "\\|")
+            transforms.append(f"--transform=s|^{source}|{target}|")
+    return [*argv, *transforms]  # after the old-style options, which must come first
+
+
 async def exec_local(process: ContainerProcess, command: list[str], streams: ProcessStreams) -> int:
     """Run `command` on this machine in the container's environment and directory."""
     launch = process.local
     assert launch is not None
-    argv = [rewrite(part, launch.paths, launch.ports) for part in command]
+    argv = _tar_names(command, [rewrite(part, launch.paths, launch.ports) for part in command])
     cwd = launch.cwd or process.workdir
     env = dict(launch.env)
     if cwd is not None:
