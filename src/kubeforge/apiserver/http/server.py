@@ -596,8 +596,9 @@ class _Connection(asyncio.Protocol):
             self.timer = None
         if self.drain is not None and not self.drain.done():
             self.drain.set_result(None)  # writers waiting on it find the connection lost
-        if self.task is not None:
-            # A streaming handler (a watch) ends when its client goes.
+        if self.task is not None and self.upgraded is None:
+            # A streaming handler (a watch) ends when its client goes; a switched protocol
+            # reads the end of its input and finishes by itself.
             self.task.cancel()
 
     def pause_writing(self) -> None:

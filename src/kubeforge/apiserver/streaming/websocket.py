@@ -151,6 +151,10 @@ class WebSocket:
         elif isinstance(event, CloseConnection):
             if self._ws.state is ConnectionState.REMOTE_CLOSING:
                 await self._send_bytes(self._ws.send(event.response()))
+            elif self._ws.state is ConnectionState.OPEN:
+                # wsproto's report of a frame that broke the protocol (1002 and why).
+                log.debug("websocket: %s", event.reason)
+                await self._send_bytes(self._ws.send(CloseConnection(event.code, event.reason)))
             self._end()
         return None
 
