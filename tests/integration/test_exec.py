@@ -74,9 +74,7 @@ def test_exec_sees_the_containers_environment_and_mounted_files(
 
 @pytest.mark.parametrize("version", KUBECTL_VERSIONS)
 def test_exit_codes_and_stderr(cluster: ClusterThread, version: str) -> None:
-    done = cluster.kubectl(
-        "exec", "shell", "--", "sh", "-c", "echo out; exit 3", version=version
-    )
+    done = cluster.kubectl("exec", "shell", "--", "sh", "-c", "echo out; exit 3", version=version)
     assert done.returncode == 3
     assert done.stdout == b"out\n"
     assert b"command terminated with exit code 3" in done.stderr

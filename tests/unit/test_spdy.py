@@ -35,7 +35,8 @@ BOUNDED = settings(
 
 
 def _control(kind: int, payload: bytes, flags: int = 0, version: int = 3) -> bytes:
-    return struct.pack(">II", 0x80000000 | version << 16 | kind, flags << 24 | len(payload)) + payload
+    head = struct.pack(">II", 0x80000000 | version << 16 | kind, flags << 24 | len(payload))
+    return head + payload
 
 
 def test_the_dictionary_is_spdy3s() -> None:

@@ -160,7 +160,12 @@ class APIServer:
             patches,
             ScaleHandler(store, writes, codec),
             pods,
-            ConnectHandler(store, admission, self.auth.decide, streams),
+            ConnectHandler(
+                store,
+                admission,
+                lambda user, info: self.auth.authorize(user, "POST", "", info, {}),
+                streams,
+            ),
             self.auth.token_request,
         )
         creates = CreateHandler(

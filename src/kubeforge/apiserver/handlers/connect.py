@@ -13,14 +13,14 @@ a failed upgrade (SPDY and WebSocket alike) and kubectl prints it. `proxy` is re
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from kubeforge.apiserver.auth.attributes import Attributes
-from kubeforge.apiserver.auth.forbidden import forbidden
 from kubeforge.apiserver.handlers.call import Admissions, Call, stored_object
 from kubeforge.apiserver.http.server import Request, Response, Upgraded
 from kubeforge.apiserver.request.errors import StatusError
+from kubeforge.apiserver.request.info import RequestInfo
 from kubeforge.apiserver.request.user import UserInfo
 from kubeforge.apiserver.storage.store import Store
 from kubeforge.apiserver.streaming import portforward, remotecommand
@@ -48,8 +48,8 @@ CONNECT_SUBRESOURCES = {
     "proxy": "proxying",
 }
 _STREAMING = frozenset({"exec", "attach", "portforward"})
-# Decides an authorization question: allowed, and why not.
-Authorizer = Callable[[Attributes], tuple[bool, str]]
+# Authorizes a request as `info` says (raising Forbidden): the server's authorizer.
+Authorizer = Callable[[UserInfo, RequestInfo], None]
 
 
 class ConnectHandler:
@@ -82,24 +82,7 @@ class ConnectHandler:
         """A WebSocket upgrade is a GET, authorized as `get`; the user must also be allowed
         to `create` the subresource, as SPDY's POST asks (pkg/registry/core/pod/rest/
         authorize.go, the AuthorizePodWebsocketUpgradeCreatePermission check)."""
-        user: UserInfo = call.user
-        if user.privileged:
-            return
-        info = call.info
-        attrs = Attributes(
-            user,
-            "create",
-            True,
-            group=info.group,
-            version=info.version,
-            resource=info.resource,
-            subresource=info.subresource or "",
-            namespace=call.namespace,
-            name=call.name,
-        )
-        allowed, reason = self.authorize(attrs)
-        if not allowed:
-            raise forbidden(attrs, reason)
+        self.authorize(call.user, replace(call.info, verb="create"))
 
     async def _admitted(self, request: Request, call: Call) -> Response | Upgraded:
         if call.admission is not None:
