@@ -153,14 +153,15 @@ def test_the_container_must_be_named_when_there_are_several(cluster: ClusterThre
     assert done.stdout == b"ok\n", done.stderr.decode()
 
 
-def test_a_terminal_echoes_and_prompts(cluster: ClusterThread) -> None:
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_a_terminal_echoes_and_prompts(cluster: ClusterThread, version: str) -> None:
     """`kubectl exec -it` under a terminal: the simulated shell reads line by line, with a
     prompt and what is typed echoed, as a shell on a terminal does."""
     from kubeforge.testing import find_kubectl
 
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [find_kubectl("1.33", exact=True), "exec", "-it", "shell", "--", "sh"],
+        [find_kubectl(version, exact=True), "exec", "-it", "shell", "--", "sh"],
         env=cluster.env(),
         stdin=terminal,
         stdout=terminal,

@@ -181,3 +181,18 @@ def test_python_client_exec_in_a_local_process(cluster: ClusterThread) -> None:
         tty=False,
     )
     assert output == "local\n"
+
+
+def test_exec_under_a_terminal_in_a_local_process(cluster: ClusterThread) -> None:
+    core = k8s.CoreV1Api(cluster.python_client())
+    output = stream(
+        core.connect_get_namespaced_pod_exec,
+        "server",
+        "default",
+        command=["sh", "-c", "test -t 1 && echo terminal; echo $MODE"],
+        stderr=True,
+        stdin=False,
+        stdout=True,
+        tty=True,
+    )
+    assert output == "terminal\r\nlocal\r\n"
