@@ -37,6 +37,13 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
+metadata: {{name: echoer}}
+spec:
+  containers:
+  - {{name: cat, image: busybox, command: [cat], stdin: true, stdinOnce: true}}
+---
+apiVersion: v1
+kind: Pod
 metadata: {{name: simulated}}
 spec:
   containers:
@@ -49,7 +56,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]
     options = ClusterOptions(pod_start_seconds=0.05, exec_pods=True)
     with ClusterThread(tmp_path_factory.mktemp("portforward"), options) as running:
         running.apply(MANIFEST)
-        running.wait_ready("server", "simulated")
+        running.wait_ready("server", "simulated", "echoer")
         yield running
 
 
@@ -196,3 +203,13 @@ def test_exec_under_a_terminal_in_a_local_process(cluster: ClusterThread) -> Non
         tty=True,
     )
     assert output == "terminal\r\nlocal\r\n"
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.33"])
+def test_attach_feeds_the_process_its_input(cluster: ClusterThread, version: str) -> None:
+    # `stdinOnce`: the process's input closes when the attach's does, so `cat` ends, and
+    # with it the attach.
+    cluster.wait_ready("echoer")
+    done = cluster.kubectl("attach", "-i", "echoer", stdin=b"through attach\n", version=version)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"through attach\n" in done.stdout

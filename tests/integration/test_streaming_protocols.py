@@ -17,7 +17,7 @@ import orjson
 import pytest
 from wsproto import ConnectionType
 from wsproto.connection import Connection
-from wsproto.events import BytesMessage, CloseConnection, Message
+from wsproto.events import BytesMessage, CloseConnection, Message, TextMessage
 
 from kubeforge.apiserver import APIServer, ConnectionLimits
 from kubeforge.apiserver.streaming.runtime import (
@@ -238,15 +238,19 @@ def _websocket_headers(server: APIServer, protocol: str) -> dict[str, str]:
     }
 
 
-async def _messages(conn: Tls, ws: Connection) -> list[Any]:
+async def _messages(conn: Tls, ws: Connection, stop_after: int | None = None) -> list[Any]:
+    """Events until the server closes (answered), or until `stop_after` messages."""
     events: list[Any] = []
     while data := await asyncio.wait_for(conn.reader.read(65536), 10):
         ws.receive_data(data)
         for event in ws.events():
             events.append(event)
             if isinstance(event, CloseConnection):
-                conn.writer.write(ws.send(event.response()))
+                if ws.state.name == "REMOTE_CLOSING":
+                    conn.writer.write(ws.send(event.response()))
                 return events
+        if stop_after is not None and sum(isinstance(e, Message) for e in events) >= stop_after:
+            return events
     return events
 
 
@@ -335,3 +339,23 @@ async def test_the_metrics_count_an_upgrade_as_101(server: APIServer) -> None:
         return 'code="101"' in text and 'subresource="exec"' in text
 
     await eventually(counted, timeout=10)
+
+
+async def test_websocket_base64_channels(server: APIServer) -> None:
+    conn = await Tls.open(server)
+    try:
+        target = f"{EXEC}?command=echo-stdin&command=2&container=c&stdin=1&stdout=1"
+        headers = _websocket_headers(server, "v4.base64.channel.k8s.io")
+        status, answer, _ = await conn.request("GET", target, headers)
+        assert status == 101
+        assert answer["sec-websocket-protocol"] == "v4.base64.channel.k8s.io"
+        ws = Connection(ConnectionType.CLIENT)
+        conn.writer.write(ws.send(TextMessage("0" + base64.b64encode(b"typed").decode())))
+        events = await _messages(conn, ws, stop_after=2)
+        conn.writer.write(ws.send(CloseConnection(1000)))
+        events += await _messages(conn, ws)
+    finally:
+        conn.close()
+    texts = [e.data for e in events if isinstance(e, TextMessage)]
+    assert texts[0] == "1"  # stdout, open, nothing on it yet
+    assert texts[1] == "1" + base64.b64encode(b"typed").decode()
