@@ -209,7 +209,8 @@ async def test_spdy_exec_reports_the_exit_code(server: APIServer) -> None:
         b"\x80\x03\x00\x01\x00\x00\x00\x02xx",  # a SYN_STREAM cut short
         b"\x80\x02\x00\x06\x00\x00\x00\x04abcd",  # SPDY/2
         b"\x00\x00\x00\x00\x00\x00\x00\x01x",  # data for stream 0
-        os.urandom(512),
+        b"\x80\x03\x00\x01\x00\xff\xff\xff",  # a control frame of 16 MiB
+        b"\xff" * 512,  # noise
     ],
 )
 async def test_hostile_spdy_frames_end_only_their_connection(

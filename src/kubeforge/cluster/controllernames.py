@@ -30,11 +30,13 @@ __all__ = [
     "JOB",
     "KNOWN",
     "NAMESPACE",
+    "NODE_LIFECYCLE",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
     "SCHEDULER",
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
+    "TAINT_EVICTION",
     "enabled_controllers",
     "split_list",
 ]
@@ -49,11 +51,13 @@ ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
+NODE_LIFECYCLE = "node-lifecycle-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+TAINT_EVICTION = "taint-eviction-controller"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
@@ -68,6 +72,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT_TOKEN: ("serviceaccount-token",),
     CSR_SIGNING: ("csrsigning",),
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
+    NODE_LIFECYCLE: ("nodelifecycle",),
+    TAINT_EVICTION: (),
     # These two run inside the API server (decision 10), but are kube-controller-manager's.
     GARBAGE_COLLECTOR: ("garbagecollector",),
     NAMESPACE: ("namespace",),
