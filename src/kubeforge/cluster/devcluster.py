@@ -49,6 +49,7 @@ from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.nodehealth import NodeHealth, request_health
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
+from kubeforge.cluster.podstreams import ClusterStreams
 from kubeforge.cluster.projects import ImageMap
 from kubeforge.runtime.manager import Manager
 
@@ -110,7 +111,9 @@ class DevCluster:
             connections=connections or ConnectionLimits(),
             resolve_service=router,
         )
-        self.server = APIServer(config, logs=self.logs)
+        # exec, attach and port-forward reach the nodes' pods through this runtime.
+        streams = ClusterStreams(lambda: self.nodes, self.logs)
+        self.server = APIServer(config, logs=self.logs, streams=streams)
         self.client: Client | None = None
         self.manager: Manager | None = None
         self.nodes: list[SimulatedNode] = []
