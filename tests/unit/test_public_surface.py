@@ -139,6 +139,18 @@ PUBLIC: dict[str, list[str]] = {
         "load_kubeconfig",
         "migrate_storage",
     ],
+    "kubeforge.clock": [
+        "Clock",
+        "RealClock",
+        "Timer",
+        "call_later",
+        "get",
+        "monotonic",
+        "now",
+        "sleep",
+        "time",
+        "use",
+    ],
     "kubeforge.cluster": [
         "ClusterOptions",
         "DevCluster",
@@ -310,6 +322,10 @@ PUBLIC: dict[str, list[str]] = {
     ],
 }
 
+# Public modules that are not façades: they hold their own code because every layer reads them
+# (the process's one clock; decision 44 keeps them below the layers).
+FOUNDATION = {"kubeforge.clock"}
+
 # Generated from the Kubernetes definitions (tools/gen_models.py; tests/unit/test_models.py):
 # public, with a surface that is Kubernetes' own and not listed here.
 GENERATED = [
@@ -385,7 +401,7 @@ def test_every_public_module_says_what_it_is_for(module: str) -> None:
     assert loaded.__doc__ and len(loaded.__doc__.split()) >= words, module
 
 
-@pytest.mark.parametrize("module", sorted(PUBLIC))
+@pytest.mark.parametrize("module", sorted(set(PUBLIC) - FOUNDATION))
 def test_every_public_name_is_reexported_from_an_internal_module(module: str) -> None:
     # A concept module defines nothing: each of its names comes from the implementation.
     sources = imported_names(module)

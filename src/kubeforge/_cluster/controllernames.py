@@ -22,19 +22,23 @@ from collections.abc import Iterable
 __all__ = [
     "ALL",
     "CLUSTERROLE_AGGREGATION",
+    "CRONJOB",
     "CSR_SIGNING",
     "DEPLOYMENT",
+    "DISRUPTION",
     "ENDPOINTS",
     "ENDPOINTSLICE",
     "GARBAGE_COLLECTOR",
     "JOB",
     "KNOWN",
     "NAMESPACE",
+    "NODE_LIFECYCLE",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
     "SCHEDULER",
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
+    "TAINT_EVICTION",
     "enabled_controllers",
     "split_list",
 ]
@@ -42,18 +46,22 @@ __all__ = [
 ALL = "*"
 
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CRONJOB = "cronjob-controller"
 CSR_SIGNING = "certificatesigningrequest-signing-controller"
 DEPLOYMENT = "deployment-controller"
+DISRUPTION = "disruption-controller"
 ENDPOINTS = "endpoints-controller"
 ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
+NODE_LIFECYCLE = "node-lifecycle-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+TAINT_EVICTION = "taint-eviction-controller"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
@@ -61,6 +69,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     REPLICASET: ("replicaset",),
     DEPLOYMENT: ("deployment",),
     JOB: ("job",),
+    CRONJOB: ("cronjob",),
+    DISRUPTION: ("disruption",),
     ENDPOINTS: ("endpoint",),
     ENDPOINTSLICE: ("endpointslice",),
     SCHEDULER: (),
@@ -68,6 +78,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT_TOKEN: ("serviceaccount-token",),
     CSR_SIGNING: ("csrsigning",),
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
+    NODE_LIFECYCLE: ("nodelifecycle",),
+    TAINT_EVICTION: (),
     # These two run inside the API server (decision 10), but are kube-controller-manager's.
     GARBAGE_COLLECTOR: ("garbagecollector",),
     NAMESPACE: ("namespace",),

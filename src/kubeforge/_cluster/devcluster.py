@@ -30,20 +30,26 @@ from kubeforge._cluster import certmanager, controllernames as names
 from kubeforge._cluster.containers import LocalRuntime
 from kubeforge._cluster.controllers import (
     clusterroles,
+    cronjob,
     csrsigning,
     deployment,
+    disruption,
     endpoints,
     job,
+    nodelifecycle,
     replicaset,
     rootca,
     scheduler,
     serviceaccount,
+    tainteviction,
     tokens,
 )
 from kubeforge._cluster.hostports import HostPorts, ServiceRouter
 from kubeforge._cluster.kubelet import SimulatedNode
+from kubeforge._cluster.nodehealth import NodeHealth, request_health
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
+from kubeforge._cluster.podstreams import ClusterStreams
 from kubeforge._cluster.projects import ImageMap
 from kubeforge._runtime.manager import Manager
 
@@ -52,6 +58,8 @@ __all__ = ["CONTEXT", "DevCluster"]
 log = logging.getLogger("kubeforge.dev")
 
 CONTEXT = "kubeforge-dev"
+# How long a kubelet may take to act on a change of the health it simulates.
+HEALTH_TIMEOUT = 30.0
 
 
 class DevCluster:
@@ -103,7 +111,9 @@ class DevCluster:
             connections=connections or ConnectionLimits(),
             resolve_service=router,
         )
-        self.server = APIServer(config, logs=self.logs)
+        # exec, attach and port-forward reach the nodes' pods through this runtime.
+        streams = ClusterStreams(lambda: self.nodes, self.logs)
+        self.server = APIServer(config, logs=self.logs, streams=streams)
         self.client: Client | None = None
         self.manager: Manager | None = None
         self.nodes: list[SimulatedNode] = []
@@ -147,6 +157,8 @@ class DevCluster:
             names.REPLICASET: replicaset.setup,
             names.DEPLOYMENT: deployment.setup,
             names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.CRONJOB: cronjob.setup,
+            names.DISRUPTION: disruption.setup,
             names.ENDPOINTS: endpoints.setup_endpoints,
             names.ENDPOINTSLICE: endpoints.setup_endpointslices,
             names.SCHEDULER: scheduler.setup,
@@ -157,6 +169,10 @@ class DevCluster:
             ),
             names.CSR_SIGNING: lambda m: csrsigning.setup(m, certificates),
             names.CLUSTERROLE_AGGREGATION: clusterroles.setup,
+            names.NODE_LIFECYCLE: lambda m: nodelifecycle.setup(
+                m, grace_period=self.options.node_monitor_grace_period
+            ),
+            names.TAINT_EVICTION: tainteviction.setup,
         }
 
     async def start(self) -> None:
@@ -199,6 +215,17 @@ class DevCluster:
             self.nodes.append(node)
             self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
         await self._wait_ready()
+
+    async def set_node_health(self, name: str, health: NodeHealth) -> None:
+        """Take the simulated node `name` down or bring it back (cluster/nodehealth.py):
+        "not-ready" (its kubelet reports NotReady), "unreachable" (it loses contact with the
+        API server) or "ready"; returns once its kubelet acts so. KeyError for a node this
+        cluster does not run."""
+        node = next((n for n in self.nodes if n.name == name), None)
+        if node is None or self.client is None:
+            raise KeyError(f"no simulated node {name!r} in this cluster")
+        await request_health(self.client, name, health)
+        await asyncio.wait_for(node.wait_for_health(health), HEALTH_TIMEOUT)
 
     def _controllers_health(self) -> tuple[bool, str, str]:
         manager = self.manager

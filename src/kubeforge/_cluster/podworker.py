@@ -35,6 +35,7 @@ from kubeforge._cluster.containers import (
     UnsafePath,
     local_launch,
 )
+from kubeforge._cluster.mountview import mounted_files
 from kubeforge._cluster.options import START_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge._cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
 from kubeforge._cluster.podlogs import PodLogs
@@ -151,7 +152,7 @@ class _Slot:
 class Node(Protocol):
     """What a PodWorker needs of the node its pod is bound to (kubelet.py's SimulatedNode):
     its client, name, address and settings, where logs and events go, what local processes
-    need, and the pod IPs of its subnet."""
+    need, the pod IPs of its subnet, and whether it can reach the API server."""
 
     @property
     def client(self) -> Client: ...
@@ -170,6 +171,7 @@ class Node(Protocol):
     def allocate_ip(self, uid: str) -> str: ...
     def reserve_ip(self, uid: str, ip: str) -> bool: ...
     def release_ip(self, uid: str) -> None: ...
+    async def online(self) -> None: ...
 
 
 class PodWorker:
@@ -249,6 +251,23 @@ class PodWorker:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
+
+    def running(self, container: str) -> ContainerProcess | None:
+        """The current run of a container while it runs (what exec and attach reach)."""
+        for slot in (*self.mains, *self.inits):
+            if slot.name == container and slot.process is not None and "running" in slot.state:
+                return slot.process
+        return None
+
+    def mounted(self, container: Mapping[str, Any]) -> dict[str, bytes]:
+        """The files of the pod's volumes as `container` (its spec) sees them."""
+        return mounted_files(self.volumes, container.get("volumeMounts") or ())
+
+    def republish(self) -> None:
+        """Write the pod's status again even if unchanged: someone else changed it."""
+        self._sent = None
+        if not self.closed and self._task is not None:
+            self._spawn(self._publish())
 
     async def close(self) -> None:
         """The pod is gone: stop everything at once."""
@@ -464,6 +483,8 @@ class PodWorker:
                 image=image,
                 local=local,
                 workdir_prefix=f"kubeforge-{self.name}-",
+                files=self.mounted(slot.spec),
+                stdin=bool(slot.spec.get("stdin")),
             )
             slot.process = process
             watching = self._watch_readiness(slot, process, behaviour, local)
@@ -689,6 +710,7 @@ class PodWorker:
         """Delete the pod for good (grace period 0): the node has let it go."""
         delay = 0.1
         while True:
+            await self.node.online()
             try:
                 await self.node.client.delete(
                     "v1/Pod",
@@ -822,6 +844,8 @@ class PodWorker:
     async def _publish(self) -> None:
         """Write the pod's status (when it changed since the last write)."""
         async with self._lock:
+            # A node cut off from the API server writes once it is back, what is true then.
+            await self.node.online()
             if self.closed:
                 return
             body = orjson.dumps({"status": self._status()})

@@ -3,10 +3,10 @@
     assert_round_trips(v1.At(...))           # v1 -> v1alpha1 -> v1, for every other version
     assert_round_trips(v1alpha1.At(...))     # v1alpha1 -> v1 -> v1alpha1, and so on
 
-With Hypothesis, the same check is a property test (`kubeforge.testing.objects` builds the
+With Hypothesis, the same check is a property test (`kubeforge._testing.objects` builds the
 objects):
 
-    @given(kubeforge.testing.objects(v1alpha1.At, spec=st.builds(v1alpha1.AtSpec, ...)))
+    @given(kubeforge._testing.objects(v1alpha1.At, spec=st.builds(v1alpha1.AtSpec, ...)))
     def test_v1alpha1_round_trips(at: v1alpha1.At) -> None:
         assert_round_trips(at)
 """

@@ -5,9 +5,9 @@
     specs = st.builds(AtSpec, schedule=st.datetimes(timezones=st.just(UTC)),
                       command=st.text(min_size=1))
 
-    @given(kubeforge.testing.objects(At, spec=specs))
+    @given(kubeforge._testing.objects(At, spec=specs))
     def test_round_trips(at: At) -> None:
-        kubeforge.testing.assert_round_trips(at)
+        kubeforge._testing.assert_round_trips(at)
 
 `objects` gives the metadata a stored object has (name, namespace, uid, labels,
 annotations, ...); the spec and status come from the strategies given, or from the models'
