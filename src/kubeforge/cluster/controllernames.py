@@ -23,6 +23,7 @@ __all__ = [
     "ALL",
     "CLUSTERROLE_AGGREGATION",
     "CSR_SIGNING",
+    "DAEMONSET",
     "DEPLOYMENT",
     "ENDPOINTS",
     "ENDPOINTSLICE",
@@ -30,11 +31,13 @@ __all__ = [
     "JOB",
     "KNOWN",
     "NAMESPACE",
+    "POD_GC",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
     "SCHEDULER",
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
+    "STATEFULSET",
     "enabled_controllers",
     "split_list",
 ]
@@ -43,24 +46,30 @@ ALL = "*"
 
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
 CSR_SIGNING = "certificatesigningrequest-signing-controller"
+DAEMONSET = "daemonset-controller"
 DEPLOYMENT = "deployment-controller"
 ENDPOINTS = "endpoints-controller"
 ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
+POD_GC = "pod-garbage-collector-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+STATEFULSET = "statefulset-controller"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT: ("serviceaccount",),
     REPLICASET: ("replicaset",),
     DEPLOYMENT: ("deployment",),
+    STATEFULSET: ("statefulset",),
+    DAEMONSET: ("daemonset",),
     JOB: ("job",),
+    POD_GC: ("podgc",),
     ENDPOINTS: ("endpoint",),
     ENDPOINTSLICE: ("endpointslice",),
     SCHEDULER: (),

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,18 +27,22 @@ from kubeforge.apiserver.storage.persistence import SQLiteBackend
 from kubeforge.client.auth import StaticToken
 from kubeforge.client.client import Client
 from kubeforge.client.config import ClusterConfig
+from kubeforge.client.errors import NotFound
 from kubeforge.cluster import certmanager, controllernames as names
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
     csrsigning,
+    daemonset,
     deployment,
     endpoints,
     job,
+    podgc,
     replicaset,
     rootca,
     scheduler,
     serviceaccount,
+    statefulset,
     tokens,
 )
 from kubeforge.cluster.hostports import HostPorts, ServiceRouter
@@ -146,7 +151,12 @@ class DevCluster:
             names.SERVICEACCOUNT: serviceaccount.setup,
             names.REPLICASET: replicaset.setup,
             names.DEPLOYMENT: deployment.setup,
+            names.STATEFULSET: statefulset.setup,
+            names.DAEMONSET: daemonset.setup,
             names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.POD_GC: lambda m: podgc.setup(
+                m, quarantine=self.options.pod_gc_quarantine_seconds
+            ),
             names.ENDPOINTS: endpoints.setup_endpoints,
             names.ENDPOINTSLICE: endpoints.setup_endpointslices,
             names.SCHEDULER: scheduler.setup,
@@ -186,19 +196,54 @@ class DevCluster:
             self.host_ports,
         )
         for i in range(self.options.nodes):
-            node_client = Client(self.cluster_config(), field_manager="kubelet")
-            self._clients.append(node_client)
-            node = SimulatedNode(
-                node_client,
-                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node",
-                self.options,
-                self.logs,
-                index=i,
-                local=self.local,
+            self._start_node(
+                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node", index=i
             )
-            self.nodes.append(node)
-            self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
         await self._wait_ready()
+
+    def _start_node(
+        self, name: str, *, index: int | None, labels: Mapping[str, str] | None = None
+    ) -> SimulatedNode:
+        node_client = Client(self.cluster_config(), field_manager="kubelet")
+        self._clients.append(node_client)
+        node = SimulatedNode(
+            node_client, name, self.options, self.logs, index=index, labels=labels, local=self.local
+        )
+        self.nodes.append(node)
+        self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
+        return node
+
+    async def add_node(
+        self, name: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> SimulatedNode:
+        """Start another simulated node (named `kubeforge-node-<n>` unless `name` says,
+        with extra `labels`) and return it once its Node is registered."""
+        if self.local is None:
+            raise RuntimeError("the development cluster is not running")
+        taken = {node.name for node in self.nodes}
+        if name is None:
+            name = next(
+                f"kubeforge-node-{i}"
+                for i in itertools.count(len(self.nodes))
+                if f"kubeforge-node-{i}" not in taken
+            )
+        elif name in taken:
+            raise ValueError(f"node {name!r} already runs in this cluster")
+        node = self._start_node(name, index=None, labels=labels)
+        await node.registered.wait()
+        return node
+
+    async def remove_node(self, name: str) -> None:
+        """Stop a simulated node and delete its Node, as when a machine leaves a cluster
+        (its pods stay on the server; the pod garbage collector removes them)."""
+        node = next((n for n in self.nodes if n.name == name), None)
+        if node is None:
+            raise ValueError(f"no simulated node {name!r} runs in this cluster")
+        await node.stop()
+        self.nodes.remove(node)
+        assert self.client is not None
+        with contextlib.suppress(NotFound):
+            await self.client.delete("v1/Node", name)
 
     def _controllers_health(self) -> tuple[bool, str, str]:
         manager = self.manager

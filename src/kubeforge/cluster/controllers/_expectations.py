@@ -40,6 +40,10 @@ class Expectations:
         self.ttl = ttl
         self._records: dict[str, _Record] = {}
 
+    def expect(self, key: str, creations: int, deletions: Iterable[str]) -> None:
+        """Creations and deletions asked for at once (SetExpectations)."""
+        self._records[key] = _Record(creations=creations, deletions=set(deletions))
+
     def expect_creations(self, key: str, count: int) -> None:
         self._records[key] = _Record(creations=count)
 
