@@ -318,6 +318,7 @@ async def test_rolling_update_with_partition_and_kubectl_rollout(
             )
         )
         first = (await rolled_out(client))["status"]["currentRevision"]
+        await kubectl.run("annotate", "statefulset/web", "kubernetes.io/change-cause=to nginx 2")
         await kubectl.run("set", "image", "statefulset/web", "main=nginx:2")
         status = await kubectl.run("rollout", "status", "statefulset/web", "--timeout=60s")
         assert "partitioned roll out complete: 1 new pods have been updated" in status.out
@@ -343,9 +344,10 @@ async def test_rolling_update_with_partition_and_kubectl_rollout(
         assert events.names("DELETED") == ["web-1", "web-0"]
         assert sts["status"]["currentRevision"] == second
         history = await kubectl.run("rollout", "history", "statefulset/web")
-        assert [line.split()[0] for line in history.out.splitlines()[2:] if line.strip()] == [
-            "1",
-            "2",
+        rows = [line.split(None, 1) for line in history.out.splitlines()[2:] if line.strip()]
+        assert [[cell.strip() for cell in row] for row in rows] == [
+            ["1", "<none>"],
+            ["2", "to nginx 2"],
         ]
         shown = await kubectl.run("rollout", "history", "statefulset/web", "--revision=1")
         assert "nginx:1" in shown.out

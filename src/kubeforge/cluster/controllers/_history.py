@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from kubeforge.api.machinery.access import (
+    annotations_of,
     controller_ref,
     labels_of,
     meta_of,
@@ -108,20 +109,25 @@ def _revision_name(prefix: str, hash_value: str) -> str:
 def new_revision(
     owner: Mapping[str, Any], data: Obj, number: int, collision_count: int | None
 ) -> Obj:
-    """A revision of `owner` holding `data` (NewControllerRevision): named
-    `<owner>-<hash>`, labelled with the template's labels and the hash."""
+    """A revision of `owner` holding `data` (NewControllerRevision, a StatefulSet's
+    newRevision): named `<owner>-<hash>`, labelled with the template's labels and the hash,
+    annotated as the owner is (so `kubernetes.io/change-cause` shows in the history)."""
     hash_value = hash_revision(data, collision_count)
     labels = dict(labels_of(spec_of(owner).get("template")))
     labels[REVISION_HASH_LABEL] = hash_value
+    metadata: Obj = {
+        "name": _revision_name(name_of(owner), hash_value),
+        "namespace": namespace_of(owner),
+        "labels": labels,
+        "ownerReferences": [owner_reference(owner)],
+    }
+    annotations = annotations_of(owner)
+    if annotations:
+        metadata["annotations"] = dict(annotations)
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
-        "metadata": {
-            "name": _revision_name(name_of(owner), hash_value),
-            "namespace": namespace_of(owner),
-            "labels": labels,
-            "ownerReferences": [owner_reference(owner)],
-        },
+        "metadata": metadata,
         "data": data,
         "revision": number,
     }
