@@ -110,15 +110,12 @@ def setup(manager: Manager, *, quarantine: float = QUARANTINE_SECONDS) -> None:
     except ValueError:
         pass  # registered by another controller of this manager
 
+    nodes = cache.informer_for(NODE)
+
     def unknown_node(pod: Mapping[str, Any]) -> list[Request]:
+        # Asked of every pod event: a membership test, no copy of the node.
         node = spec_of(pod).get("nodeName")
-        if not node:
-            return []
-        try:
-            cache.get(NODE, str(node))
-        except NotFound:
-            return [Request("", str(node))]
-        return []
+        return [Request("", str(node))] if node and str(node) not in nodes.store else []
 
     (
         manager.controller()
