@@ -31,6 +31,7 @@ __all__ = [
     "JOB",
     "KNOWN",
     "NAMESPACE",
+    "NODE_LIFECYCLE",
     "POD_GC",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
@@ -38,6 +39,7 @@ __all__ = [
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
     "STATEFULSET",
+    "TAINT_EVICTION",
     "enabled_controllers",
     "split_list",
 ]
@@ -54,12 +56,14 @@ GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
 POD_GC = "pod-garbage-collector-controller"
+NODE_LIFECYCLE = "node-lifecycle-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
 STATEFULSET = "statefulset-controller"
+TAINT_EVICTION = "taint-eviction-controller"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
@@ -77,6 +81,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT_TOKEN: ("serviceaccount-token",),
     CSR_SIGNING: ("csrsigning",),
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
+    NODE_LIFECYCLE: ("nodelifecycle",),
+    TAINT_EVICTION: (),
     # These two run inside the API server (decision 10), but are kube-controller-manager's.
     GARBAGE_COLLECTOR: ("garbagecollector",),
     NAMESPACE: ("namespace",),

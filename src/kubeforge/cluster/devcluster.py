@@ -37,16 +37,19 @@ from kubeforge.cluster.controllers import (
     deployment,
     endpoints,
     job,
+    nodelifecycle,
     podgc,
     replicaset,
     rootca,
     scheduler,
     serviceaccount,
     statefulset,
+    tainteviction,
     tokens,
 )
 from kubeforge.cluster.hostports import HostPorts, ServiceRouter
 from kubeforge.cluster.kubelet import SimulatedNode
+from kubeforge.cluster.nodehealth import NodeHealth, request_health
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.cluster.projects import ImageMap
@@ -57,6 +60,8 @@ __all__ = ["CONTEXT", "DevCluster"]
 log = logging.getLogger("kubeforge.dev")
 
 CONTEXT = "kubeforge-dev"
+# How long a kubelet may take to act on a change of the health it simulates.
+HEALTH_TIMEOUT = 30.0
 
 
 class DevCluster:
@@ -167,6 +172,10 @@ class DevCluster:
             ),
             names.CSR_SIGNING: lambda m: csrsigning.setup(m, certificates),
             names.CLUSTERROLE_AGGREGATION: clusterroles.setup,
+            names.NODE_LIFECYCLE: lambda m: nodelifecycle.setup(
+                m, grace_period=self.options.node_monitor_grace_period
+            ),
+            names.TAINT_EVICTION: tainteviction.setup,
         }
 
     async def start(self) -> None:
@@ -235,15 +244,27 @@ class DevCluster:
 
     async def remove_node(self, name: str) -> None:
         """Stop a simulated node and delete its Node, as when a machine leaves a cluster
-        (its pods stay on the server; the pod garbage collector removes them)."""
+        (its pods stay on the server; the pod garbage collector removes them). KeyError for a
+        node this cluster does not run."""
         node = next((n for n in self.nodes if n.name == name), None)
         if node is None:
-            raise ValueError(f"no simulated node {name!r} runs in this cluster")
+            raise KeyError(f"no simulated node {name!r} in this cluster")
         await node.stop()
         self.nodes.remove(node)
         assert self.client is not None
         with contextlib.suppress(NotFound):
             await self.client.delete("v1/Node", name)
+
+    async def set_node_health(self, name: str, health: NodeHealth) -> None:
+        """Take the simulated node `name` down or bring it back (cluster/nodehealth.py):
+        "not-ready" (its kubelet reports NotReady), "unreachable" (it loses contact with the
+        API server) or "ready"; returns once its kubelet acts so. KeyError for a node this
+        cluster does not run."""
+        node = next((n for n in self.nodes if n.name == name), None)
+        if node is None or self.client is None:
+            raise KeyError(f"no simulated node {name!r} in this cluster")
+        await request_health(self.client, name, health)
+        await asyncio.wait_for(node.wait_for_health(health), HEALTH_TIMEOUT)
 
     def _controllers_health(self) -> tuple[bool, str, str]:
         manager = self.manager
