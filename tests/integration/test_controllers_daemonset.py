@@ -403,3 +403,36 @@ async def test_python_client_reads_daemon_set_status(tmp_path: Path) -> None:
         assert ds.status.number_available == 2 and ds.status.updated_number_scheduled == 2
         assert [r.revision for r in listed] == [1]
         assert listed[0].metadata.owner_references[0].kind == "DaemonSet"
+
+
+async def test_a_not_ready_node_keeps_its_daemon_pod_which_counts_as_misscheduled() -> None:
+    options = ClusterOptions(nodes=2, node_monitor_grace_period=1.0)
+    async with TestEnv(crd_paths=(), options=options) as env:
+        client = env.client
+        await client.create(daemon_set())
+        await rolled_out(client, desired=2)
+        before = {
+            p["spec"]["nodeName"]: p["metadata"]["uid"] for p in await pods(client, "app=agent")
+        }
+        await env.set_node_health("kubeforge-node-1", "not-ready")
+
+        async def tainted_and_counted() -> bool:
+            node = await client.get(NODE, "kubeforge-node-1")
+            keys = {(t["key"], t["effect"]) for t in node["spec"].get("taints") or ()}
+            status = (await get_ds(client)).get("status") or {}
+            return ("node.kubernetes.io/not-ready", "NoExecute") in keys and (
+                status.get("desiredNumberScheduled"),
+                status.get("numberMisscheduled"),
+            ) == (1, 1)
+
+        # The NoSchedule taint makes the node unfit for a new daemon pod; the pod there
+        # tolerates the NoExecute one without a time limit, so it stays.
+        await wait_until(tainted_and_counted)
+        now = {p["spec"]["nodeName"]: p["metadata"]["uid"] for p in await pods(client, "app=agent")}
+        assert now == before
+        await env.set_node_health("kubeforge-node-1", "ready")
+        await rolled_out(client, desired=2)
+        after = {
+            p["spec"]["nodeName"]: p["metadata"]["uid"] for p in await pods(client, "app=agent")
+        }
+        assert after == before
