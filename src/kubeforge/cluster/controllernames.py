@@ -22,9 +22,11 @@ from collections.abc import Iterable
 __all__ = [
     "ALL",
     "CLUSTERROLE_AGGREGATION",
+    "CRONJOB",
     "CSR_SIGNING",
     "DAEMONSET",
     "DEPLOYMENT",
+    "DISRUPTION",
     "ENDPOINTS",
     "ENDPOINTSLICE",
     "GARBAGE_COLLECTOR",
@@ -47,9 +49,11 @@ __all__ = [
 ALL = "*"
 
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CRONJOB = "cronjob-controller"
 CSR_SIGNING = "certificatesigningrequest-signing-controller"
 DAEMONSET = "daemonset-controller"
 DEPLOYMENT = "deployment-controller"
+DISRUPTION = "disruption-controller"
 ENDPOINTS = "endpoints-controller"
 ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
@@ -74,6 +78,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     DAEMONSET: ("daemonset",),
     JOB: ("job",),
     POD_GC: ("podgc",),
+    CRONJOB: ("cronjob",),
+    DISRUPTION: ("disruption",),
     ENDPOINTS: ("endpoint",),
     ENDPOINTSLICE: ("endpointslice",),
     SCHEDULER: (),

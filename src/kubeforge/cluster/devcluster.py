@@ -32,9 +32,11 @@ from kubeforge.cluster import certmanager, controllernames as names
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
+    cronjob,
     csrsigning,
     daemonset,
     deployment,
+    disruption,
     endpoints,
     job,
     nodelifecycle,
@@ -52,6 +54,7 @@ from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.nodehealth import NodeHealth, request_health
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
+from kubeforge.cluster.podstreams import ClusterStreams
 from kubeforge.cluster.projects import ImageMap
 from kubeforge.runtime.manager import Manager
 
@@ -113,7 +116,9 @@ class DevCluster:
             connections=connections or ConnectionLimits(),
             resolve_service=router,
         )
-        self.server = APIServer(config, logs=self.logs)
+        # exec, attach and port-forward reach the nodes' pods through this runtime.
+        streams = ClusterStreams(lambda: self.nodes, self.logs)
+        self.server = APIServer(config, logs=self.logs, streams=streams)
         self.client: Client | None = None
         self.manager: Manager | None = None
         self.nodes: list[SimulatedNode] = []
@@ -162,6 +167,8 @@ class DevCluster:
             names.POD_GC: lambda m: podgc.setup(
                 m, quarantine=self.options.pod_gc_quarantine_seconds
             ),
+            names.CRONJOB: cronjob.setup,
+            names.DISRUPTION: disruption.setup,
             names.ENDPOINTS: endpoints.setup_endpoints,
             names.ENDPOINTSLICE: endpoints.setup_endpointslices,
             names.SCHEDULER: scheduler.setup,
