@@ -236,6 +236,7 @@ async def test_a_claim_binds_through_the_default_class_once_a_pod_is_scheduled(
 
     volume = await api.get(PV, volume_name)
     assert volume["status"]["phase"] == "Bound"
+    assert volume["status"]["lastPhaseTransitionTime"]  # set by the API server
     assert volume["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"] == (
         "rancher.io/local-path"
     )
@@ -467,7 +468,9 @@ async def test_delete_removes_the_volume_and_its_data_retain_keeps_them(
     await api.create(claim("dropped", ns, cls=f"{ns}-drop"))
     kept = (await wait_phase(api, PVC, "kept", "Bound", ns))["spec"]["volumeName"]
     dropped = (await wait_phase(api, PVC, "dropped", "Bound", ns))["spec"]["volumeName"]
-    kept_dir = Path((await api.get(PV, kept))["spec"]["hostPath"]["path"])
+    kept_volume = await wait_phase(api, PV, kept, "Bound")
+    kept_dir = Path(kept_volume["spec"]["hostPath"]["path"])
+    bound_at = kept_volume["status"]["lastPhaseTransitionTime"]
     dropped_dir = Path((await api.get(PV, dropped))["spec"]["hostPath"]["path"])
     (kept_dir / "file").write_text("kept")
     (dropped_dir / "file").write_text("dropped")
@@ -477,6 +480,7 @@ async def test_delete_removes_the_volume_and_its_data_retain_keeps_them(
     assert not dropped_dir.exists()
     released = await wait_phase(api, PV, kept, "Released")
     assert released["spec"]["claimRef"]["name"] == "kept"
+    assert released["status"]["lastPhaseTransitionTime"] >= bound_at
     assert (kept_dir / "file").read_text() == "kept"
     rows = (await kc.run("get", "pv", kept)).rows()
     assert rows[1][3:6] == ["Retain", "Released", f"{ns}/kept"]

@@ -1,6 +1,7 @@
-"""The volume controllers under `--controllers`: without kind's provisioner there is no
-`standard` class, a claim that names no class gets the default class once one exists (the
-binder's retroactive assignment), and without pvc-protection claims carry no finalizer."""
+"""Volumes under other cluster settings: without kind's provisioner there is no `standard`
+class, and a claim that names no class gets the default class once one exists (the binder's
+retroactive assignment); without pvc-protection claims carry no finalizer; with two nodes a
+pod follows its claim's volume to its node."""
 
 from __future__ import annotations
 
@@ -96,3 +97,47 @@ async def test_a_classless_claim_gets_the_default_class_once_there_is_one(api: C
     # New claims get the default class from the API server at once.
     await api.create(claim("now"))
     assert (await api.get(PVC, "now", namespace=NS))["spec"]["storageClassName"] == "fast"
+
+
+async def test_a_pod_follows_its_claims_volume_to_its_node() -> None:
+    async with DevCluster(ClusterOptions(pod_start_seconds=0.05, nodes=2)) as cluster:
+        api = cluster.client
+        assert api is not None
+        await api.create(claim("pinned"))
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "first", "namespace": NS},
+            "spec": {
+                "containers": [{"name": "main", "image": "busybox"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "pinned"}}],
+                "terminationGracePeriodSeconds": 0,
+            },
+        }
+        await api.create(pod)
+
+        async def node_of(name: str) -> str:
+            found = await api.get("v1/Pod", name, namespace=NS)
+            return str(found["spec"].get("nodeName") or "")
+
+        home = await eventually(lambda: node_of("first"))
+        # Every later pod on the claim lands where its volume is, whatever the spreading says.
+        for i in range(3):
+            await api.create({**pod, "metadata": {"name": f"next-{i}", "namespace": NS}})
+            assert await eventually(lambda i=i: node_of(f"next-{i}")) == home
+        # With that node closed, no node fits.
+        await api.patch("v1/Node", home, {"spec": {"unschedulable": True}})
+        await api.create({**pod, "metadata": {"name": "homeless", "namespace": NS}})
+
+        async def message() -> str:
+            found = await api.get("v1/Pod", "homeless", namespace=NS)
+            for condition in found["status"].get("conditions") or []:
+                if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                    return str(condition["message"])
+            return ""
+
+        assert await eventually(message) == (
+            "0/2 nodes are available: 1 node(s) had volume node affinity conflict, "
+            "1 node(s) were unschedulable. preemption: 0/2 nodes are available: "
+            "2 Preemption is not helpful for scheduling."
+        )
