@@ -1,11 +1,13 @@
 """`kubeforge dev`: run a development cluster in the foreground; `kubeforge dev kubeconfig`
-mints a kubeconfig for any user and groups of that cluster."""
+mints a kubeconfig for any user and groups of that cluster; `kubeforge dev node` takes one
+of its simulated nodes down and brings it back."""
 
 from __future__ import annotations
 
 import asyncio
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -24,7 +26,7 @@ from kubeforge.cli.signals import until_stopped
 from kubeforge.cluster.controllernames import KNOWN, enabled_controllers
 from kubeforge.cluster.options import ClusterOptions
 
-__all__ = ["app", "dev", "kubeconfig"]
+__all__ = ["app", "dev", "kubeconfig", "node"]
 
 app = typer.Typer(
     invoke_without_command=True,
@@ -32,6 +34,16 @@ app = typer.Typer(
 )
 
 DEFAULT_KUBECONFIG = Path(".kubeforge/kubeconfig")
+# How long `kubeforge dev node` waits for the kubelet to report the health asked.
+NODE_HEALTH_TIMEOUT = 30.0
+
+
+class HealthChoice(StrEnum):
+    """The healths a simulated node can be given (kubeforge.cluster.nodehealth)."""
+
+    ready = "ready"
+    not_ready = "not-ready"
+    unreachable = "unreachable"
 
 
 def _credentials_dir(kubeconfig: Path, data_dir: Path | None) -> Path:
@@ -86,6 +98,14 @@ def dev(
             "decides (e.g. '*,-job'); '' none. Names: docs/devcluster.md.",
         ),
     ] = "*",
+    node_monitor_grace_period: Annotated[
+        float,
+        typer.Option(
+            min=0.1,
+            help="Seconds a node may go without renewing its Lease or posting status before "
+            "the node lifecycle controller marks it Unknown (kube-controller-manager's flag).",
+        ),
+    ] = 50.0,
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
     header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
     body_timeout: BodyTimeout = DEFAULTS.body_timeout,
@@ -129,6 +149,7 @@ def dev(
         images=images,
         cert_manager=cert_manager,
         controllers=(controllers,),
+        node_monitor_grace_period=node_monitor_grace_period,
     )
     limits = ConnectionLimits(
         header_timeout=header_timeout,
@@ -189,6 +210,69 @@ def kubeconfig(
     typer.echo(f"  kubectl --kubeconfig {target} auth whoami")
 
 
+@app.command("node")
+def node(
+    name: Annotated[str, typer.Argument(help="The simulated node, e.g. kubeforge-node-1.")],
+    health: Annotated[
+        HealthChoice,
+        typer.Argument(
+            help="not-ready: its kubelet reports NotReady; unreachable: it loses contact with "
+            "the API server; ready: back to normal."
+        ),
+    ],
+    cluster_kubeconfig: Annotated[
+        Path,
+        typer.Option("--kubeconfig", help="The kubeconfig `kubeforge dev` wrote."),
+    ] = DEFAULT_KUBECONFIG,
+) -> None:
+    """Take a simulated node of a running development cluster down, or bring it back, to
+    try an operator's failover: its pods are evicted once its taints' tolerationSeconds
+    (300 s by default) run out, and replaced on other nodes."""
+    if not cluster_kubeconfig.exists():
+        raise fail(f"no kubeconfig at {cluster_kubeconfig}: start `kubeforge dev` first")
+    message = asyncio.run(_set_node_health(cluster_kubeconfig, name, health.value))
+    typer.echo(message)
+
+
+async def _set_node_health(kubeconfig: Path, name: str, health: str) -> str:
+    """Ask the node's kubelet for `health` and wait until it reports it; what to print."""
+    from kubeforge import clock
+    from kubeforge.client.client import Client
+    from kubeforge.client.errors import ApiError, NotFound
+    from kubeforge.cluster.nodehealth import HEALTHS, request_health
+
+    wanted = next(h for h in HEALTHS if h == health)
+    try:
+        async with Client.from_kubeconfig(str(kubeconfig)) as client:
+            try:
+                await request_health(client, name, wanted)
+            except NotFound:
+                raise fail(f"no node {name!r} in the cluster") from None
+            except ValueError as exc:
+                raise fail(str(exc)) from None
+            if wanted == "unreachable":
+                return (
+                    f"node {name}: its kubelet stopped renewing its Lease and posting status; "
+                    "the node lifecycle controller marks it Unknown after the node monitor "
+                    "grace period (--node-monitor-grace-period, 50 s by default)"
+                )
+            expected = "True" if wanted == "ready" else "False"
+            deadline = clock.monotonic() + NODE_HEALTH_TIMEOUT
+            while True:
+                found = await client.get("v1/Node", name)
+                conditions = (found.get("status") or {}).get("conditions") or []
+                ready: dict[str, Any] = next(
+                    (c for c in conditions if c.get("type") == "Ready"), {}
+                )
+                if ready.get("status") == expected:
+                    return f"node {name}: {'Ready' if expected == 'True' else 'NotReady'}"
+                if clock.monotonic() > deadline:
+                    raise fail(f"node {name}: its kubelet did not report {wanted} in time")
+                await clock.sleep(0.1)
+    except (ApiError, OSError) as exc:
+        raise fail(f"cannot reach the cluster of {kubeconfig}: {exc}") from None
+
+
 async def _run(
     options: ClusterOptions,
     port: int,
@@ -230,6 +314,9 @@ async def _run(
     typer.echo("  kubectl get nodes")
     typer.echo("  kubectl create deployment web --image=nginx --replicas=3")
     typer.echo("  kubeforge dev kubeconfig --user alice --group team-a   # another user")
+    first = "kubeforge-node" if options.nodes == 1 else "kubeforge-node-0"
+    if options.nodes:
+        typer.echo(f"  kubeforge dev node {first} unreachable   # take a node down")
     typer.echo("Ctrl-C stops the cluster.")
     try:
         await until_stopped()

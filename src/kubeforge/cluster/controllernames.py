@@ -34,6 +34,7 @@ __all__ = [
     "KNOWN",
     "LOCAL_PATH_PROVISIONER",
     "NAMESPACE",
+    "NODE_LIFECYCLE",
     "PVC_PROTECTION",
     "PV_BINDER",
     "PV_EXPANDER",
@@ -43,6 +44,7 @@ __all__ = [
     "SCHEDULER",
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
+    "TAINT_EVICTION",
     "enabled_controllers",
     "split_list",
 ]
@@ -57,11 +59,13 @@ ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
+NODE_LIFECYCLE = "node-lifecycle-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+TAINT_EVICTION = "taint-eviction-controller"
 PV_BINDER = "persistentvolume-binder-controller"
 PV_EXPANDER = "persistentvolume-expander-controller"
 PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
@@ -81,6 +85,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT_TOKEN: ("serviceaccount-token",),
     CSR_SIGNING: ("csrsigning",),
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
+    NODE_LIFECYCLE: ("nodelifecycle",),
+    TAINT_EVICTION: (),
     # Volumes: kube-controller-manager's four, and kind's provisioner.
     PV_BINDER: ("persistentvolume-binder",),
     PV_EXPANDER: ("persistentvolume-expander",),

@@ -35,10 +35,12 @@ from kubeforge.cluster.controllers import (
     endpoints,
     job,
     localpathprovisioner,
+    nodelifecycle,
     replicaset,
     rootca,
     scheduler,
     serviceaccount,
+    tainteviction,
     tokens,
     volumebinder,
     volumeexpander,
@@ -46,6 +48,7 @@ from kubeforge.cluster.controllers import (
 )
 from kubeforge.cluster.hostports import HostPorts, ServiceRouter
 from kubeforge.cluster.kubelet import SimulatedNode
+from kubeforge.cluster.nodehealth import NodeHealth, request_health
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.cluster.projects import ImageMap
@@ -57,6 +60,8 @@ __all__ = ["CONTEXT", "DevCluster"]
 log = logging.getLogger("kubeforge.dev")
 
 CONTEXT = "kubeforge-dev"
+# How long a kubelet may take to act on a change of the health it simulates.
+HEALTH_TIMEOUT = 30.0
 
 
 class DevCluster:
@@ -169,6 +174,10 @@ class DevCluster:
             ),
             names.CSR_SIGNING: lambda m: csrsigning.setup(m, certificates),
             names.CLUSTERROLE_AGGREGATION: clusterroles.setup,
+            names.NODE_LIFECYCLE: lambda m: nodelifecycle.setup(
+                m, grace_period=self.options.node_monitor_grace_period
+            ),
+            names.TAINT_EVICTION: tainteviction.setup,
             names.PV_BINDER: volumebinder.setup,
             names.PV_EXPANDER: volumeexpander.setup,
             names.PVC_PROTECTION: volumeprotection.setup_pvc_protection,
@@ -222,6 +231,17 @@ class DevCluster:
             self.nodes.append(node)
             self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
         await self._wait_ready()
+
+    async def set_node_health(self, name: str, health: NodeHealth) -> None:
+        """Take the simulated node `name` down or bring it back (cluster/nodehealth.py):
+        "not-ready" (its kubelet reports NotReady), "unreachable" (it loses contact with the
+        API server) or "ready"; returns once its kubelet acts so. KeyError for a node this
+        cluster does not run."""
+        node = next((n for n in self.nodes if n.name == name), None)
+        if node is None or self.client is None:
+            raise KeyError(f"no simulated node {name!r} in this cluster")
+        await request_health(self.client, name, health)
+        await asyncio.wait_for(node.wait_for_health(health), HEALTH_TIMEOUT)
 
     def _controllers_health(self) -> tuple[bool, str, str]:
         manager = self.manager

@@ -1,9 +1,11 @@
 """A simulated node: what the kubelet does, without a container runtime.
 
 `SimulatedNode` registers its Node (capacity, conditions, addresses, node info), renews
-its Lease in `kube-node-lease` every 10 s, gives each pod bound to it an IP of its pod
+its Lease in `kube-node-lease` every 10 s (five times per node monitor grace period when
+that is shorter than 50 s), gives each pod bound to it an IP of its pod
 subnet, and runs those pods, each with a `PodWorker` (podworker.py) from its first sight
-to its removal.
+to its removal. It watches its own Node, as a kubelet does, for the health it is asked to
+simulate (nodehealth.py): reporting NotReady, or losing contact with the API server.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubeforge import clock
 from kubeforge.api.machinery.timestamps import now_micro_time, now_rfc3339, parse_time_or_none
 from kubeforge.client.client import Client
 from kubeforge.client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubeforge.cluster.containers import (
     LocalRuntime,
 )
+from kubeforge.cluster.nodehealth import PROVIDER_PREFIX, NodeHealth, health_of
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.cluster.podworker import FIELD_MANAGER, PodWorker
@@ -41,6 +45,11 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
 LEASE_RENEW_SECONDS = 10.0
 NODE_STATUS_SECONDS = 300.0  # the kubelet's node status report frequency
+# Lease renewals within the node monitor grace period (upstream: 10 s renewals, 50 s grace).
+RENEWALS_PER_GRACE_PERIOD = 5
+# What a kubelet whose container runtime stopped answering reports (pkg/kubelet/runtime.go).
+NOT_READY_REASON = "KubeletNotReady"
+NOT_READY_MESSAGE = "container runtime is down"
 KUBELET_PORT = 10250
 RUNTIME_VERSION = "kubeforge://simulated"
 # Nodes' InternalIPs: the n-th node gets NODE_ADDRESS_BASE + n.
@@ -82,7 +91,8 @@ class SimulatedNode:
     `run()` works until cancelled or `stop()`; `registered` is set once the Node exists.
     `index` picks the node's pod subnet and address (default: the first one free);
     `local` is what running containers as local processes needs (default: the API server
-    of `client`, the images of `options.images`).
+    of `client`, the images of `options.images`). `health` is the health the node simulates
+    (nodehealth.py), taken from its Node's annotation.
     """
 
     def __init__(
@@ -123,8 +133,21 @@ class SimulatedNode:
         self._finished = asyncio.Event()
         self._running = False
         self._node_uid = ""
-        self._started_at = now_rfc3339()
         self._closing: set[asyncio.Task[None]] = set()
+        self.health: NodeHealth = "ready"
+        # Cleared while the node is cut off from the API server: its writes wait for it.
+        self._reachable = asyncio.Event()
+        self._reachable.set()
+        self._wanted: NodeHealth = "ready"
+        self._applied: NodeHealth = "ready"
+        self._health_lock = asyncio.Lock()
+        self._health_applied = asyncio.Condition()
+        self._node_informer: Informer | None = None
+        # Node condition type -> (status, lastTransitionTime) as last posted.
+        self._transitions: dict[str, tuple[str, str]] = {}
+        self._renew_seconds = min(
+            LEASE_RENEW_SECONDS, options.node_monitor_grace_period / RENEWALS_PER_GRACE_PERIOD
+        )
 
     # running ----------------------------------------------------------------------------------
 
@@ -137,21 +160,24 @@ class SimulatedNode:
         try:
             await self._register()
             self.registered.set()
-            informer = Informer(
-                self.client,
+            # The kubelet's informers: its pods, and its own Node.
+            self._informer = self._watch(
                 "v1/Pod",
-                field_selector=f"spec.nodeName={self.name}",
-                resync_period=None,
-            )
-            informer.add_handler(
+                f"spec.nodeName={self.name}",
                 HandlerFuncs(
                     add=lambda pod, _initial: self._on_pod(pod),
                     update=lambda _old, pod: self._on_pod(pod),
                     delete=self._on_delete,
-                )
+                ),
             )
-            self._informer = informer
-            informer.start()
+            self._node_informer = self._watch(
+                "v1/Node",
+                f"metadata.name={self.name}",
+                HandlerFuncs(
+                    add=lambda node, _initial: self._on_node(node),
+                    update=lambda _old, node: self._on_node(node),
+                ),
+            )
             background.append(asyncio.create_task(self._lease_loop()))
             background.append(asyncio.create_task(self._status_loop()))
             await self._stopping.wait()
@@ -162,6 +188,9 @@ class SimulatedNode:
             if self._informer is not None:
                 await self._informer.stop()
                 self._informer = None
+            if self._node_informer is not None:
+                await self._node_informer.stop()
+                self._node_informer = None
             workers = list(self._workers.values())
             self._workers.clear()
             await asyncio.gather(
@@ -171,6 +200,12 @@ class SimulatedNode:
                 await asyncio.wait_for(self.events.flush(), 2.0)
             self._running = False
             self._finished.set()
+
+    def _watch(self, kind: str, field_selector: str, handler: HandlerFuncs) -> Informer:
+        informer = Informer(self.client, kind, field_selector=field_selector, resync_period=None)
+        informer.add_handler(handler)
+        informer.start()
+        return informer
 
     async def stop(self) -> None:
         """End `run()`: stop every container (the pods stay as they are on the server)."""
@@ -182,6 +217,8 @@ class SimulatedNode:
     # pods -------------------------------------------------------------------------------------
 
     def _on_pod(self, pod: dict[str, Any]) -> None:
+        if not self._reachable.is_set():
+            return  # unseen while cut off; caught up on when back (_catch_up)
         uid = str(pod["metadata"].get("uid") or "")
         worker = self._workers.get(uid)
         if worker is None:
@@ -199,6 +236,8 @@ class SimulatedNode:
         return {}
 
     def _on_delete(self, pod: dict[str, Any]) -> None:
+        if not self._reachable.is_set():
+            return
         meta = pod["metadata"]
         worker = self._workers.pop(str(meta.get("uid") or ""), None)
         if worker is not None:
@@ -238,6 +277,100 @@ class SimulatedNode:
         ip = self._ips.pop(uid, None)
         if ip is not None:
             self._used.discard(ip)
+
+    # simulated health (nodehealth.py) ------------------------------------------------------
+
+    async def online(self) -> None:
+        """Return once the node can reach the API server (at once unless it is cut off)."""
+        await self._reachable.wait()
+
+    async def wait_for_health(self, health: NodeHealth) -> None:
+        """Return once the node simulates `health`: its status posted (ready, not-ready), or
+        its contact with the API server cut (unreachable)."""
+        async with self._health_applied:
+            await self._health_applied.wait_for(lambda: self._applied == health)
+
+    def _adopt_health(self, health: NodeHealth) -> None:
+        """Start as the Node's annotation says (a node restarted while taken down)."""
+        self.health = self._wanted = self._applied = health
+        if health == "unreachable":
+            self._reachable.clear()
+
+    def _on_node(self, node: dict[str, Any]) -> None:
+        wanted = health_of(node)
+        if wanted == self._wanted:
+            return
+        self._wanted = wanted
+        task = asyncio.ensure_future(self._apply_health())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def _apply_health(self) -> None:
+        async with self._health_lock:
+            health, previous = self._wanted, self.health
+            if health == previous:
+                return
+            self.health = health
+            node_ref = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": self.name, "uid": self._node_uid},
+            }
+            if health == "unreachable":
+                self._reachable.clear()
+                log.info("node %s: cut off from the API server", self.name)
+            else:
+                if previous == "unreachable":
+                    # The API server saw no status meanwhile (the node lifecycle controller
+                    # set it Unknown): every condition moves anew.
+                    self._transitions.clear()
+                    self._reachable.set()
+                    self._catch_up()
+                await self._post_status()
+                # As pkg/kubelet/nodestatus/setters.go's ReadyCondition records them.
+                status = "NodeNotReady" if health == "not-ready" else "NodeReady"
+                self.events.record(
+                    node_ref, "Normal", status, f"Node {self.name} status is now: {status}"
+                )
+                if health == "ready" or previous == "unreachable":
+                    # The node lifecycle controller marked the pods not ready meanwhile: the
+                    # status manager puts back what the kubelet knows of them.
+                    for worker in self._workers.values():
+                        worker.republish()
+            self._applied = health
+        async with self._health_applied:
+            self._health_applied.notify_all()
+
+    def _catch_up(self) -> None:
+        """Act on what happened to the node's pods while it was cut off: pods bound to it
+        start, deleted ones stop, and the others are seen as they are now."""
+        informer = self._informer
+        if informer is None:
+            return
+        present = set()
+        for key in list(informer.store.keys()):
+            pod = informer.store.get(key)
+            if pod is None:
+                continue
+            present.add(str(pod["metadata"].get("uid") or ""))
+            self._on_pod(pod)
+        for uid, worker in list(self._workers.items()):
+            if uid not in present:
+                self._on_delete(worker.pod)
+
+    async def _post_status(self) -> None:
+        """Write the node's status now, retrying a failure a few times."""
+        delay = 0.1
+        for attempt in range(5):
+            try:
+                await self._write_node_status()
+                return
+            except (ApiError, OSError, TimeoutError) as exc:
+                if attempt == 4:
+                    log.warning("node %s: status not written: %s", self.name, exc)
+                    return
+                await clock.sleep(delay)
+                delay *= 2
 
     # the Node object --------------------------------------------------------------------------
 
@@ -341,6 +474,8 @@ class SimulatedNode:
                 "volumes.kubernetes.io/controller-managed-attach-detach": "true",
             },
         }
+        if existing is not None:
+            self._adopt_health(health_of(existing))
         if existing is None:
             node: dict[str, Any] = {
                 "apiVersion": "v1",
@@ -349,7 +484,7 @@ class SimulatedNode:
                 "spec": {
                     "podCIDR": cidr,
                     "podCIDRs": [cidr],
-                    "providerID": f"kubeforge://{self.name}",
+                    "providerID": f"{PROVIDER_PREFIX}{self.name}",
                 },
             }
             try:
@@ -362,7 +497,8 @@ class SimulatedNode:
                 patch["spec"] = {"podCIDR": cidr, "podCIDRs": [cidr]}
             stored = await self.client.patch("v1/Node", self.name, patch)
         self._node_uid = str(stored["metadata"].get("uid") or "")
-        await self._write_node_status()
+        if self._reachable.is_set():
+            await self._write_node_status()
         node_ref = {
             "apiVersion": "v1",
             "kind": "Node",
@@ -383,14 +519,22 @@ class SimulatedNode:
         }
 
         def condition(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+            previous = self._transitions.get(kind)
+            since = previous[1] if previous is not None and previous[0] == status else now
+            self._transitions[kind] = (status, since)
             return {
                 "type": kind,
                 "status": status,
                 "lastHeartbeatTime": now,
-                "lastTransitionTime": self._started_at,
+                "lastTransitionTime": since,
                 "reason": reason,
                 "message": message,
             }
+
+        if self.health == "not-ready":
+            ready = condition("Ready", "False", NOT_READY_REASON, NOT_READY_MESSAGE)
+        else:
+            ready = condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
 
         machine = hashlib.sha256(self.name.encode()).hexdigest()[:32]
         return {
@@ -415,7 +559,7 @@ class SimulatedNode:
                     "KubeletHasSufficientPID",
                     "kubelet has sufficient PID available",
                 ),
-                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                ready,
             ],
             "addresses": [
                 {"type": "InternalIP", "address": self.address},
@@ -443,7 +587,8 @@ class SimulatedNode:
 
     async def _status_loop(self) -> None:
         while True:
-            await asyncio.sleep(NODE_STATUS_SECONDS)
+            await clock.sleep(NODE_STATUS_SECONDS)
+            await self._reachable.wait()
             try:
                 await self._write_node_status()
             except (ApiError, OSError, TimeoutError) as exc:
@@ -453,11 +598,12 @@ class SimulatedNode:
 
     async def _lease_loop(self) -> None:
         while True:
+            await self._reachable.wait()
             try:
                 await self._renew_lease()
             except (ApiError, OSError, TimeoutError) as exc:
                 log.warning("node %s: lease not renewed: %s", self.name, exc)
-            await asyncio.sleep(LEASE_RENEW_SECONDS)
+            await clock.sleep(self._renew_seconds)
 
     async def _renew_lease(self) -> None:
         spec = {

@@ -53,6 +53,10 @@ class ClusterOptions:
     kubelet_version: str = "v1.33.0"
     # Delay before a failed Job pod is replaced, doubling per failure (upstream: 10 s).
     job_backoff_seconds: float = 10.0
+    # kube-controller-manager's --node-monitor-grace-period: a node whose kubelet has not
+    # renewed its Lease nor posted status for this long is marked Unknown (upstream: 50 s).
+    # Simulated kubelets renew their Lease five times within it (at most every 10 s).
+    node_monitor_grace_period: float = 50.0
     # The built-in controllers that run, as kube-controller-manager's --controllers list:
     # "*" all, "name" one more, "-name" one less; ("*", "-job") leaves Jobs to the test.
     # Names and aliases: kubeforge.cluster.controllernames.
@@ -60,6 +64,12 @@ class ClusterOptions:
     # kube-apiserver's ServiceAccount admission plugin: a pod gets its namespace's account
     # (which must exist) and that account's token mounted. envtest turns it off.
     service_account_admission: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.node_monitor_grace_period > 0:
+            raise ValueError(
+                f"node_monitor_grace_period must be positive, not {self.node_monitor_grace_period}"
+            )
 
     @classmethod
     def bare(cls) -> ClusterOptions:

@@ -151,7 +151,7 @@ class _Slot:
 class Node(Protocol):
     """What a PodWorker needs of the node its pod is bound to (kubelet.py's SimulatedNode):
     its client, name, address and settings, where logs and events go, what local processes
-    need, and the pod IPs of its subnet."""
+    need, the pod IPs of its subnet, and whether it can reach the API server."""
 
     @property
     def client(self) -> Client: ...
@@ -170,6 +170,7 @@ class Node(Protocol):
     def allocate_ip(self, uid: str) -> str: ...
     def reserve_ip(self, uid: str, ip: str) -> bool: ...
     def release_ip(self, uid: str) -> None: ...
+    async def online(self) -> None: ...
 
 
 class PodWorker:
@@ -249,6 +250,12 @@ class PodWorker:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
+
+    def republish(self) -> None:
+        """Write the pod's status again even if unchanged: someone else changed it."""
+        self._sent = None
+        if not self.closed and self._task is not None:
+            self._spawn(self._publish())
 
     async def close(self) -> None:
         """The pod is gone: stop everything at once."""
@@ -696,6 +703,7 @@ class PodWorker:
         """Delete the pod for good (grace period 0): the node has let it go."""
         delay = 0.1
         while True:
+            await self.node.online()
             try:
                 await self.node.client.delete(
                     "v1/Pod",
@@ -829,6 +837,8 @@ class PodWorker:
     async def _publish(self) -> None:
         """Write the pod's status (when it changed since the last write)."""
         async with self._lock:
+            # A node cut off from the API server writes once it is back, what is true then.
+            await self.node.online()
             if self.closed:
                 return
             body = orjson.dumps({"status": self._status()})

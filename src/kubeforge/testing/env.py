@@ -46,6 +46,7 @@ from kubeforge.webhook.server import WebhookServer
 
 if TYPE_CHECKING:
     from kubeforge.cluster.devcluster import DevCluster
+    from kubeforge.cluster.nodehealth import NodeHealth
 
 __all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
 
@@ -260,6 +261,15 @@ class TestEnv:
         cluster the environment started, which goes as a whole; `stop()` calls it."""
         if self._made is not None and self._client is not None:
             await self._made.remove(release=self._managers == 0, timeout=timeout)
+
+    async def set_node_health(self, name: str, health: NodeHealth) -> None:
+        """Take a simulated node of the started cluster down or bring it back: "not-ready"
+        (its kubelet reports NotReady), "unreachable" (it loses contact with the API server;
+        the node lifecycle controller marks it Unknown after the node monitor grace period)
+        or "ready"; returns once its kubelet acts so (DevCluster.set_node_health)."""
+        if self.cluster is None:
+            raise RuntimeError("simulated nodes belong to a cluster the environment started")
+        await self.cluster.set_node_health(name, health)
 
     async def service_account_config(self, rbac_dir: str | Path = "config/rbac") -> ClusterConfig:
         """Install a project's config/rbac and return connection settings that authenticate

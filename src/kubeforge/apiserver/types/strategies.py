@@ -203,6 +203,8 @@ DEFAULT_TOLERATION_SECONDS = 300
 
 
 def _add_node_tolerations(spec: Obj) -> None:
+    # As plugin/pkg/admission/defaulttolerationseconds/admission.go, on create and update:
+    # a toleration for the key (or any key) with NoExecute (or any effect) covers it.
     tolerations = spec.get("tolerations")
     if not isinstance(tolerations, list):
         tolerations = []

@@ -1,5 +1,5 @@
 """Finding a controller's pods in the cache through an index of pods by their controller's
-uid, rather than reading every pod of a namespace."""
+uid, rather than reading every pod of a namespace; and a node's pods, by their node."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from kubeforge.runtime.manager import Manager
 
 __all__ = [
     "CONTROLLER_INDEX",
+    "NODE_NAME_INDEX",
     "ORPHAN",
     "POD",
     "claimable_pods",
     "index_pods_by_controller",
+    "index_pods_by_node",
     "pods_controlled_by",
+    "pods_on_node",
 ]
 
 Obj = dict[str, Any]
@@ -25,6 +28,8 @@ POD = "v1/Pod"
 CONTROLLER_INDEX = "kubeforge.dev/controller-uid"
 # Index value of pods without a controller.
 ORPHAN = "-"
+# Pods by the node they are bound to, finished or not (upstream's nodeNameKeyIndex).
+NODE_NAME_INDEX = "spec.nodeName"
 
 
 def _controller_uid(pod: Mapping[str, Any]) -> list[str]:
@@ -54,3 +59,22 @@ async def claimable_pods(client: CachedClient, owner: Mapping[str, Any]) -> list
     namespace = namespace_of(owner)
     owned = await pods_controlled_by(client, namespace, uid_of(owner))
     return owned + await pods_controlled_by(client, namespace, ORPHAN)
+
+
+def _node_name(pod: Mapping[str, Any]) -> list[str]:
+    node = (pod.get("spec") or {}).get("nodeName")
+    return [str(node)] if node else []
+
+
+def index_pods_by_node(manager: Manager) -> None:
+    """Index cached pods by the node they are bound to."""
+    try:
+        manager.cache.index_field(POD, NODE_NAME_INDEX, _node_name)
+    except ValueError:
+        pass  # another controller of this manager registered it
+
+
+async def pods_on_node(client: CachedClient, node: str) -> list[Obj]:
+    """Cached pods bound to `node`, of every namespace."""
+    pods: list[Obj] = await client.list(POD, matching_fields={NODE_NAME_INDEX: node})
+    return pods
