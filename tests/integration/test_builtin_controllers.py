@@ -243,10 +243,10 @@ async def test_dev_refuses_an_unknown_controller_in_one_line(tmp_path: Path) -> 
     kubeconfig = tmp_path / "kubeconfig"
     done = await kubeforge(
         "dev", "--port", str(free_port()), "--kubeconfig", str(kubeconfig),
-        "--controllers", "*,-cronjob",
+        "--controllers", "*,-cronjobs",
     )  # fmt: skip
     assert done.code == 1
     (line,) = done.err.splitlines()
-    assert line.startswith('error: --controllers: "cronjob" is not in the list of known')
+    assert line.startswith('error: --controllers: "cronjobs" is not in the list of known')
     assert all(name in line for name in KNOWN)
     assert not kubeconfig.exists()

@@ -13,11 +13,11 @@ async def test_a_dev_process_that_exits_first_fails_at_once_with_its_output(
     tmp_path: Path,
 ) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    dev = DevProcess("--controllers", "*,-cronjob", kubeconfig=kubeconfig, timeout=60)
+    dev = DevProcess("--controllers", "*,-cronjobs", kubeconfig=kubeconfig, timeout=60)
     with pytest.raises(DevProcessError) as failed:
         await dev.start()
     assert str(failed.value) == "kubeforge dev did not become ready: it exited with status 1"
-    assert 'error: --controllers: "cronjob" is not in the list of known' in failed.value.output
+    assert 'error: --controllers: "cronjobs" is not in the list of known' in failed.value.output
     assert dev.returncode == 1 and not kubeconfig.exists()
 
 

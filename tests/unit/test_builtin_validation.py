@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubeforge.apiserver.types.validation.batch import cron_schedule_error
+from kubeforge.api.machinery.cron import schedule_error
 from kubeforge.apiserver.types.validation.common import semantic_equal
 from kubeforge.apiserver.types.validation.core_pods import pod_qos_class
 from tests.unit.builtin_objects import (
@@ -424,7 +424,7 @@ def test_job_updates() -> None:
     ],
 )
 def test_cron_schedules(schedule: str, problem: str | None) -> None:
-    assert cron_schedule_error(schedule) == problem
+    assert schedule_error(schedule) == problem
 
 
 def test_cronjob_validation() -> None:

@@ -44,8 +44,8 @@ def test_the_first_entry_naming_a_controller_decides() -> None:
 def test_an_unknown_name_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match='"jobs" is not in the list of known controllers'):
         enabled_controllers(["*,-jobs"])
-    with pytest.raises(ValueError, match='"cronjob" is not in the list'):
-        enabled_controllers(["cronjob"])
+    with pytest.raises(ValueError, match='"cronjobs" is not in the list'):
+        enabled_controllers(["cronjobs"])
 
 
 def test_entries_are_split_at_commas_and_trimmed() -> None:

@@ -31,6 +31,7 @@ ALLOWED = {
 APISERVER_STAGES = (
     "http",
     "request",
+    "streaming",
     "webhookclient",
     "types",
     "storage",

@@ -43,7 +43,7 @@ from kubeforge.apiserver.handlers.patch import PatchHandler
 from kubeforge.apiserver.handlers.subresources import SubresourceHandler
 from kubeforge.apiserver.handlers.update import UpdateHandler
 from kubeforge.apiserver.handlers.watch import WatchStreams
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
+from kubeforge.apiserver.http.server import Request, Response, ResponseStream, Upgraded
 from kubeforge.apiserver.request.encoding import negotiate, parse_accept
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo, parse_request_path
@@ -64,7 +64,7 @@ _INTERNAL_MESSAGE = (
     "the server could not handle this request; its log has the details under Audit-Id {audit_id}"
 )
 
-Answer = Response | Awaitable[Response | ResponseStream]
+Answer = Response | Awaitable[Response | ResponseStream | Upgraded]
 
 
 class Router:
@@ -127,8 +127,11 @@ class Router:
         return self._streaming(request, audit_id, result)
 
     async def _streaming(
-        self, request: Request, audit_id: str, pending: Awaitable[Response | ResponseStream]
-    ) -> Response | ResponseStream:
+        self,
+        request: Request,
+        audit_id: str,
+        pending: Awaitable[Response | ResponseStream | Upgraded],
+    ) -> Response | ResponseStream | Upgraded:
         # Streams check their options before they start, so an error is still an answer
         # (a stream's own headers carry the Audit-Id: see WatchStreams.serve, PodSubresources.log).
         try:

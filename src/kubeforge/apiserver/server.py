@@ -59,6 +59,7 @@ from kubeforge.apiserver.storage.codec import Codec
 from kubeforge.apiserver.storage.commits import Commits
 from kubeforge.apiserver.storage.componentstatuses import ComponentStatuses
 from kubeforge.apiserver.storage.store import Store
+from kubeforge.apiserver.streaming.runtime import StreamingRuntime
 from kubeforge.apiserver.tls import (
     ServingCertificates,
     client_certificate,
@@ -89,6 +90,7 @@ class APIServer:
         config: ServerConfig | None = None,
         *,
         logs: LogSource | None = None,
+        streams: StreamingRuntime | None = None,
         **overrides: Any,
     ) -> None:
         self.config = config or ServerConfig()
@@ -127,7 +129,7 @@ class APIServer:
         )
         self.watches = WatchStreams(self.store, self.codec, cfg.bookmark_interval)
         self.metrics = RequestMetrics()
-        self.router = self._handlers(logs or NoLogs())
+        self.router = self._handlers(logs or NoLogs(), streams)
         subresources = self.router.subresources
         if cfg.garbage_collection:
             self.gc = GarbageCollector(self.store, self.registry, self.codec, writes)
@@ -142,7 +144,7 @@ class APIServer:
         self._http: HTTPServer | None = None
         self._bootstrap()
 
-    def _handlers(self, logs: LogSource) -> Router:
+    def _handlers(self, logs: LogSource, streams: StreamingRuntime | None) -> Router:
         """The handlers of each verb family, and the router that sends requests to them."""
         cfg = self.config
         store, writes, codec, admission = self.store, self.writes, self.codec, self.admission
@@ -158,7 +160,12 @@ class APIServer:
             patches,
             ScaleHandler(store, writes, codec),
             pods,
-            ConnectHandler(store, admission),
+            ConnectHandler(
+                store,
+                admission,
+                lambda user, info: self.auth.authorize(user, "POST", "", info, {}),
+                streams,
+            ),
             self.auth.token_request,
         )
         creates = CreateHandler(

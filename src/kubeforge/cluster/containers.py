@@ -202,11 +202,15 @@ def _sub_path(volume: Path, sub: str, name: str, container: str) -> Path:
 class LocalLaunch:
     """How to start a container as a process of this machine: its command line, its whole
     environment and its working directory (None: a new temporary one, removed afterwards,
-    which is also its HOME unless the environment names one)."""
+    which is also its HOME unless the environment names one); `paths` and `ports` are what
+    its mount paths and container ports became here (see `rewrite`), for commands run in
+    it later (exec)."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: Path | None = None
+    paths: dict[str, Path] = field(default_factory=dict)
+    ports: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -286,7 +290,7 @@ def local_launch(
         full[SERVICE_ACCOUNT_DIR_ENV] = str(paths[SERVICE_ACCOUNT_MOUNT])
     argv = [rewrite(part, paths, ports) for part in argv]
     if project is None:
-        return LocalLaunch(argv, full)
+        return LocalLaunch(argv, full, paths=paths, ports=ports)
     full.setdefault("HOME", str(root / "tmp"))
     try:
         python = ProjectEnvironment.of(project.directory).python(root / "python")
@@ -302,7 +306,7 @@ def local_launch(
     full["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(project.directory), full.get("PYTHONPATH", "")])
     )
-    return LocalLaunch(argv, full, cwd=project.directory)
+    return LocalLaunch(argv, full, cwd=project.directory, paths=paths, ports=ports)
 
 
 # -- one run of a container ----------------------------------------------------------------------
@@ -326,6 +330,8 @@ class ContainerProcess:
         image: str = "",
         local: LocalLaunch | None = None,
         workdir_prefix: str = "kubeforge-",
+        files: dict[str, bytes] | None = None,
+        stdin: bool = False,
     ) -> None:
         self.argv = None if argv is None else list(argv)
         self.image = image
@@ -334,6 +340,12 @@ class ContainerProcess:
         self.out = out
         self.local = local if local is not None and local.argv else None
         self.workdir_prefix = workdir_prefix
+        # A simulated container's file system (what its shell scripts and execs see).
+        self.files: dict[str, bytes] = files if files is not None else {}
+        # A local process's working directory while it runs.
+        self.workdir: Path | None = None
+        # The container asks for an input (`stdin: true`): what attach writes to.
+        self.keeps_stdin = stdin
         self._task: asyncio.Task[int] | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._stopped = False
@@ -341,6 +353,12 @@ class ContainerProcess:
     @property
     def is_local(self) -> bool:
         return self.local is not None
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter | None:
+        """A local process's input, when its container asks for one."""
+        process = self._process
+        return process.stdin if process is not None else None
 
     async def wait(self) -> int:
         """Run until the command ends; its exit code."""
@@ -362,7 +380,9 @@ class ContainerProcess:
 
     async def _run(self) -> int:
         if self.local is None:
-            return await simulate(self.argv, self.env, self.behaviour, self.out, self.image)
+            return await simulate(
+                self.argv, self.env, self.behaviour, self.out, self.image, files=self.files
+            )
         launch = self.local
         workdir: str | None = None
         cwd = launch.cwd
@@ -371,11 +391,14 @@ class ContainerProcess:
             workdir = tempfile.mkdtemp(prefix=self.workdir_prefix)
             cwd = Path(workdir)
             env.setdefault("HOME", workdir)
+        self.workdir = cwd
         try:
             try:
                 self._process = await asyncio.create_subprocess_exec(
                     *launch.argv,
-                    stdin=asyncio.subprocess.DEVNULL,
+                    stdin=(
+                        asyncio.subprocess.PIPE if self.keeps_stdin else asyncio.subprocess.DEVNULL
+                    ),
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.STDOUT,
                     cwd=cwd,

@@ -25,8 +25,10 @@ from collections.abc import Iterable
 __all__ = [
     "ALL",
     "CLUSTERROLE_AGGREGATION",
+    "CRONJOB",
     "CSR_SIGNING",
     "DEPLOYMENT",
+    "DISRUPTION",
     "ENDPOINTS",
     "ENDPOINTSLICE",
     "GARBAGE_COLLECTOR",
@@ -52,8 +54,10 @@ __all__ = [
 ALL = "*"
 
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
+CRONJOB = "cronjob-controller"
 CSR_SIGNING = "certificatesigningrequest-signing-controller"
 DEPLOYMENT = "deployment-controller"
+DISRUPTION = "disruption-controller"
 ENDPOINTS = "endpoints-controller"
 ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
@@ -78,6 +82,8 @@ KNOWN: dict[str, tuple[str, ...]] = {
     REPLICASET: ("replicaset",),
     DEPLOYMENT: ("deployment",),
     JOB: ("job",),
+    CRONJOB: ("cronjob",),
+    DISRUPTION: ("disruption",),
     ENDPOINTS: ("endpoint",),
     ENDPOINTSLICE: ("endpointslice",),
     SCHEDULER: (),

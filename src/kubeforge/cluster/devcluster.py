@@ -30,8 +30,10 @@ from kubeforge.cluster import certmanager, controllernames as names
 from kubeforge.cluster.containers import LocalRuntime
 from kubeforge.cluster.controllers import (
     clusterroles,
+    cronjob,
     csrsigning,
     deployment,
+    disruption,
     endpoints,
     job,
     localpathprovisioner,
@@ -51,6 +53,7 @@ from kubeforge.cluster.kubelet import SimulatedNode
 from kubeforge.cluster.nodehealth import NodeHealth, request_health
 from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
+from kubeforge.cluster.podstreams import ClusterStreams
 from kubeforge.cluster.projects import ImageMap
 from kubeforge.cluster.volumedirs import VolumeDirectories
 from kubeforge.runtime.manager import Manager
@@ -120,7 +123,9 @@ class DevCluster:
             connections=connections or ConnectionLimits(),
             resolve_service=router,
         )
-        self.server = APIServer(config, logs=self.logs)
+        # exec, attach and port-forward reach the nodes' pods through this runtime.
+        streams = ClusterStreams(lambda: self.nodes, self.logs)
+        self.server = APIServer(config, logs=self.logs, streams=streams)
         self.client: Client | None = None
         self.manager: Manager | None = None
         self.nodes: list[SimulatedNode] = []
@@ -164,6 +169,8 @@ class DevCluster:
             names.REPLICASET: replicaset.setup,
             names.DEPLOYMENT: deployment.setup,
             names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.CRONJOB: cronjob.setup,
+            names.DISRUPTION: disruption.setup,
             names.ENDPOINTS: endpoints.setup_endpoints,
             names.ENDPOINTSLICE: endpoints.setup_endpointslices,
             names.SCHEDULER: scheduler.setup,

@@ -228,6 +228,11 @@ class SimulatedNode:
         elif not worker.done:
             worker.observe(pod)
 
+    def worker(self, uid: str) -> PodWorker | None:
+        """The worker of a pod running here (None once it is gone)."""
+        worker = self._workers.get(uid)
+        return None if worker is None or worker.closed else worker
+
     def volume_files(self, namespace: str, name: str) -> dict[str, dict[str, bytes]]:
         """The projected volumes of a pod running here: volume -> file path -> content."""
         for worker in self._workers.values():

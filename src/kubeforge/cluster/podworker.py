@@ -35,6 +35,7 @@ from kubeforge.cluster.containers import (
     UnsafePath,
     local_launch,
 )
+from kubeforge.cluster.mountview import mounted_files
 from kubeforge.cluster.options import START_SECONDS_ANNOTATION, ClusterOptions
 from kubeforge.cluster.podconfig import ConfigError, MountError, PodSources, token_lifetimes
 from kubeforge.cluster.podlogs import PodLogs
@@ -250,6 +251,17 @@ class PodWorker:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
+
+    def running(self, container: str) -> ContainerProcess | None:
+        """The current run of a container while it runs (what exec and attach reach)."""
+        for slot in (*self.mains, *self.inits):
+            if slot.name == container and slot.process is not None and "running" in slot.state:
+                return slot.process
+        return None
+
+    def mounted(self, container: Mapping[str, Any]) -> dict[str, bytes]:
+        """The files of the pod's volumes as `container` (its spec) sees them."""
+        return mounted_files(self.volumes, container.get("volumeMounts") or ())
 
     def republish(self) -> None:
         """Write the pod's status again even if unchanged: someone else changed it."""
@@ -471,6 +483,8 @@ class PodWorker:
                 image=image,
                 local=local,
                 workdir_prefix=f"kubeforge-{self.name}-",
+                files=self.mounted(slot.spec),
+                stdin=bool(slot.spec.get("stdin")),
             )
             slot.process = process
             watching = self._watch_readiness(slot, process, behaviour, local)

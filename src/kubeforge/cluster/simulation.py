@@ -170,9 +170,11 @@ async def simulate(
     behaviour: Behaviour,
     out: Output,
     image: str = "",
+    files: dict[str, bytes] | None = None,
 ) -> int:
     """Simulate a container's command line (None: its image's entrypoint) by the rules
-    above; its exit code. Cancel the call to stop the container."""
+    above; its exit code. Cancel the call to stop the container. `files` is the container's
+    file system (its mounted volumes' files, what its scripts write)."""
     if behaviour.scripted:
         if behaviour.output:
             text = behaviour.output
@@ -194,4 +196,6 @@ async def simulate(
     async def programs(program: Sequence[str], output: Output) -> int:
         return await run_program(program, behaviour, output)
 
-    return await run_command(argv, env, out, programs, sleep_seconds=behaviour.sleep_seconds)
+    return await run_command(
+        argv, env, out, programs, sleep_seconds=behaviour.sleep_seconds, files=files
+    )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 
-__all__ = ["check_format", "duration_nanos", "format_checker", "is_date_time"]
+__all__ = ["check_format", "duration_nanos", "format_checker", "go_duration_nanos", "is_date_time"]
 
 _DATE_RE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
 _TIME_RE = re.compile(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))\Z")
@@ -114,8 +114,8 @@ def is_date_time(text: str) -> bool:
     return m is not None and m[1] <= "23" and m[2] <= "59" and m[3] <= "59"
 
 
-def _go_duration(text: str) -> int | None:
-    """Nanoseconds of a Go duration (`1h30m`, `-1.5s`), or None."""
+def go_duration_nanos(text: str) -> int | None:
+    """Nanoseconds of a Go duration (`1h30m`, `-1.5s`) as time.ParseDuration reads it, or None."""
     rest = text
     negative = rest[:1] == "-"
     if rest[:1] in ("-", "+"):
@@ -143,7 +143,7 @@ def _go_duration(text: str) -> int | None:
 
 def duration_nanos(text: str) -> int | None:
     """Nanoseconds of a `duration` format string (Go syntax, or `3 days`-style), or None."""
-    nanos = _go_duration(text)
+    nanos = go_duration_nanos(text)
     if nanos is not None:
         return nanos
     if not _SCALA_DURATION_RE.match(text):

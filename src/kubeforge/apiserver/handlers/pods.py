@@ -1,7 +1,7 @@
 """The pod subresources a server without a kubelet can answer: `log` (from a `LogSource`;
 a development cluster's simulated nodes provide one), `binding` (what a scheduler does) and
-`eviction` (a deletion with the eviction's options), as pkg/registry/core/pod/storage/
-storage.go and eviction.go answer them."""
+`eviction` (a deletion its PodDisruptionBudget allows: eviction.py), as
+pkg/registry/core/pod/storage/storage.go and eviction.go answer them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any, Protocol
 
 from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.apiserver.handlers.call import Call, stored_object
+from kubeforge.apiserver.handlers.eviction import Evictions
 from kubeforge.apiserver.handlers.writes import Writes
 from kubeforge.apiserver.http.server import Request, ResponseStream
-from kubeforge.apiserver.request.deleteoptions import decode_delete_options
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
 from kubeforge.apiserver.request.queryparams import query_flag
@@ -67,6 +67,7 @@ class PodSubresources:
         self.writes = writes
         self.codec = codec
         self.logs = logs
+        self.evictions = Evictions(store, registry, writes, codec)
 
     def log_request(self, call: Call) -> LogRequest:
         """Check the container choice of a log request as the server does."""
@@ -167,17 +168,8 @@ class PodSubresources:
         return _success()
 
     async def evict(self, call: Call, body: Any) -> dict[str, Any]:
-        """Evict a pod: delete it with the eviction's delete options (admission sees the
-        Eviction; the deletion itself is not admitted again, as upstream)."""
-        review = call.admission
-        if review is not None and isinstance(body, dict):
-            body = await review.mutate("CREATE", _typed(body, "policy/v1", "Eviction"), None)
-            await review.validate("CREATE", body, None)
-        given = body.get("deleteOptions") if isinstance(body, dict) else None
-        options = {} if given is None else decode_delete_options(given)
-        unadmitted = replace(call, admission=None)
-        await self.writes.delete_stored(unadmitted, stored_object(self.store, unadmitted), options)
-        return _success()
+        """Evict a pod, as its PodDisruptionBudget allows (eviction.py)."""
+        return await self.evictions.evict(call, body)
 
 
 def _typed(body: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from kubeforge.apiserver.handlers.pods import PodSubresources
 from kubeforge.apiserver.handlers.scale import ScaleHandler
 from kubeforge.apiserver.handlers.update import UpdateHandler
 from kubeforge.apiserver.handlers.writes import Writes, Written, run_now
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
+from kubeforge.apiserver.http.server import Request, Response, ResponseStream, Upgraded
 from kubeforge.apiserver.request.encoding import read_body
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.storage.codec import Codec
@@ -69,7 +69,7 @@ class SubresourceHandler:
 
     def handle(
         self, request: Request, call: Call
-    ) -> Response | Awaitable[Response | ResponseStream]:
+    ) -> Response | Awaitable[Response | ResponseStream | Upgraded]:
         """A request to a subresource, answered by the handler of its kind."""
         rt, info = call.rt, call.info
         name = info.subresource or ""

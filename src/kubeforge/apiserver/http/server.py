@@ -5,8 +5,10 @@ through httptools, in its strict mode. On top of it this layer checks what HTTP/
 a server beyond framing (one valid Host, the protocol version, no Transfer-Encoding in
 HTTP/1.0), enforces the size limits, timeouts and the connection cap, and does keep-alive and
 pipelining, `Expect: 100-continue`, whole responses and chunked streams (watch, logs) with
-flow control. It is several times cheaper than a general web framework's request path
-(docs/decisions/0012-own-http-layer-for-the-api-server.md, 0013-llhttp-request-parsing.md).
+flow control, and hands a connection a handler upgrades (`101 Switching Protocols`: exec,
+attach, port-forward) to it as a byte stream. It is several times cheaper than a general
+web framework's request path (docs/decisions/0012-own-http-layer-for-the-api-server.md,
+0013-llhttp-request-parsing.md).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ __all__ = [
     "Request",
     "Response",
     "ResponseStream",
+    "Upgraded",
     "connection_cap",
     "raise_open_file_limit",
 ]
@@ -62,6 +65,12 @@ _PROBE_PATHS = (b"/healthz", b"/livez", b"/readyz")
 _CHUNK_FRAMING = 24
 
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+# What a client may send after an upgrade request before it is answered, kept for the
+# protocol the connection is upgraded to; more ends the connection.
+_MAX_EARLY_UPGRADE_BYTES = 1 << 20
+# An upgraded connection's input waiting to be read: past this, reading from the client
+# pauses until the protocol has caught up.
+_MAX_UPGRADED_BUFFER = 1 << 20
 # RFC 3986 host [ ":" port ]: reg-name and IP-literal characters, nothing else.
 _HOST = re.compile(r"[A-Za-z0-9\-._~%!$&'()*+,;=:\[\]]*")
 
@@ -223,6 +232,30 @@ class Request:
             self.keep_alive = False
         return ResponseStream(self._conn, status, headers or {}, chunked=not self.http10)
 
+    @property
+    def is_upgrade(self) -> bool:
+        """Whether the request asks to switch protocols (`Connection: Upgrade`)."""
+        return self._conn.upgrade_pending and self is self._conn.upgrade_request
+
+    def upgrade(self, headers: Mapping[str, str]) -> Upgraded:
+        """Answer `101 Switching Protocols` with `headers`, and return the connection as a
+        byte stream in both directions. Only a request that asked to upgrade may be."""
+        conn = self._conn
+        if not self.is_upgrade or conn.upgraded is not None:
+            raise RuntimeError("this request cannot switch protocols")
+        lines = [_status_line(101)]
+        lines.extend(f"{name}: {value}\r\n" for name, value in headers.items())
+        lines.append("\r\n")
+        conn.send_now("".join(lines).encode("utf-8", "replace"))
+        upgraded = Upgraded(conn)
+        conn.upgraded = upgraded
+        early, conn.early = bytes(conn.early), bytearray()
+        if early:
+            upgraded.feed(early)
+        if conn.lost:
+            upgraded.feed_eof()
+        return upgraded
+
 
 _NO_BODY = frozenset({204, 304})
 
@@ -304,9 +337,80 @@ class ResponseStream:
                 pass
 
 
+class Upgraded:
+    """A connection after `101 Switching Protocols`: bytes in both directions, for the
+    protocol it was switched to. The HTTP layer's timeouts no longer apply; the protocol
+    keeps its own. Reading from the client pauses while what it sent waits unread."""
+
+    __slots__ = ("_buffered", "_chunks", "_conn", "_eof", "_waiter")
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self._chunks: deque[bytes] = deque()
+        self._buffered = 0
+        self._eof = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._buffered += len(data)
+        if self._buffered > _MAX_UPGRADED_BUFFER:
+            self._conn.pause_input()
+        self._wake()
+
+    def feed_eof(self) -> None:
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def read(self) -> bytes:
+        """The next bytes the client sent; b"" once it has closed the connection."""
+        while not self._chunks:
+            if self._eof:
+                return b""
+            self._waiter = self._conn.loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        data = self._chunks.popleft()
+        self._buffered -= len(data)
+        if self._buffered <= _MAX_UPGRADED_BUFFER // 2:
+            self._conn.resume_input()
+        return data
+
+    async def write(self, data: bytes) -> None:
+        """Send bytes; waits while the client reads slower than we write.
+
+        Raises ConnectionResetError once the client has gone.
+        """
+        if data:
+            await self._conn.send(data)
+
+    @property
+    def closed(self) -> bool:
+        return self._conn.lost
+
+    def close(self) -> None:
+        """Close the connection once what was written has been sent."""
+        self._conn.closing = True
+        transport = self._conn.transport
+        if transport is not None and not self._conn.lost:
+            transport.close()
+
+    def abort(self) -> None:
+        """Close the connection at once, dropping what was not sent yet."""
+        self._conn.closing = True
+        self._conn.abort()
+
+
 # A handler answers at once with a Response, or returns an awaitable for the answers that
-# must wait (streams); the connection runs those in a task.
-Handler = Callable[[Request], "Response | Awaitable[Response | ResponseStream]"]
+# must wait (streams, upgraded connections); the connection runs those in a task.
+Handler = Callable[[Request], "Response | Awaitable[Response | ResponseStream | Upgraded]"]
 
 
 class HTTPServer:
@@ -426,6 +530,13 @@ class _Connection(asyncio.Protocol):
         self.paused_reading = False
         self.sent_continue = False
         self.streaming = False  # a ResponseStream has sent its head
+        # An upgrade request was read (nothing after it is HTTP); `early` keeps what the
+        # client sent after it, for the protocol the handler may switch to (`upgraded`).
+        self.upgrade_pending = False
+        self.upgrade_request: Request | None = None
+        self.early = bytearray()
+        self.upgraded: Upgraded | None = None
+        self.input_paused = False
         self.scheduled = False  # _answer() is due in the loop's next turn
         self.drain: asyncio.Future[None] | None = None
         # The request being read.
@@ -475,6 +586,8 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
+        if self.upgraded is not None:
+            self.upgraded.feed_eof()
         self.server.connections.discard(self)
         self.server.refusing.pop(self, None)
         self.queue.clear()
@@ -483,8 +596,9 @@ class _Connection(asyncio.Protocol):
             self.timer = None
         if self.drain is not None and not self.drain.done():
             self.drain.set_result(None)  # writers waiting on it find the connection lost
-        if self.task is not None:
-            # A streaming handler (a watch) ends when its client goes.
+        if self.task is not None and self.upgraded is None:
+            # A streaming handler (a watch) ends when its client goes; a switched protocol
+            # reads the end of its input and finishes by itself.
             self.task.cancel()
 
     def pause_writing(self) -> None:
@@ -498,7 +612,12 @@ class _Connection(asyncio.Protocol):
         self._schedule()
 
     def data_received(self, data: bytes) -> None:
+        if self.upgraded is not None:
+            self.upgraded.feed(data)
+            return
         if self.closing:
+            if self.upgrade_pending:
+                self._keep_early(data)
             return
         self.now = self.loop.time()
         phase = self.phase
@@ -520,10 +639,15 @@ class _Connection(asyncio.Protocol):
         self.read = len(data)
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            # No other protocol is spoken here: the request is answered (with an error, by
-            # the handler) and the connection closed, as what follows is not HTTP/1.1.
+        except httptools.HttpParserUpgrade as exc:
+            # What follows is not HTTP/1.1: the handler switches the connection to another
+            # protocol (Request.upgrade), or answers with an error and it is closed.
             self.closing = True
+            self.upgrade_pending = True
+            last = self.queue[-1] if self.queue else None
+            self.upgrade_request = last if isinstance(last, Request) else None
+            offset = exc.args[0] if exc.args and isinstance(exc.args[0], int) else len(data)
+            self._keep_early(data[offset:])
         except httptools.HttpParserCallbackError as exc:
             self._parse_failed(exc.__context__)
         except httptools.HttpParserError as exc:
@@ -553,6 +677,24 @@ class _Connection(asyncio.Protocol):
             self.framing += max(0, len(data) - start - (self.body_size - body_before))
             if self.framing > limits.max_header_bytes + _CHUNK_FRAMING * self.chunks:
                 self._fail(400, "chunked framing or trailers too large")
+
+    def _keep_early(self, data: bytes) -> None:
+        """Keep bytes sent after an upgrade request, before its answer."""
+        self.early += data
+        if len(self.early) > _MAX_EARLY_UPGRADE_BYTES:
+            self.early.clear()
+            self.upgrade_pending = False
+            self.abort()
+
+    def pause_input(self) -> None:
+        if not self.input_paused and not self.lost and self.transport is not None:
+            self.input_paused = True
+            self.transport.pause_reading()
+
+    def resume_input(self) -> None:
+        if self.input_paused and not self.lost and self.transport is not None:
+            self.input_paused = False
+            self.transport.resume_reading()
 
     def _skip_blank_lines(self, data: bytes) -> bytes:
         """RFC 9112 2.2: one empty line before a request is tolerated, no more."""
@@ -813,7 +955,9 @@ class _Connection(asyncio.Protocol):
             self._continue()
             self._waiting()
 
-    def _call(self, request: Request | _Canned) -> Response | Awaitable[Response | ResponseStream]:
+    def _call(
+        self, request: Request | _Canned
+    ) -> Response | Awaitable[Response | ResponseStream | Upgraded]:
         if isinstance(request, _Canned):
             return request.response
         try:
@@ -835,7 +979,7 @@ class _Connection(asyncio.Protocol):
         return False
 
     async def _finish(
-        self, request: Request | _Canned, pending: Awaitable[Response | ResponseStream]
+        self, request: Request | _Canned, pending: Awaitable[Response | ResponseStream | Upgraded]
     ) -> None:
         transport = self.transport
         assert transport is not None and isinstance(request, Request)
@@ -851,11 +995,13 @@ class _Connection(asyncio.Protocol):
             if self.lost:
                 return
             keep_alive = self._keep_alive(request)
-            if isinstance(response, ResponseStream):
+            if isinstance(response, Upgraded):
+                self.closing = True  # the other protocol has ended: so does the connection
+            elif isinstance(response, ResponseStream):
                 await response.finish()
-            elif self.streaming:
-                # The handler failed after its stream began: ending the connection is the
-                # only way left to tell the client.
+            elif self.streaming or self.upgraded is not None:
+                # The handler failed after its stream began (or the connection switched
+                # protocols): ending the connection is the only way left to tell the client.
                 log.error("%s %s failed while streaming", request.method, request.target)
                 self.closing = True
                 self.queue.clear()
@@ -888,7 +1034,10 @@ class _Connection(asyncio.Protocol):
     def close_when_idle(self) -> None:
         """Close now if nothing is being answered, else after the answers queued so far."""
         self.closing = True
-        if self.task is None and not self.queue and self.transport is not None:
+        if self.upgraded is not None and self.transport is not None:
+            # A switched protocol has no idle point to wait for: the server is stopping.
+            self.transport.close()
+        elif self.task is None and not self.queue and self.transport is not None:
             self.transport.close()
 
     def abort(self) -> None:

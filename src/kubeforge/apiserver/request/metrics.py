@@ -28,7 +28,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from kubeforge.apiserver.http.server import Request, Response, ResponseStream
+from kubeforge.apiserver.http.server import Request, Response, ResponseStream, Upgraded
 from kubeforge.apiserver.request.errors import StatusError
 from kubeforge.apiserver.request.info import RequestInfo
 
@@ -55,7 +55,7 @@ _REPORTED_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 # (verb, dry_run, group, version, resource, subresource, scope)
 Labels = tuple[str, str, str, str, str, str, str]
-Answer = Response | Awaitable[Response | ResponseStream]
+Answer = Response | Awaitable[Response | ResponseStream | Upgraded]
 
 
 class _Series:
@@ -127,15 +127,25 @@ class RequestMetrics:
         return self._stream(labels, answer, started)
 
     async def _stream(
-        self, labels: Labels, answer: Awaitable[Response | ResponseStream], started: float
-    ) -> Response | ResponseStream:
+        self,
+        labels: Labels,
+        answer: Awaitable[Response | ResponseStream | Upgraded],
+        started: float,
+    ) -> Response | ResponseStream | Upgraded:
         key = (labels[0], *labels[2:])
         gauges = self._long_running
         gauges[key] = gauges.get(key, 0) + 1
         code = 500
         try:
             result = await answer
-            code = result.status if isinstance(result, Response) else 200
+            # An upgraded connection counts as kube counts it: 101 Switching Protocols.
+            code = (
+                result.status
+                if isinstance(result, Response)
+                else 101
+                if isinstance(result, Upgraded)
+                else 200
+            )
             return result
         except StatusError as exc:
             code = exc.code

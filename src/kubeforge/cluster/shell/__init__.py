@@ -3,7 +3,8 @@
 Nothing is executed: `echo` prints, `sleep` waits, `exit 3` ends the script with status 3,
 and programs the interpreter does not know are handed to a `Program` the caller gives (the
 container rules of `kubeforge.cluster.simulation`). syntax.py reads a script, interpreter.py
-runs it, utilities.py holds the built-in utilities, arithmetic.py evaluates `$((...))`.
+runs it, utilities.py holds the built-in utilities (filetools.py those that see files as a
+tree: `tar`, `ls`), arithmetic.py evaluates `$((...))`.
 """
 
 from kubeforge.cluster.shell.control import Output, Program, program_name

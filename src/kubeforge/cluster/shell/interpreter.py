@@ -26,6 +26,7 @@ from kubeforge.cluster.shell.control import (
     Program,
     program_name,
 )
+from kubeforge.cluster.shell.filetools import FILE_UTILITIES
 from kubeforge.cluster.shell.syntax import (
     AndOr,
     CommandList,
@@ -76,6 +77,7 @@ async def run_script(
     positional: Sequence[str] = ("sh",),
     options: str = "",
     files: dict[str, bytes] | None = None,
+    errors: Output | None = None,
 ) -> int:
     """Run a script; its exit status. `programs` runs what the interpreter does not know;
     `sleep_seconds` (when set) replaces every finite `sleep`. A script beyond the
@@ -92,6 +94,7 @@ async def run_script(
         positional=positional,
         options=options,
         files=files,
+        errors=errors,
     )
     return await shell.run_script(body)
 
@@ -109,9 +112,13 @@ class Shell:
         positional: Sequence[str] = (),
         options: str = "",
         files: dict[str, bytes] | None = None,
+        errors: Output | None = None,
     ) -> None:
         self.vars: dict[str, str] = dict(env)
         self.out = out
+        # Where utilities' own diagnostics go: the output, unless the caller keeps them
+        # apart (an exec's stderr).
+        self.errors = errors if errors is not None else out
         self.programs = programs
         self.sleep_seconds = sleep_seconds
         self.positional = list(positional)
@@ -264,6 +271,7 @@ class Shell:
             sleep_seconds=self.sleep_seconds,
             positional=self.positional,
             files=self.files,
+            errors=self.errors,
         )
         sub.errexit = self.errexit
         return sub
@@ -452,7 +460,7 @@ class Shell:
     async def call(self, argv: list[str], stdin: bytes, scoped: Mapping[str, str]) -> int:
         """Run one command line with `scoped` variables set for it alone."""
         name = program_name(argv[0])
-        builtin = UTILITIES.get(name)
+        builtin = UTILITIES.get(name) or FILE_UTILITIES.get(name)
         if builtin is not None:
             if not scoped:
                 return await builtin(self, argv, stdin)
@@ -484,10 +492,15 @@ class Shell:
             positional=positional,
             options=options,
             files=self.files,
+            errors=self.errors,
         )
 
     def write(self, text: str) -> None:
         self.out(text.encode())
+
+    def complain(self, text: str) -> None:
+        """A utility's diagnostic (stderr when the caller keeps it apart)."""
+        self.errors(text.encode())
 
 
 def discard(data: bytes) -> None:
@@ -501,12 +514,16 @@ async def run_command(
     programs: Program,
     *,
     sleep_seconds: float | None = None,
+    files: dict[str, bytes] | None = None,
+    stdin: bytes = b"",
+    errors: Output | None = None,
 ) -> int:
     """Run one command line as a shell would run it as its only command (a utility,
-    `sh -c ...`, or a program handed to `programs`); its exit status."""
-    shell = Shell(env, out, programs, sleep_seconds=sleep_seconds)
+    `sh -c ...`, or a program handed to `programs`); its exit status. `files` is the file
+    system it sees (and changes), `stdin` its whole input."""
+    shell = Shell(env, out, programs, sleep_seconds=sleep_seconds, files=files, errors=errors)
     try:
-        return int(await shell.call(list(argv), b"", {}))
+        return int(await shell.call(list(argv), stdin, {}))
     except Exit as done:
         return done.code
     except LoopControl:

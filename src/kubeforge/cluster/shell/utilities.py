@@ -17,7 +17,7 @@ from kubeforge.cluster.shell.arithmetic import evaluate
 from kubeforge.cluster.shell.control import TO_LOG, Exit, LoopControl, Output, program_name
 from kubeforge.cluster.shell.syntax import ASSIGNMENT
 
-__all__ = ["UTILITIES", "ShellContext", "Utility"]
+__all__ = ["UTILITIES", "ShellContext", "Utility", "is_directory"]
 
 
 class ShellContext(Protocol):
@@ -37,9 +37,23 @@ class ShellContext(Protocol):
 
     async def call(self, argv: list[str], stdin: bytes, scoped: Mapping[str, str]) -> int: ...
     def write(self, text: str) -> None: ...
+    def complain(self, text: str) -> None: ...
 
 
 Utility = Callable[[ShellContext, list[str], bytes], Awaitable[int]]
+# Directories every container has, whether or not a file is known in them.
+_STANDARD_DIRECTORIES = frozenset(("/", "/tmp", ".", "/etc", "/var", "/usr", "/bin", "/home"))
+
+
+def is_directory(files: Mapping[str, bytes], path: str) -> bool:
+    """Whether `path` is a directory of the in-memory file system: a standard one, or one
+    that holds a file."""
+    if path in _STANDARD_DIRECTORIES:
+        return True
+    prefix = path.rstrip("/") + "/"
+    return path not in files and any(name.startswith(prefix) for name in files)
+
+
 _OCTAL = re.compile(r"0[0-7]{0,3}|[1-7][0-7]{0,2}")
 
 
@@ -282,7 +296,7 @@ async def _cat(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
         elif name in sh.files:
             sh.out(sh.files[name])
         else:
-            sh.write(f"cat: can't open '{name}': No such file or directory\n")
+            sh.complain(f"cat: can't open '{name}': No such file or directory\n")
             status = 1
     return status
 
@@ -467,7 +481,7 @@ def _test_expression(sh: ShellContext, args: list[str]) -> bool:
         if op == "-s":
             return bool(sh.files.get(value))
         if op in ("-d",):
-            return value in ("/", "/tmp", ".", "/etc", "/var", "/usr", "/bin", "/home")
+            return is_directory(sh.files, value)
         if op in ("-x", "-L", "-h", "-p", "-S", "-b", "-c", "-t"):
             return False
         raise ValueError(f"unknown operator {op}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from kubeforge.api.machinery.access import as_dict, as_int, as_str
+from kubeforge.api.machinery.cron import ScheduleError, load_zone, schedule_error
 from kubeforge.api.machinery.fielderror import FieldError
 from kubeforge.api.machinery.govalues import go_label_selector, go_string_map
 from kubeforge.api.machinery.names import immutable, is_dns1123_label, validate_label_selector
@@ -14,7 +15,6 @@ from kubeforge.apiserver.types.validation.common import (
     Errors,
     Obj,
     go_json,
-    go_str,
     nonnegative,
     selector_immutable,
     semantic_equal,
@@ -23,7 +23,6 @@ from kubeforge.apiserver.types.validation.common import (
 from kubeforge.apiserver.types.validation.core_pods import validate_pod_template
 
 __all__ = [
-    "cron_schedule_error",
     "validate_cronjob",
     "validate_cronjob_update",
     "validate_job",
@@ -222,112 +221,6 @@ def validate_job_update(obj: Obj, old: Obj) -> list[FieldError]:
     return errs
 
 
-# -- cron schedules --------------------------------------------------------------------------
-
-# robfig/cron (the standard five-field parser): each field's bounds and names.
-_CRON_FIELDS: tuple[tuple[int, int, dict[str, int]], ...] = (
-    (0, 59, {}),
-    (0, 23, {}),
-    (1, 31, {}),
-    (
-        1,
-        12,
-        {
-            m: i + 1
-            for i, m in enumerate(
-                ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-            )
-        },
-    ),
-    (0, 6, {d: i for i, d in enumerate(("sun", "mon", "tue", "wed", "thu", "fri", "sat"))}),
-)
-_DESCRIPTORS = frozenset(
-    {"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"}
-)
-_GO_DURATION_RE = re.compile(r"^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+\Z|^[-+]?0\Z")
-
-
-def _cron_int(text: str) -> int:
-    if not re.fullmatch(r"[+-]?\d+", text):
-        raise ValueError(
-            f'failed to parse int from {text}: strconv.Atoi: parsing "{text}": invalid syntax'
-        )
-    number = int(text)
-    if number < 0:
-        raise ValueError(f"negative number ({number}) not allowed: {text}")
-    return number
-
-
-def _cron_value(text: str, names: dict[str, int]) -> int:
-    if text.lower() in names:
-        return names[text.lower()]
-    return _cron_int(text)
-
-
-def _cron_range(expr: str, low: int, high: int, names: dict[str, int]) -> None:
-    range_and_step = expr.split("/")
-    low_high = range_and_step[0].split("-")
-    if low_high[0] in ("*", "?"):
-        start, end = low, high
-    else:
-        start = _cron_value(low_high[0], names)
-        if len(low_high) == 1:
-            end = start
-        elif len(low_high) == 2:
-            end = _cron_value(low_high[1], names)
-        else:
-            raise ValueError(f"too many hyphens: {expr}")
-    if len(range_and_step) == 1:
-        step = 1
-    elif len(range_and_step) == 2:
-        step = _cron_int(range_and_step[1])
-        if len(low_high) == 1:
-            end = high
-    else:
-        raise ValueError(f"too many slashes: {expr}")
-    if start < low:
-        raise ValueError(f"beginning of range ({start}) below minimum ({low}): {expr}")
-    if end > high:
-        raise ValueError(f"end of range ({end}) above maximum ({high}): {expr}")
-    if start > end:
-        raise ValueError(f"beginning of range ({start}) beyond end of range ({end}): {expr}")
-    if step == 0:
-        raise ValueError(f"step of range should be a positive number: {expr}")
-
-
-def cron_schedule_error(schedule: str) -> str | None:
-    """Why a CronJob schedule does not parse (the cron library's message), or None.
-
-    Accepts five fields, month and weekday names, ranges, steps, lists and the descriptors
-    @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly and `@every <duration>`.
-    """
-    spec = schedule
-    if spec.startswith(("TZ=", "CRON_TZ=")):
-        _, _, spec = spec.partition(" ")
-        spec = spec.strip()
-    if not spec:
-        return "empty spec string"
-    if spec.startswith("@"):
-        if spec in _DESCRIPTORS:
-            return None
-        if spec.startswith("@every "):
-            duration = spec[len("@every ") :]
-            if _GO_DURATION_RE.match(duration):
-                return None
-            return f"failed to parse duration {spec}: time: invalid duration {go_str(duration)}"
-        return f"unrecognized descriptor: {spec}"
-    fields = spec.split()
-    if len(fields) != 5:
-        return f"expected exactly 5 fields, found {len(fields)}: [{' '.join(fields)}]"
-    try:
-        for text, (low, high, names) in zip(fields, _CRON_FIELDS, strict=True):
-            for expr in (p for p in text.split(",") if p):
-                _cron_range(expr, low, high, names)
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
 # -- CronJobs --------------------------------------------------------------------------------
 
 _TIME_ZONE_PART_RE = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}\Z")
@@ -341,7 +234,7 @@ def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
     if not schedule:
         errs.append(FieldError.required("spec.schedule", ""))
     else:
-        problem = cron_schedule_error(schedule)
+        problem = schedule_error(schedule)
         if problem:
             errs.append(FieldError.invalid("spec.schedule", schedule, problem))
         allow_tz = old_spec is not None and "TZ" in as_str(old_spec.get("schedule"))
@@ -375,15 +268,22 @@ def _validate_cronjob(obj: Obj, old: Obj | None) -> Errors:
             for p in zone.split("/")
         ):
             errs.append(FieldError.invalid("spec.timeZone", zone, f"unknown time zone {zone}"))
-        elif zone.lower() == "local":
-            errs.append(
-                FieldError.invalid(
-                    "spec.timeZone",
-                    zone,
-                    "timeZone must be an explicit time zone as defined in "
-                    "https://www.iana.org/time-zones",
+        else:
+            if zone.lower() == "local":
+                errs.append(
+                    FieldError.invalid(
+                        "spec.timeZone",
+                        zone,
+                        "timeZone must be an explicit time zone as defined in "
+                        "https://www.iana.org/time-zones",
+                    )
                 )
-            )
+            # time.LoadLocation knows "Local" (the server's own zone), no other spelling.
+            if zone != "Local":
+                try:
+                    load_zone(zone)
+                except ScheduleError as exc:
+                    errs.append(FieldError.invalid("spec.timeZone", zone, str(exc)))
     policy = as_str(spec.get("concurrencyPolicy"))
     if not policy:
         errs.append(FieldError.required("spec.concurrencyPolicy", ""))
