@@ -10,6 +10,9 @@ staging/src/k8s.io/controller-manager/app/helper.go): `*` turns on every control
 turns one on, `-name` turns one off, and for each controller the first entry that names it
 decides (all of these are on by default, so `*` means all). An unknown name is an error, as
 the flag's validation makes it (staging/src/k8s.io/controller-manager/options/generic.go).
+`local-path-provisioner` is the development cluster's name for the dynamic provisioner of
+the `standard` StorageClass, which kind installs as a Deployment of its own (rancher's
+local-path-provisioner), outside kube-controller-manager.
 
 What kube-apiserver does by itself (CRD naming and establishing, the `kubernetes` Service,
 Service IP allocation, the bootstrap RBAC policy) is no controller and cannot be turned off.
@@ -32,9 +35,14 @@ __all__ = [
     "GARBAGE_COLLECTOR",
     "JOB",
     "KNOWN",
+    "LOCAL_PATH_PROVISIONER",
     "NAMESPACE",
     "NODE_LIFECYCLE",
     "POD_GC",
+    "PVC_PROTECTION",
+    "PV_BINDER",
+    "PV_EXPANDER",
+    "PV_PROTECTION",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
     "SCHEDULER",
@@ -68,6 +76,11 @@ SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
 STATEFULSET = "statefulset-controller"
 TAINT_EVICTION = "taint-eviction-controller"
+PV_BINDER = "persistentvolume-binder-controller"
+PV_EXPANDER = "persistentvolume-expander-controller"
+PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
+PV_PROTECTION = "persistentvolume-protection-controller"
+LOCAL_PATH_PROVISIONER = "local-path-provisioner"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
@@ -89,6 +102,12 @@ KNOWN: dict[str, tuple[str, ...]] = {
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
     NODE_LIFECYCLE: ("nodelifecycle",),
     TAINT_EVICTION: (),
+    # Volumes: kube-controller-manager's four, and kind's provisioner.
+    PV_BINDER: ("persistentvolume-binder",),
+    PV_EXPANDER: ("persistentvolume-expander",),
+    PVC_PROTECTION: ("pvc-protection",),
+    PV_PROTECTION: ("pv-protection",),
+    LOCAL_PATH_PROVISIONER: (),
     # These two run inside the API server (decision 10), but are kube-controller-manager's.
     GARBAGE_COLLECTOR: ("garbagecollector",),
     NAMESPACE: ("namespace",),

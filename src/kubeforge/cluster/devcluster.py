@@ -39,6 +39,7 @@ from kubeforge.cluster.controllers import (
     disruption,
     endpoints,
     job,
+    localpathprovisioner,
     nodelifecycle,
     podgc,
     replicaset,
@@ -48,6 +49,9 @@ from kubeforge.cluster.controllers import (
     statefulset,
     tainteviction,
     tokens,
+    volumebinder,
+    volumeexpander,
+    volumeprotection,
 )
 from kubeforge.cluster.hostports import HostPorts, ServiceRouter
 from kubeforge.cluster.kubelet import SimulatedNode
@@ -56,6 +60,7 @@ from kubeforge.cluster.options import ClusterOptions
 from kubeforge.cluster.podlogs import PodLogs
 from kubeforge.cluster.podstreams import ClusterStreams
 from kubeforge.cluster.projects import ImageMap
+from kubeforge.cluster.volumedirs import VolumeDirectories
 from kubeforge.runtime.manager import Manager
 
 __all__ = ["CONTEXT", "DevCluster"]
@@ -94,6 +99,10 @@ class DevCluster:
             lambda namespace, name, port: self.server.services.resolve(namespace, name, port),
         )
         self.backend = SQLiteBackend(data_dir) if data_dir is not None else None
+        # Persistent volumes' data: kept with the cluster's state, or for this run only.
+        self.volume_directories = VolumeDirectories(
+            Path(data_dir) / "volumes" if data_dir is not None else None
+        )
         config = ServerConfig(
             host=host,
             port=port,
@@ -110,6 +119,9 @@ class DevCluster:
                 else None
             ),
             service_account_admission=self.options.service_account_admission,
+            # The protection finalizers, when the controllers that remove them run.
+            pvc_protection=names.PVC_PROTECTION in self.controllers,
+            pv_protection=names.PV_PROTECTION in self.controllers,
             # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
             # the probes and /version, nothing else.
             anonymous_paths=None,
@@ -183,6 +195,13 @@ class DevCluster:
                 m, grace_period=self.options.node_monitor_grace_period
             ),
             names.TAINT_EVICTION: tainteviction.setup,
+            names.PV_BINDER: volumebinder.setup,
+            names.PV_EXPANDER: volumeexpander.setup,
+            names.PVC_PROTECTION: volumeprotection.setup_pvc_protection,
+            names.PV_PROTECTION: volumeprotection.setup_pv_protection,
+            names.LOCAL_PATH_PROVISIONER: lambda m: localpathprovisioner.setup(
+                m, self.volume_directories
+            ),
         }
 
     async def start(self) -> None:
@@ -192,6 +211,9 @@ class DevCluster:
         self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
         if self.options.cert_manager:
             await certmanager.install(self.client)
+        if names.LOCAL_PATH_PROVISIONER in self.controllers:
+            # kind's default class comes with its provisioner.
+            await localpathprovisioner.install_default_class(self.client)
         manager = Manager(
             client=Client(self.cluster_config(), field_manager="kube-controller-manager")
         )
@@ -210,6 +232,7 @@ class DevCluster:
             self.server.port,
             ImageMap(self.options.images),
             self.host_ports,
+            self.volume_directories,
         )
         for i in range(self.options.nodes):
             self._start_node(
@@ -312,6 +335,7 @@ class DevCluster:
             await self.client.close()
             self.client = None
         await self.server.stop()
+        self.volume_directories.close()
         if self.backend is not None:
             self.backend.close()
 

@@ -295,6 +295,28 @@ def _label_with_name(obj: Obj) -> None:
         meta["labels"] = {**labels, NAME_LABEL: meta["name"]}
 
 
+class PersistentVolumeStrategy(BuiltinStrategy):
+    """PersistentVolumes: when their phase last changed, as pkg/registry/core/
+    persistentvolume/strategy.go records it (PersistentVolumeLastPhaseTransitionTime)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        super().prepare_create(obj)
+        obj["status"]["lastPhaseTransitionTime"] = now_rfc3339()
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_status_update(obj, old)
+        status, before = obj["status"], as_dict(old.get("status"))
+        given = status.get("lastPhaseTransitionTime")
+        if status.get("phase") == before.get("phase"):
+            if given is None and before.get("lastPhaseTransitionTime") is not None:
+                status["lastPhaseTransitionTime"] = before["lastPhaseTransitionTime"]
+        elif given is None or given == before.get("lastPhaseTransitionTime"):
+            # The phase changed and the writer did not say when: now.
+            status["lastPhaseTransitionTime"] = now_rfc3339()
+
+
 class NamespaceStrategy(BuiltinStrategy):
     """Namespaces: phase Active, the `kubernetes` spec finalizer, and the name label (also
     for names generated from generateName)."""
@@ -677,6 +699,7 @@ class CSRApprovalStrategy(BuiltinStrategy):
 _SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
     ("", "Pod"): PodStrategy,
     ("", "Namespace"): NamespaceStrategy,
+    ("", "PersistentVolume"): PersistentVolumeStrategy,
     ("", "Service"): ServiceStrategy,
     ("apps", "DaemonSet"): DaemonSetStrategy,
     ("apps", "Deployment"): DeploymentStrategy,
