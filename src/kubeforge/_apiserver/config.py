@@ -49,6 +49,10 @@ class ServerConfig:
     # The ServiceAccount admission plugin for pods (an account that exists, its token
     # mounted); on in a development cluster, whose controllers create the accounts.
     service_account_admission: bool = False
+    # StorageObjectInUseProtection: the protection finalizers on new claims and volumes; on
+    # in a development cluster whose pvc-/pv-protection controllers remove them.
+    pvc_protection: bool = False
+    pv_protection: bool = False
     # Paths open to requests without credentials (as system:anonymous, whom RBAC then
     # checks); None opens every path, as kube-apiserver's --anonymous-auth=true does.
     anonymous_paths: tuple[str, ...] | None = ("/healthz", "/livez", "/readyz")

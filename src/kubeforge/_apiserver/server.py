@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from kubeforge._apiserver.admission import Admission
+from kubeforge._apiserver.admission import Admission, volumes
 from kubeforge._apiserver.auth import Auth
 from kubeforge._apiserver.auth.bootstrap import bootstrap_objects
 from kubeforge._apiserver.auth.csradmission import CertificateAdmission
@@ -201,9 +201,16 @@ class APIServer:
         writes.mutators.append(self.allocators.mutate)
         if self.config.service_account_admission:
             writes.mutators.append(self.auth.pods)
+        writes.mutators.append(volumes.DefaultStorageClass(self.store))
+        if self.config.pvc_protection or self.config.pv_protection:
+            protection = volumes.InUseProtection(
+                claims=self.config.pvc_protection, volumes=self.config.pv_protection
+            )
+            writes.mutators.append(protection)
         writes.validators.append(self.crds.validate)
         writes.admitters.append(self.auth.escalation)
         writes.admitters.append(CertificateAdmission(self.auth.decide))
+        writes.admitters.append(volumes.ClaimResize(self.store))
         observers = self.commits.observers
         observers.append(self.crds.observe)
         observers.append(self.apiservices.observe)

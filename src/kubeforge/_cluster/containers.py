@@ -7,9 +7,11 @@ pod would have, translated to a machine it shares with every other process:
 - **Files.** The pod's volumes are written to a private directory (mode 0700) that stands
   for the pod's filesystem: `<sandbox>/volumes/<volume>/...`, and for each container a tree
   `<sandbox>/containers/<name>/root/` where every volume mount's path leads to its volume
-  (`root/var/run/secrets/kubernetes.io/serviceaccount` -> the token's volume). A mount path
-  written in an argument or environment value (as a whole path: `--certs=/tmp/certs`,
-  `cat /etc/config/app.yaml` in a script) is replaced by its place in that tree, and
+  (`root/var/run/secrets/kubernetes.io/serviceaccount` -> the token's volume); a claim's
+  volume leads to its PersistentVolume's directory (volumedirs.py), which outlives the pod.
+  A mount path written in an argument or environment value (as a whole path:
+  `--certs=/tmp/certs`, `cat /etc/config/app.yaml` in a script) is replaced by its place
+  in that tree, and
   `KUBEFORGE_SERVICE_ACCOUNT_DIR` names the ServiceAccount's directory, which kubeforge's
   in-cluster configuration reads when the variable is set. `TMPDIR` is the tree's `/tmp`.
 - **Ports.** Each declared container port gets a port of this machine (hostports.py). An
@@ -51,6 +53,7 @@ from kubeforge._cluster.sandboxpaths import (
 )
 from kubeforge._cluster.shell import Output
 from kubeforge._cluster.simulation import Behaviour, simulate
+from kubeforge._cluster.volumedirs import VolumeDirectories
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR_ENV",
@@ -106,6 +109,9 @@ class PodSandbox:
         self.root = Path(tempfile.mkdtemp(prefix=prefix))  # mode 0700
         self.volumes = self.root / "volumes"
         self.volumes.mkdir(mode=0o700)
+        # Volumes whose data lives outside the sandbox (a claim's persistent volume):
+        # volume name -> its directory.
+        self.persistent: dict[str, Path] = {}
 
     def write_volumes(self, volumes: Mapping[str, Mapping[str, bytes]]) -> None:
         """Write (or rewrite: a renewed token) the volumes' files, each replaced atomically;
@@ -143,8 +149,9 @@ class PodSandbox:
             if not mount_path.startswith("/"):
                 continue
             volume = str(mount.get("name") or "")
-            source = self.volumes / _safe(volume)
-            make_directory_within(self.root, source)  # a volume without files: empty
+            source = self.persistent.get(volume) or self.volumes / _safe(volume)
+            if volume not in self.persistent:
+                make_directory_within(self.root, source)  # a volume without files: empty
             sub = str(mount.get("subPath") or "")
             if sub:
                 source = _sub_path(source, sub, volume, name)
@@ -216,6 +223,9 @@ class LocalRuntime:
     api_port: int
     images: ImageMap = field(default_factory=ImageMap)
     ports: HostPorts = field(default_factory=HostPorts)
+    # Where persistent volumes keep their data; None: a claim's volume is an empty
+    # directory of the pod's own.
+    volumes: VolumeDirectories | None = None
 
     def service_environment(self) -> dict[str, str]:
         """The `kubernetes` Service's variables, as every container gets them, leading to

@@ -10,6 +10,9 @@ staging/src/k8s.io/controller-manager/app/helper.go): `*` turns on every control
 turns one on, `-name` turns one off, and for each controller the first entry that names it
 decides (all of these are on by default, so `*` means all). An unknown name is an error, as
 the flag's validation makes it (staging/src/k8s.io/controller-manager/options/generic.go).
+`local-path-provisioner` is the development cluster's name for the dynamic provisioner of
+the `standard` StorageClass, which kind installs as a Deployment of its own (rancher's
+local-path-provisioner), outside kube-controller-manager.
 
 What kube-apiserver does by itself (CRD naming and establishing, the `kubernetes` Service,
 Service IP allocation, the bootstrap RBAC policy) is no controller and cannot be turned off.
@@ -24,6 +27,7 @@ __all__ = [
     "CLUSTERROLE_AGGREGATION",
     "CRONJOB",
     "CSR_SIGNING",
+    "DAEMONSET",
     "DEPLOYMENT",
     "DISRUPTION",
     "ENDPOINTS",
@@ -31,13 +35,20 @@ __all__ = [
     "GARBAGE_COLLECTOR",
     "JOB",
     "KNOWN",
+    "LOCAL_PATH_PROVISIONER",
     "NAMESPACE",
     "NODE_LIFECYCLE",
+    "POD_GC",
+    "PVC_PROTECTION",
+    "PV_BINDER",
+    "PV_EXPANDER",
+    "PV_PROTECTION",
     "REPLICASET",
     "ROOT_CA_PUBLISHER",
     "SCHEDULER",
     "SERVICEACCOUNT",
     "SERVICEACCOUNT_TOKEN",
+    "STATEFULSET",
     "TAINT_EVICTION",
     "enabled_controllers",
     "split_list",
@@ -48,6 +59,7 @@ ALL = "*"
 CLUSTERROLE_AGGREGATION = "clusterrole-aggregation-controller"
 CRONJOB = "cronjob-controller"
 CSR_SIGNING = "certificatesigningrequest-signing-controller"
+DAEMONSET = "daemonset-controller"
 DEPLOYMENT = "deployment-controller"
 DISRUPTION = "disruption-controller"
 ENDPOINTS = "endpoints-controller"
@@ -55,20 +67,30 @@ ENDPOINTSLICE = "endpointslice-controller"
 GARBAGE_COLLECTOR = "garbage-collector-controller"
 JOB = "job-controller"
 NAMESPACE = "namespace-controller"
+POD_GC = "pod-garbage-collector-controller"
 NODE_LIFECYCLE = "node-lifecycle-controller"
 REPLICASET = "replicaset-controller"
 ROOT_CA_PUBLISHER = "root-ca-certificate-publisher-controller"
 SCHEDULER = "scheduler"
 SERVICEACCOUNT = "serviceaccount-controller"
 SERVICEACCOUNT_TOKEN = "serviceaccount-token-controller"
+STATEFULSET = "statefulset-controller"
 TAINT_EVICTION = "taint-eviction-controller"
+PV_BINDER = "persistentvolume-binder-controller"
+PV_EXPANDER = "persistentvolume-expander-controller"
+PVC_PROTECTION = "persistentvolumeclaim-protection-controller"
+PV_PROTECTION = "persistentvolume-protection-controller"
+LOCAL_PATH_PROVISIONER = "local-path-provisioner"
 
 # Every built-in controller -> its aliases, in the order the cluster starts them.
 KNOWN: dict[str, tuple[str, ...]] = {
     SERVICEACCOUNT: ("serviceaccount",),
     REPLICASET: ("replicaset",),
     DEPLOYMENT: ("deployment",),
+    STATEFULSET: ("statefulset",),
+    DAEMONSET: ("daemonset",),
     JOB: ("job",),
+    POD_GC: ("podgc",),
     CRONJOB: ("cronjob",),
     DISRUPTION: ("disruption",),
     ENDPOINTS: ("endpoint",),
@@ -80,6 +102,12 @@ KNOWN: dict[str, tuple[str, ...]] = {
     CLUSTERROLE_AGGREGATION: ("clusterrole-aggregation",),
     NODE_LIFECYCLE: ("nodelifecycle",),
     TAINT_EVICTION: (),
+    # Volumes: kube-controller-manager's four, and kind's provisioner.
+    PV_BINDER: ("persistentvolume-binder",),
+    PV_EXPANDER: ("persistentvolume-expander",),
+    PVC_PROTECTION: ("pvc-protection",),
+    PV_PROTECTION: ("pv-protection",),
+    LOCAL_PATH_PROVISIONER: (),
     # These two run inside the API server (decision 10), but are kube-controller-manager's.
     GARBAGE_COLLECTOR: ("garbagecollector",),
     NAMESPACE: ("namespace",),

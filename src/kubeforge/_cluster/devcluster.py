@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -26,23 +27,31 @@ from kubeforge._apiserver.storage.persistence import SQLiteBackend
 from kubeforge._client.auth import StaticToken
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
+from kubeforge._client.errors import NotFound
 from kubeforge._cluster import certmanager, controllernames as names
 from kubeforge._cluster.containers import LocalRuntime
 from kubeforge._cluster.controllers import (
     clusterroles,
     cronjob,
     csrsigning,
+    daemonset,
     deployment,
     disruption,
     endpoints,
     job,
+    localpathprovisioner,
     nodelifecycle,
+    podgc,
     replicaset,
     rootca,
     scheduler,
     serviceaccount,
+    statefulset,
     tainteviction,
     tokens,
+    volumebinder,
+    volumeexpander,
+    volumeprotection,
 )
 from kubeforge._cluster.hostports import HostPorts, ServiceRouter
 from kubeforge._cluster.kubelet import SimulatedNode
@@ -51,6 +60,7 @@ from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
 from kubeforge._cluster.podstreams import ClusterStreams
 from kubeforge._cluster.projects import ImageMap
+from kubeforge._cluster.volumedirs import VolumeDirectories
 from kubeforge._runtime.manager import Manager
 
 __all__ = ["CONTEXT", "DevCluster"]
@@ -89,6 +99,10 @@ class DevCluster:
             lambda namespace, name, port: self.server.services.resolve(namespace, name, port),
         )
         self.backend = SQLiteBackend(data_dir) if data_dir is not None else None
+        # Persistent volumes' data: kept with the cluster's state, or for this run only.
+        self.volume_directories = VolumeDirectories(
+            Path(data_dir) / "volumes" if data_dir is not None else None
+        )
         config = ServerConfig(
             host=host,
             port=port,
@@ -105,6 +119,9 @@ class DevCluster:
                 else None
             ),
             service_account_admission=self.options.service_account_admission,
+            # The protection finalizers, when the controllers that remove them run.
+            pvc_protection=names.PVC_PROTECTION in self.controllers,
+            pv_protection=names.PV_PROTECTION in self.controllers,
             # As kube-apiserver's --anonymous-auth=true: RBAC lets anonymous requests read
             # the probes and /version, nothing else.
             anonymous_paths=None,
@@ -156,7 +173,12 @@ class DevCluster:
             names.SERVICEACCOUNT: serviceaccount.setup,
             names.REPLICASET: replicaset.setup,
             names.DEPLOYMENT: deployment.setup,
+            names.STATEFULSET: statefulset.setup,
+            names.DAEMONSET: daemonset.setup,
             names.JOB: lambda m: job.setup(m, pod_failure_backoff=job_backoff),
+            names.POD_GC: lambda m: podgc.setup(
+                m, quarantine=self.options.pod_gc_quarantine_seconds
+            ),
             names.CRONJOB: cronjob.setup,
             names.DISRUPTION: disruption.setup,
             names.ENDPOINTS: endpoints.setup_endpoints,
@@ -173,6 +195,13 @@ class DevCluster:
                 m, grace_period=self.options.node_monitor_grace_period
             ),
             names.TAINT_EVICTION: tainteviction.setup,
+            names.PV_BINDER: volumebinder.setup,
+            names.PV_EXPANDER: volumeexpander.setup,
+            names.PVC_PROTECTION: volumeprotection.setup_pvc_protection,
+            names.PV_PROTECTION: volumeprotection.setup_pv_protection,
+            names.LOCAL_PATH_PROVISIONER: lambda m: localpathprovisioner.setup(
+                m, self.volume_directories
+            ),
         }
 
     async def start(self) -> None:
@@ -182,6 +211,9 @@ class DevCluster:
         self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
         if self.options.cert_manager:
             await certmanager.install(self.client)
+        if names.LOCAL_PATH_PROVISIONER in self.controllers:
+            # kind's default class comes with its provisioner.
+            await localpathprovisioner.install_default_class(self.client)
         manager = Manager(
             client=Client(self.cluster_config(), field_manager="kube-controller-manager")
         )
@@ -200,21 +232,58 @@ class DevCluster:
             self.server.port,
             ImageMap(self.options.images),
             self.host_ports,
+            self.volume_directories,
         )
         for i in range(self.options.nodes):
-            node_client = Client(self.cluster_config(), field_manager="kubelet")
-            self._clients.append(node_client)
-            node = SimulatedNode(
-                node_client,
-                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node",
-                self.options,
-                self.logs,
-                index=i,
-                local=self.local,
+            self._start_node(
+                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node", index=i
             )
-            self.nodes.append(node)
-            self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
         await self._wait_ready()
+
+    def _start_node(
+        self, name: str, *, index: int | None, labels: Mapping[str, str] | None = None
+    ) -> SimulatedNode:
+        node_client = Client(self.cluster_config(), field_manager="kubelet")
+        self._clients.append(node_client)
+        node = SimulatedNode(
+            node_client, name, self.options, self.logs, index=index, labels=labels, local=self.local
+        )
+        self.nodes.append(node)
+        self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
+        return node
+
+    async def add_node(
+        self, name: str | None = None, *, labels: Mapping[str, str] | None = None
+    ) -> SimulatedNode:
+        """Start another simulated node (named `kubeforge-node-<n>` unless `name` says,
+        with extra `labels`) and return it once its Node is registered."""
+        if self.local is None:
+            raise RuntimeError("the development cluster is not running")
+        taken = {node.name for node in self.nodes}
+        if name is None:
+            name = next(
+                f"kubeforge-node-{i}"
+                for i in itertools.count(len(self.nodes))
+                if f"kubeforge-node-{i}" not in taken
+            )
+        elif name in taken:
+            raise ValueError(f"node {name!r} already runs in this cluster")
+        node = self._start_node(name, index=None, labels=labels)
+        await node.registered.wait()
+        return node
+
+    async def remove_node(self, name: str) -> None:
+        """Stop a simulated node and delete its Node, as when a machine leaves a cluster
+        (its pods stay on the server; the pod garbage collector removes them). KeyError for a
+        node this cluster does not run."""
+        node = next((n for n in self.nodes if n.name == name), None)
+        if node is None:
+            raise KeyError(f"no simulated node {name!r} in this cluster")
+        await node.stop()
+        self.nodes.remove(node)
+        assert self.client is not None
+        with contextlib.suppress(NotFound):
+            await self.client.delete("v1/Node", name)
 
     async def set_node_health(self, name: str, health: NodeHealth) -> None:
         """Take the simulated node `name` down or bring it back (cluster/nodehealth.py):
@@ -266,6 +335,7 @@ class DevCluster:
             await self.client.close()
             self.client = None
         await self.server.stop()
+        self.volume_directories.close()
         if self.backend is not None:
             self.backend.close()
 

@@ -53,6 +53,9 @@ class ClusterOptions:
     kubelet_version: str = "v1.33.0"
     # Delay before a failed Job pod is replaced, doubling per failure (upstream: 10 s).
     job_backoff_seconds: float = 10.0
+    # How long a node must be gone before the pod garbage collector deletes the pods bound
+    # to it (upstream: 40 s).
+    pod_gc_quarantine_seconds: float = 40.0
     # kube-controller-manager's --node-monitor-grace-period: a node whose kubelet has not
     # renewed its Lease nor posted status for this long is marked Unknown (upstream: 50 s).
     # Simulated kubelets renew their Lease five times within it (at most every 10 s).

@@ -52,6 +52,8 @@ class PodSources:
         self.node_address = node_address
         self.options = options
         self.pod_ip = ""
+        # The PersistentVolumes the pod's claims are bound to, by volume name (volumes()).
+        self.persistent: dict[str, dict[str, Any]] = {}
 
     # environment -------------------------------------------------------------------------------
 
@@ -156,26 +158,58 @@ class PodSources:
 
     # volumes -----------------------------------------------------------------------------------
 
-    async def volumes(self) -> dict[str, dict[str, bytes]]:
-        """The files of the pod's volumes that have any: volume -> path -> content.
+    async def volumes(self, claims: bool = True) -> dict[str, dict[str, bytes]]:
+        """The files of the pod's volumes that have any: volume -> path -> content
+        (`claims=False`: leaving the pod's claims as they were found when it started).
 
         Projected volumes (the ServiceAccount's token from TokenRequest, bound to this pod,
         its `ca.crt` and `namespace`), Secret, ConfigMap and downward API volumes, and
-        emptyDir (no files). Other kinds (hostPath, persistent volumes) are not set up.
-        Raises MountError when a Secret or ConfigMap a volume needs is missing.
+        emptyDir (no files). A claim's volume has no files here: its PersistentVolume goes
+        to `persistent`. Other kinds (hostPath) are not set up. Raises MountError when a
+        Secret or ConfigMap a volume needs is missing, or a claim is not bound.
         """
         volumes: dict[str, dict[str, bytes]] = {}
+        persistent: dict[str, dict[str, Any]] = {}
         for volume in self.spec.get("volumes") or []:
             if not isinstance(volume, dict):
                 continue
             name = str(volume.get("name"))
+            claim = volume.get("persistentVolumeClaim")
+            if isinstance(claim, dict):
+                if claims:
+                    claim_name = str(claim.get("claimName") or "")
+                    persistent[name] = await self._claimed_volume(claim_name)
+                continue
             try:
                 files = await self._volume(volume)
             except ConfigError as exc:
                 raise MountError(f'MountVolume.SetUp failed for volume "{name}" : {exc}') from None
             if files is not None:
                 volumes[name] = files
+        if claims:
+            self.persistent = persistent
         return volumes
+
+    async def _claimed_volume(self, claim_name: str) -> dict[str, Any]:
+        """The PersistentVolume a claim is bound to; MountError while there is none, as the
+        kubelet's volume manager waits (getPVCExtractPV in desired_state_of_world_populator.go)."""
+        failed = f"error processing PVC {self.namespace}/{claim_name}"
+        try:
+            claim = await self.client.get(
+                "v1/PersistentVolumeClaim", claim_name, namespace=self.namespace
+            )
+        except NotFound as exc:
+            raise MountError(f"{failed}: failed to fetch PVC from API server: {exc}") from None
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            raise MountError(f"{failed}: PVC is being deleted")
+        volume_name = (claim.get("spec") or {}).get("volumeName")
+        if (claim.get("status") or {}).get("phase") != "Bound" or not volume_name:
+            raise MountError(f"{failed}: PVC is not bound")
+        try:
+            volume: dict[str, Any] = await self.client.get("v1/PersistentVolume", volume_name)
+        except NotFound as exc:
+            raise MountError(f"{failed}: failed to fetch PV {volume_name}: {exc}") from None
+        return volume
 
     async def _volume(self, volume: Mapping[str, Any]) -> dict[str, bytes] | None:
         if isinstance(volume.get("projected"), dict):

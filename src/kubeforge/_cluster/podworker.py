@@ -598,8 +598,14 @@ class PodWorker:
         tokens are renewed as the kubelet renews them."""
         if self.sandbox is None:
             sandbox = PodSandbox(f"kubeforge-{self.namespace}-{self.name}-")
+            directories = self.node.local.volumes
             try:
                 sandbox.write_volumes(self.volumes)
+                if directories is not None:
+                    sandbox.persistent = {
+                        name: directories.of_volume(volume)
+                        for name, volume in self.sources.persistent.items()
+                    }
             except UnsafePath as exc:
                 # Nothing half-written is kept: the next run of a container tries again.
                 sandbox.close()
@@ -615,7 +621,8 @@ class PodWorker:
         while True:
             await asyncio.sleep(lifetime * 0.8)
             try:
-                volumes = await self.sources.volumes()
+                # A claim being deleted while the pod runs keeps serving it.
+                volumes = await self.sources.volumes(claims=False)
             except (MountError, ApiError, OSError) as exc:
                 log.warning("pod %s/%s: tokens not renewed: %s", self.namespace, self.name, exc)
                 continue

@@ -25,7 +25,11 @@ from kubeforge._apiserver.types.validation.certificates import (
     validate_csr_approval_update,
     validate_csr_status_update,
 )
-from kubeforge._apiserver.types.validation.common import CreateValidator, UpdateValidator
+from kubeforge._apiserver.types.validation.common import (
+    CreateValidator,
+    UpdateValidator,
+    semantic_equal,
+)
 from kubeforge._apiserver.types.validation.core_pods import pod_qos_class
 from kubeforge._apiserver.types.validation.registry import VALIDATORS
 
@@ -291,6 +295,28 @@ def _label_with_name(obj: Obj) -> None:
         meta["labels"] = {**labels, NAME_LABEL: meta["name"]}
 
 
+class PersistentVolumeStrategy(BuiltinStrategy):
+    """PersistentVolumes: when their phase last changed, as pkg/registry/core/
+    persistentvolume/strategy.go records it (PersistentVolumeLastPhaseTransitionTime)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        super().prepare_create(obj)
+        obj["status"]["lastPhaseTransitionTime"] = now_rfc3339()
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        super().prepare_status_update(obj, old)
+        status, before = obj["status"], as_dict(old.get("status"))
+        given = status.get("lastPhaseTransitionTime")
+        if status.get("phase") == before.get("phase"):
+            if given is None and before.get("lastPhaseTransitionTime") is not None:
+                status["lastPhaseTransitionTime"] = before["lastPhaseTransitionTime"]
+        elif given is None or given == before.get("lastPhaseTransitionTime"):
+            # The phase changed and the writer did not say when: now.
+            status["lastPhaseTransitionTime"] = now_rfc3339()
+
+
 class NamespaceStrategy(BuiltinStrategy):
     """Namespaces: phase Active, the `kubernetes` spec finalizer, and the name label (also
     for names generated from generateName)."""
@@ -396,6 +422,78 @@ class DeploymentStrategy(BuiltinStrategy):
             return
         if (meta.get("annotations") or {}) != (old_meta.get("annotations") or {}):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
+
+
+# -- stateful sets and daemon sets ------------------------------------------------------------
+
+
+def _rolling_update(obj: Mapping[str, Any]) -> Any:
+    return as_dict(as_dict(as_dict(obj.get("spec")).get("updateStrategy"))).get("rollingUpdate")
+
+
+class StatefulSetStrategy(BuiltinStrategy):
+    """StatefulSets: `rollingUpdate.maxUnavailable` belongs to the MaxUnavailableStatefulSet
+    feature gate, off (alpha) in Kubernetes 1.33, so it is dropped unless the stored object
+    already has it (dropStatefulSetDisabledFields in pkg/registry/apps/statefulset)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        super().prepare_create(obj)
+        self._drop_max_unavailable(obj, None)
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        self._drop_max_unavailable(obj, old)
+
+    @staticmethod
+    def _drop_max_unavailable(obj: Obj, old: Obj | None) -> None:
+        rolling = _rolling_update(obj)
+        if not isinstance(rolling, dict) or "maxUnavailable" not in rolling:
+            return
+        if old is not None and as_dict(_rolling_update(old)).get("maxUnavailable") is not None:
+            return
+        del rolling["maxUnavailable"]
+
+
+# The template generation of a DaemonSet, which apps/v1 keeps in an annotation (and its
+# pods in the `pod-template-generation` label).
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def _template_generation(obj: Mapping[str, Any]) -> int:
+    value = as_dict(as_dict(obj.get("metadata")).get("annotations")).get(TEMPLATE_GENERATION)
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+class DaemonSetStrategy(BuiltinStrategy):
+    """DaemonSets: a template generation, 1 at creation and one more with each change of
+    the pod template, which users cannot set (pkg/registry/apps/daemonset/strategy.go)."""
+
+    __slots__ = ()
+
+    def prepare_create(self, obj: Obj) -> None:
+        super().prepare_create(obj)
+        self._set_generation(obj, max(_template_generation(obj), 1))
+
+    def prepare_update(self, obj: Obj, old: Obj) -> None:
+        generation = _template_generation(old)
+        template = as_dict(obj.get("spec")).get("template")
+        if not semantic_equal(template, as_dict(old.get("spec")).get("template")):
+            generation += 1
+        self._set_generation(obj, generation)
+
+    @staticmethod
+    def _set_generation(obj: Obj, generation: int) -> None:
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or generation <= 0:
+            return
+        annotations = meta.get("annotations")
+        if not isinstance(annotations, dict):
+            annotations = meta["annotations"] = {}
+        annotations[TEMPLATE_GENERATION] = str(generation)
 
 
 # -- services --------------------------------------------------------------------------------
@@ -601,8 +699,11 @@ class CSRApprovalStrategy(BuiltinStrategy):
 _SPECIAL: dict[tuple[str, str], type[BuiltinStrategy]] = {
     ("", "Pod"): PodStrategy,
     ("", "Namespace"): NamespaceStrategy,
+    ("", "PersistentVolume"): PersistentVolumeStrategy,
     ("", "Service"): ServiceStrategy,
+    ("apps", "DaemonSet"): DaemonSetStrategy,
     ("apps", "Deployment"): DeploymentStrategy,
+    ("apps", "StatefulSet"): StatefulSetStrategy,
     ("batch", "Job"): JobStrategy,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): CRDStrategy,
     ("certificates.k8s.io", "CertificateSigningRequest"): CSRStrategy,

@@ -25,12 +25,16 @@ def pod_from_template(
     template: Mapping[str, Any],
     owner: Mapping[str, Any],
     *,
-    generate_name: str,
+    generate_name: str = "",
+    name: str = "",
     finalizers: Sequence[str] = (),
 ) -> Obj:
-    """A new pod from a pod template, controlled by `owner` (controller.GetPodFromTemplate)."""
+    """A new pod from a pod template, controlled by `owner` (controller.GetPodFromTemplate):
+    named `name`, or by the server after `generate_name`."""
     template_meta = meta_of(template)
-    metadata: Obj = {"generateName": generate_name, "namespace": namespace_of(owner)}
+    metadata: Obj = ({"name": name} if name else {"generateName": generate_name}) | {
+        "namespace": namespace_of(owner)
+    }
     for key in ("labels", "annotations"):
         value = template_meta.get(key)
         if value:

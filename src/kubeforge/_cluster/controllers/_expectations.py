@@ -3,11 +3,11 @@ shown yet, fed from pod events."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import controller_ref, is_deleting, name_of, namespace_of
 from kubeforge._runtime.informer import HandlerFuncs
 from kubeforge._runtime.manager import Manager
@@ -24,7 +24,7 @@ EXPECTATIONS_TTL = 300.0
 class _Record:
     creations: int = 0
     deletions: set[str] = field(default_factory=set)
-    since: float = field(default_factory=time.monotonic)
+    since: float = field(default_factory=clock.monotonic)
 
 
 class Expectations:
@@ -39,6 +39,10 @@ class Expectations:
     def __init__(self, ttl: float = EXPECTATIONS_TTL) -> None:
         self.ttl = ttl
         self._records: dict[str, _Record] = {}
+
+    def expect(self, key: str, creations: int, deletions: Iterable[str]) -> None:
+        """Creations and deletions asked for at once (SetExpectations)."""
+        self._records[key] = _Record(creations=creations, deletions=set(deletions))
 
     def expect_creations(self, key: str, count: int) -> None:
         self._records[key] = _Record(creations=count)
@@ -62,14 +66,14 @@ class Expectations:
             return True
         if record.creations <= 0 and not record.deletions:
             return True
-        return time.monotonic() - record.since > self.ttl
+        return clock.monotonic() - record.since > self.ttl
 
     def remaining_wait(self, key: str) -> float:
         """Seconds until an unmet expectation of `key` expires (0 when met or none)."""
         record = self._records.get(key)
         if record is None or self.satisfied(key):
             return 0.0
-        return max(self.ttl - (time.monotonic() - record.since), 0.0)
+        return max(self.ttl - (clock.monotonic() - record.since), 0.0)
 
     def forget(self, key: str) -> None:
         self._records.pop(key, None)

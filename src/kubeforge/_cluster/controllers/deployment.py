@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from kubeforge._api.machinery.access import (
     annotations_of,
     controller_ref,
@@ -46,6 +44,7 @@ from kubeforge._api.machinery.timestamps import format_time, now, parse_time_or_
 from kubeforge._client.errors import AlreadyExists, ApiError, NotFound
 from kubeforge._client.protocols import ObjectClient, Reader
 from kubeforge._cluster.controllers._claiming import claim, controllers_of
+from kubeforge._cluster.controllers._hashing import template_hash
 from kubeforge._cluster.controllers._podindex import index_pods_by_controller, pods_controlled_by
 from kubeforge._cluster.controllers._writes import namespace_terminating, quiet_conflicts, replace
 from kubeforge._runtime.cache import Cache
@@ -116,10 +115,6 @@ TIMED_OUT = "ProgressDeadlineExceeded"
 FAILED_RS_CREATE = "ReplicaSetCreateError"
 PAUSED = "DeploymentPaused"
 RESUMED = "DeploymentResumed"
-
-# pod-template-hash characters: no vowels (no words) and no look-alikes.
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
 
 # -- reading objects ---------------------------------------------------------------------------
 
@@ -218,22 +213,7 @@ def max_surge(d: Mapping[str, Any]) -> int:
     return _fenceposts(d)[0] if _is_rolling(d) else 0
 
 
-# -- templates and their hash ------------------------------------------------------------------
-
-
-def _fnv1a_32(data: bytes, value: int = 0x811C9DC5) -> int:
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return value
-
-
-def template_hash(template: Mapping[str, Any], collision_count: int | None = None) -> str:
-    """The pod-template-hash of a template: FNV-1a of its canonical JSON (and of the
-    collision count, when there is one), spelled with safe characters as upstream does."""
-    value = _fnv1a_32(orjson.dumps(template, option=orjson.OPT_SORT_KEYS))
-    if collision_count is not None:
-        value = _fnv1a_32(int(collision_count).to_bytes(4, "little"), value)
-    return "".join(_SAFE_ALPHABET[b % len(_SAFE_ALPHABET)] for b in str(value).encode())
+# -- templates ---------------------------------------------------------------------------------
 
 
 def _normalized(value: Any) -> Any:

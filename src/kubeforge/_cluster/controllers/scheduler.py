@@ -12,6 +12,11 @@ PodScheduled=False condition (reason Unschedulable) with upstream's message, e.g
 `0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are
 available: 2 Preemption is not helpful for scheduling.`, and a FailedScheduling event; it
 is tried again when nodes change, when a bound pod finishes or goes, and every 30 s.
+
+A pod's PersistentVolumeClaims are considered as kube-scheduler's VolumeBinding plugin does
+(volumebinding.py): claims must exist and Immediate ones be bound, bound volumes' node
+affinity must admit the node, and WaitForFirstConsumer claims must find a volume or be
+provisionable there; the pod is bound once the claims bound for the chosen node are.
 """
 
 from __future__ import annotations
@@ -21,11 +26,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import is_deleting, spec_of, status_of
 from kubeforge._api.machinery.quantity import decode_quantity
-from kubeforge._api.machinery.selectors import label_set_matches, requirement_matches
+from kubeforge._api.machinery.selectors import label_set_matches
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._cluster.controllers._nodeaffinity import node_selector_matches
+from kubeforge._cluster.controllers._volumes import PV, PVC, index_pods_by_claim, pods_using
+from kubeforge._cluster.controllers.volumebinding import (
+    BIND_TIMEOUT_SECONDS,
+    BindingPlan,
+    VolumeBinding,
+)
 from kubeforge._runtime.handler import Queue
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
@@ -39,6 +52,8 @@ SCHEDULER_NAME = "default-scheduler"
 NODE_INDEX = "kubeforge.dev/occupied-node"
 PENDING_INDEX = "kubeforge.dev/unscheduled"
 RETRY_SECONDS = 30.0
+# How often a pod whose node is chosen looks again at its claims' binding (PreBind's poll).
+VOLUME_POLL_SECONDS = 2.0
 TERMINAL = ("Succeeded", "Failed")
 RESOURCES = ("cpu", "memory")
 
@@ -139,17 +154,7 @@ def matches_node_affinity(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
     ) or None
     if required is None:
         return True
-    fields = {"metadata.name": str(meta.get("name") or "")}
-    for term in required.get("nodeSelectorTerms") or []:
-        expressions = term.get("matchExpressions") or []
-        field_terms = term.get("matchFields") or []
-        if not expressions and not field_terms:
-            continue  # an empty term matches nothing
-        if all(requirement_matches(r, labels, numeric=True) for r in expressions) and all(
-            requirement_matches(r, fields, numeric=True) for r in field_terms
-        ):
-            return True
-    return False
+    return node_selector_matches(required, node)
 
 
 def _readiness_taint(node: Mapping[str, Any]) -> dict[str, str] | None:
@@ -218,6 +223,10 @@ class Scheduler(Reconciler):
         self.events = manager.event_recorder(SCHEDULER_NAME)
         # Pods bound but not yet seen bound in the cache: key -> (node, requests).
         self._assumed: dict[str, tuple[str, dict[str, Decimal]]] = {}
+        # Pods whose node is chosen while their claims bind: key -> (node, since, plan).
+        self._volume_wait: dict[str, tuple[str, float, BindingPlan]] = {}
+        self.volumes = VolumeBinding(manager.client)
+        self._manager = manager
         self._turn = 0
 
     # mapping events to pods -------------------------------------------------------------------
@@ -231,6 +240,16 @@ class Scheduler(Reconciler):
             requests.append(Request(namespace, name))
         return requests
 
+    def claim_users(self, claim: Mapping[str, Any]) -> list[Request]:
+        """The pods waiting to be scheduled that use a claim (it may now let them fit)."""
+        meta = claim.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        return [
+            Request(namespace, str(pod["metadata"]["name"]))
+            for pod in pods_using(self._manager, namespace, name)
+            if wants_scheduling(pod)
+        ]
+
     # scheduling -------------------------------------------------------------------------------
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -238,38 +257,102 @@ class Scheduler(Reconciler):
         try:
             pod = await self.client.get(POD, request.name, namespace=request.namespace)
         except NotFound:
-            self._assumed.pop(key, None)
+            self._forget(key)
             return None
         if not wants_scheduling(pod):
-            self._assumed.pop(key, None)
+            self._forget(key)
             return None
+        waiting = self._volume_wait.get(key)
+        if waiting is not None:
+            return await self._finish_volume_binding(pod, request, waiting)
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
         nodes = [n for n in await self.client.list(NODE) if not is_deleting(n)]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
+        claims, problem = await self.volumes.prefilter(pod)
+        if problem:
+            # As upstream's PreFilter: the same reason on every node, preemption no help.
+            preempt = self._preemption(pod, len(nodes), Counter({NOT_HELPFUL: len(nodes)}))
+            message = f"0/{len(nodes)} nodes are available: {problem}. preemption: {preempt}"
+            await self._unschedulable(pod, message)
+            return Result(requeue_after=RETRY_SECONDS)
+        volumes = list(await self.client.list(PV)) if claims.delayed else []
         requests = pod_requests(pod)
         reasons: Counter[str] = Counter()
         preemption: Counter[str] = Counter()
         fits: list[tuple[int, str]] = []
+        plans: dict[str, BindingPlan] = {}
         for node in nodes:
             name = str(node["metadata"]["name"])
             problems, resolvable, load = self._check(pod, node, requests)
+            if not problems and not claims.empty:
+                problems, plans[name] = await self.volumes.filter(claims, node, volumes)
+                resolvable = not problems
             if problems:
                 reasons.update(problems)
                 preemption[NO_VICTIMS if resolvable else NOT_HELPFUL] += 1
             else:
                 fits.append((load, name))
         if not fits:
-            if spec_of(pod).get("preemptionPolicy") == "Never":
-                preempt = "not eligible due to preemptionPolicy=Never."
-            else:
-                counted = ", ".join(sorted(f"{n} {r}" for r, n in preemption.items()))
-                preempt = f"0/{len(nodes)} nodes are available: {counted}."
+            preempt = self._preemption(pod, len(nodes), preemption)
             await self._unschedulable(pod, fit_message(len(nodes), reasons, preempt))
             return Result(requeue_after=RETRY_SECONDS)
         node_name = self._choose(fits)
+        plan = plans.get(node_name)
+        if plan is not None and not plan.empty:
+            try:
+                await self.volumes.bind(plan, node_name)
+            except (Conflict, NotFound):
+                return Result(requeue=True)  # a claim or volume changed: choose again
+            self._assumed[key] = (node_name, requests)
+            self._volume_wait[key] = (node_name, clock.monotonic(), plan)
+            return Result(requeue_after=VOLUME_POLL_SECONDS)
+        return await self._bind(pod, request, node_name, requests)
+
+    def _forget(self, key: str) -> None:
+        self._assumed.pop(key, None)
+        self._volume_wait.pop(key, None)
+
+    @staticmethod
+    def _preemption(pod: Mapping[str, Any], total: int, preemption: Counter[str]) -> str:
+        """What preemption could do, in upstream's words."""
+        if spec_of(pod).get("preemptionPolicy") == "Never":
+            return "not eligible due to preemptionPolicy=Never."
+        counted = ", ".join(sorted(f"{n} {r}" for r, n in preemption.items()))
+        return f"0/{total} nodes are available: {counted}."
+
+    async def _finish_volume_binding(
+        self, pod: Mapping[str, Any], request: Request, waiting: tuple[str, float, BindingPlan]
+    ) -> Result | None:
+        """PreBind's wait: bind the pod once its claims are bound, or start over."""
+        key = str(request)
+        node_name, since, plan = waiting
+        try:
+            node = await self.client.get(NODE, node_name)
+            outcome = await self.volumes.check(pod, plan, node)
+        except NotFound:
+            outcome = f'node "{node_name}" not found'
+        if outcome is None and clock.monotonic() - since < BIND_TIMEOUT_SECONDS:
+            return Result(requeue_after=VOLUME_POLL_SECONDS)
+        requests = self._assumed.get(key, (node_name, pod_requests(pod)))[1]
+        self._forget(key)
+        if outcome == "":
+            return await self._bind(pod, request, node_name, requests)
+        why = outcome or "timed out waiting for the condition"
+        message = f'running PreBind plugin "VolumeBinding": binding volumes: {why}'
+        await self._unschedulable(pod, message, reason="SchedulerError")
+        return Result(requeue_after=VOLUME_POLL_SECONDS)
+
+    async def _bind(
+        self,
+        pod: Mapping[str, Any],
+        request: Request,
+        node_name: str,
+        requests: dict[str, Decimal],
+    ) -> Result | None:
+        """Bind the pod to the node through `pods/binding`."""
         try:
             await self.api.create_subresource(
                 POD,
@@ -285,7 +368,7 @@ class Scheduler(Reconciler):
             )
         except (Conflict, NotFound):
             return None  # bound by someone else, being deleted, or gone
-        self._assumed[key] = (node_name, requests)
+        self._assumed[str(request)] = (node_name, requests)
         self.events.record(
             pod,
             "Normal",
@@ -354,7 +437,9 @@ class Scheduler(Reconciler):
         self._turn += 1
         return choice
 
-    async def _unschedulable(self, pod: Mapping[str, Any], message: str) -> None:
+    async def _unschedulable(
+        self, pod: Mapping[str, Any], message: str, reason: str = "Unschedulable"
+    ) -> None:
         meta = pod["metadata"]
         conditions = list(status_of(pod).get("conditions") or [])
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
@@ -362,7 +447,7 @@ class Scheduler(Reconciler):
         if (
             current is not None
             and current.get("status") == "False"
-            and current.get("reason") == "Unschedulable"
+            and current.get("reason") == reason
             and current.get("message") == message
         ):
             return
@@ -374,7 +459,7 @@ class Scheduler(Reconciler):
             "status": "False",
             "lastProbeTime": None,
             "lastTransitionTime": since,
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": message,
         }
         conditions = [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
@@ -393,6 +478,7 @@ def setup(manager: Manager) -> None:
     """Register the scheduler with `manager`."""
     manager.cache.index_field(POD, NODE_INDEX, _occupied_node)
     manager.cache.index_field(POD, PENDING_INDEX, _pending)
+    index_pods_by_claim(manager)
     scheduler = Scheduler(manager)
     (
         manager.controller()
@@ -400,6 +486,9 @@ def setup(manager: Manager) -> None:
         .for_(POD)
         .watches(NODE, scheduler.pending_requests)
         .watches(POD, _RoomFreed(scheduler.pending_requests))
+        # Claims binding (or appearing), and volumes appearing, may let pods fit.
+        .watches(PVC, scheduler.claim_users)
+        .watches(PV, scheduler.pending_requests)
         # One pod at a time, as kube-scheduler binds them: each placement sees the last.
         .with_options(max_concurrent_reconciles=1)
         .complete(scheduler)

@@ -53,6 +53,12 @@ from kubeforge._apiserver.types.validation.core_pods import (
     validate_pod_template_object_update,
     validate_pod_update,
 )
+from kubeforge._apiserver.types.validation.core_volumes import (
+    validate_persistent_volume,
+    validate_persistent_volume_claim,
+    validate_persistent_volume_claim_update,
+    validate_persistent_volume_update,
+)
 from kubeforge._apiserver.types.validation.flowcontrol import (
     validate_flow_schema,
     validate_flow_schema_update,
@@ -87,6 +93,8 @@ from kubeforge._apiserver.types.validation.storage import (
     validate_csi_node_update,
     validate_csi_storage_capacity,
     validate_csi_storage_capacity_update,
+    validate_storage_class,
+    validate_storage_class_update,
     validate_volume_attachment,
     validate_volume_attachment_update,
 )
@@ -114,6 +122,11 @@ VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
     ("", "ConfigMap"): (validate_config_map, validate_config_map_update),
     ("", "Secret"): (validate_secret, validate_secret_update),
     ("", "Namespace"): (validate_namespace, validate_namespace_update),
+    ("", "PersistentVolumeClaim"): (
+        validate_persistent_volume_claim,
+        validate_persistent_volume_claim_update,
+    ),
+    ("", "PersistentVolume"): (validate_persistent_volume, validate_persistent_volume_update),
     ("apps", "Deployment"): (validate_deployment, validate_deployment_update),
     ("apps", "ReplicaSet"): (validate_replicaset, validate_replicaset_update),
     ("apps", "StatefulSet"): (validate_statefulset, validate_statefulset_update),
@@ -158,6 +171,7 @@ VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
     ("networking.k8s.io", "IPAddress"): (validate_ip_address, validate_ip_address_update),
     ("networking.k8s.io", "ServiceCIDR"): (validate_service_cidr, validate_service_cidr_update),
     ("node.k8s.io", "RuntimeClass"): (validate_runtime_class, validate_runtime_class_update),
+    ("storage.k8s.io", "StorageClass"): (validate_storage_class, validate_storage_class_update),
     ("storage.k8s.io", "CSIDriver"): (validate_csi_driver, validate_csi_driver_update),
     ("storage.k8s.io", "CSINode"): (validate_csi_node, validate_csi_node_update),
     ("storage.k8s.io", "CSIStorageCapacity"): (

@@ -1,5 +1,6 @@
-"""Validation of the storage.k8s.io/v1 CSI kinds: CSIDriver, CSINode, CSIStorageCapacity and
-VolumeAttachment, as pkg/apis/storage/validation/validation.go checks them."""
+"""Validation of the storage.k8s.io/v1 kinds: StorageClass, CSIDriver, CSINode,
+CSIStorageCapacity and VolumeAttachment, as pkg/apis/storage/validation/validation.go checks
+them."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ __all__ = [
     "validate_csi_node_update",
     "validate_csi_storage_capacity",
     "validate_csi_storage_capacity_update",
+    "validate_storage_class",
+    "validate_storage_class_update",
     "validate_volume_attachment",
     "validate_volume_attachment_update",
 ]
@@ -192,6 +195,52 @@ def validate_csi_node_update(obj: Obj, old: Obj) -> list[FieldError]:
         for key in ("nodeID", "topologyKeys", "allocatable"):
             if not semantic_equal(driver.get(key), before.get(key)):
                 errs.append(immutable(f"spec.drivers[{i}].{key}", _shown(driver.get(key))))
+    return errs
+
+
+# -- StorageClass ---------------------------------------------------------------------------
+
+_CLASS_RECLAIM_POLICIES = ("Delete", "Retain")
+_BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
+
+
+def validate_storage_class(obj: Obj) -> list[FieldError]:
+    """ValidateStorageClass: a provisioner (a qualified name), a reclaim policy of Delete or
+    Retain, a binding mode of Immediate or WaitForFirstConsumer."""
+    errs: Errors = []
+    provisioner = as_str(obj.get("provisioner"))
+    if not provisioner:
+        errs.append(FieldError.required("provisioner", ""))
+    else:
+        errs += [
+            FieldError.invalid("provisioner", provisioner, m)
+            for m in is_qualified_name(provisioner.lower())
+        ]
+    policy = obj.get("reclaimPolicy")
+    if policy is not None and policy not in _CLASS_RECLAIM_POLICIES:
+        errs.append(FieldError.not_supported("reclaimPolicy", policy, _CLASS_RECLAIM_POLICIES))
+    mode = obj.get("volumeBindingMode")
+    if mode is None:
+        errs.append(FieldError.required("volumeBindingMode", ""))
+    elif mode not in _BINDING_MODES:
+        errs.append(FieldError.not_supported("volumeBindingMode", mode, _BINDING_MODES))
+    return errs
+
+
+def validate_storage_class_update(obj: Obj, old: Obj) -> list[FieldError]:
+    """ValidateStorageClassUpdate: parameters, provisioner, reclaim policy and binding mode
+    stay as created."""
+    errs = validate_storage_class(obj)
+    if not semantic_equal(obj.get("parameters"), old.get("parameters")):
+        errs.append(FieldError.forbidden("parameters", "updates to parameters are forbidden."))
+    if obj.get("provisioner") != old.get("provisioner"):
+        errs.append(FieldError.forbidden("provisioner", "updates to provisioner are forbidden."))
+    if obj.get("reclaimPolicy") != old.get("reclaimPolicy"):
+        errs.append(
+            FieldError.forbidden("reclaimPolicy", "updates to reclaimPolicy are forbidden.")
+        )
+    if obj.get("volumeBindingMode") != old.get("volumeBindingMode"):
+        errs.append(immutable("volumeBindingMode", obj.get("volumeBindingMode")))
     return errs
 
 
