@@ -1,6 +1,8 @@
 """Development cluster: a 100-replica Deployment to 100 Running pods, and TestEnv startup.
 
     .venv/bin/python benchmarks/devcluster.py [--runs 5] [--startups 20] [--quick]
+    .venv/bin/python benchmarks/devcluster.py --scale [--replicas 1000,10000] [--nodes 100]
+        [--baseline-src /path/to/other/checkout/src]
 
 Deployment: every run starts `kubeforge dev` in a process of its own, as a user would, and
 times `kubectl create deployment web --image=nginx --replicas=100` until the 100th pod is
@@ -10,6 +12,15 @@ TestEnv: start -> development cluster running -> CRDs established -> client read
 first list of a custom resource answered). Warm runs are in this process after a first
 start; cold runs are a fresh interpreter each, imports included. The peer is a bare
 APIServer given the same CRDs: envtest's shape, without controllers or nodes.
+
+Scale (--scale, instead of the above): for each N, a fresh `kubeforge dev --nodes 100` in a
+process of its own; `kubectl create deployment --replicas=N` until the Nth pod is Ready (its
+Ready condition True, seen through a watch from this process); then `kubectl get pods -A`
+and `kubectl get pods -A -o json` (best of three, output read and dropped); then a 100-replica
+StatefulSet whose pods each claim a volume of the `standard` StorageClass, until 100 pods are
+Ready. The cluster's peak RSS (VmHWM) is read from /proc after each scenario. With
+--baseline-src the same scenarios run a second time with the `kubeforge dev` process
+importing kubeforge from that directory (another checkout's src/), side by side.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -319,6 +331,212 @@ def cold(crds: Path, runs: int) -> dict[str, list[float]]:
     return results
 
 
+# -- scale: N pods over 100 nodes, and a StatefulSet with volumes ----------------------------
+
+
+def start_scaled_dev(
+    tmp: Path, nodes: int, src: Path | None
+) -> tuple[subprocess.Popen[bytes], Path]:
+    """`kubeforge dev --nodes N`, importing kubeforge from `src` when given."""
+    kubeconfig = tmp / "dev.kubeconfig"
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    command = [sys.executable, "-m", "kubeforge._cli.main", "dev", "--port", str(free_port())]
+    proc = subprocess.Popen(
+        [*command, "--nodes", str(nodes), "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    deadline = time.perf_counter() + 120
+    while not kubeconfig.exists():
+        if proc.poll() is not None or time.perf_counter() > deadline:
+            proc.kill()
+            raise RuntimeError("kubeforge dev did not start")
+        time.sleep(0.01)
+    return proc, kubeconfig
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set (VmHWM), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process has used, seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or ()
+    )
+
+
+async def until_ready(
+    client: Any, count: int, selector: str, resource_version: str, timeout: float
+) -> float:
+    """perf_counter() when `count` pods matching `selector` are Ready."""
+    ready: set[str] = set()
+    async for event in client.watch(
+        "v1/Pod",
+        namespace="default",
+        resource_version=resource_version,
+        label_selector=selector,
+        timeout_seconds=int(timeout),
+    ):
+        if event.type in ("ADDED", "MODIFIED"):
+            name = event.object["metadata"]["name"]
+            if is_ready(event.object):
+                ready.add(name)
+            else:
+                ready.discard(name)
+        elif event.type == "DELETED":
+            ready.discard(event.object["metadata"]["name"])
+        if len(ready) >= count:
+            return time.perf_counter()
+    raise TimeoutError(f"{len(ready)} of {count} pods Ready in {timeout} s")
+
+
+async def timed_kubectl(kubectl: Any, *args: str) -> float:
+    """The best of three runs of `kubectl ARGS`, seconds."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        await kubectl.run(*args, timeout=120)
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+STATEFULSET = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: %(replicas)d
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - name: db
+        image: postgres
+        volumeMounts: [{name: data, mountPath: /var/lib/postgresql/data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      storageClassName: standard
+      resources: {requests: {storage: 1Gi}}
+"""
+
+
+async def scale_run(
+    proc: subprocess.Popen[bytes],
+    kubeconfig: Path,
+    tmp: Path,
+    replicas: int,
+    statefulset: int,
+    timeout: float,
+) -> dict[str, float]:
+    from kubeforge import Client
+    from kubeforge.client import load_kubeconfig
+    from kubeforge.testing import Kubectl
+
+    kubectl = Kubectl(kubeconfig, cache_dir=tmp / "kubectl-cache")
+    await kubectl.run("api-resources", "-o", "name")  # discovery cached outside the timing
+    result: dict[str, float] = {"idle rss": rss_mib(proc.pid)}
+    async with Client(load_kubeconfig(kubeconfig)) as client:
+        rv = (await client.list("v1/Pod", namespace="default")).resource_version
+        watch = asyncio.create_task(until_ready(client, replicas, "app=web", rv, timeout))
+        cpu = cpu_seconds(proc.pid)
+        started = time.perf_counter()
+        await kubectl.run(
+            "create", "deployment", "web", "--image=nginx", f"--replicas={replicas}", timeout=120
+        )
+        result["ready"] = await watch - started
+        result["cpu"] = cpu_seconds(proc.pid) - cpu
+        result["rss"] = peak_rss_mib(proc.pid)
+        result["get"] = await timed_kubectl(kubectl, "get", "pods", "-A")
+        result["get json"] = await timed_kubectl(kubectl, "get", "pods", "-A", "-o", "json")
+        if statefulset:
+            rv = (await client.list("v1/Pod", namespace="default")).resource_version
+            watch = asyncio.create_task(until_ready(client, statefulset, "app=db", rv, timeout))
+            started = time.perf_counter()
+            await kubectl.apply(STATEFULSET % {"replicas": statefulset})
+            result["statefulset"] = await watch - started
+        result["final rss"] = peak_rss_mib(proc.pid)
+    return result
+
+
+def scale(
+    replicas: list[int], nodes: int, statefulset: int, src: Path | None, timeout: float
+) -> dict[int, dict[str, float]]:
+    results: dict[int, dict[str, float]] = {}
+    for count in replicas:
+        with tempfile.TemporaryDirectory() as tmp_dir:
+            tmp = Path(tmp_dir)
+            proc, kubeconfig = start_scaled_dev(tmp, nodes, src)
+            try:
+                results[count] = asyncio.run(
+                    scale_run(proc, kubeconfig, tmp, count, statefulset, timeout)
+                )
+            except TimeoutError as exc:
+                results[count] = {"failed": 1.0, "rss": peak_rss_mib(proc.pid)}
+                print(f"N={count}: {exc}", file=sys.stderr)
+            finally:
+                proc.terminate()
+                proc.wait(60)
+        print(f"N={count} ({src or 'this checkout'}): {results[count]}", file=sys.stderr)
+    return results
+
+
+def scale_table(nodes: int, statefulset: int, runs: dict[str, dict[int, dict[str, float]]]) -> None:
+    def seconds(result: dict[str, float], key: str) -> str:
+        return "timed out" if key not in result else f"{result[key]:.1f} s"
+
+    header = ["measure", *runs]
+    rows: list[list[str]] = []
+    counts = sorted({count for results in runs.values() for count in results})
+    for count in counts:
+        for label, key, fmt in (
+            (f"N={count}: deployment to {count} pods Ready", "ready", "s"),
+            (f"N={count}:   the cluster's CPU time meanwhile", "cpu", "s"),
+            (f"N={count}: peak RSS by then", "rss", "mib"),
+            (f"N={count}: kubectl get pods -A", "get", "s"),
+            (f"N={count}: kubectl get pods -A -o json", "get json", "s"),
+            (f"N={count}: StatefulSet, {statefulset} pods with volumes, Ready", "statefulset", "s"),
+            (f"N={count}: peak RSS at the end", "final rss", "mib"),
+        ):
+            line = [label]
+            for results in runs.values():
+                result = results.get(count, {})
+                if fmt == "mib":
+                    value = result.get(key)
+                    line.append("-" if value is None else f"{value:.0f} MiB")
+                else:
+                    line.append(seconds(result, key))
+            rows.append(line)
+    print(f"{nodes} simulated nodes; {os.cpu_count()} cores")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for line in [header, *rows]:
+        print("  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(line)))
+
+
 # -- the table --------------------------------------------------------------------------------
 
 
@@ -339,9 +557,31 @@ def main() -> None:
     parser.add_argument("--cold", type=int, default=5, help="TestEnv starts in new processes")
     parser.add_argument("--quick", action="store_true", help="a smaller smoke run")
     parser.add_argument("--cold-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--scale", action="store_true", help="the scale scenarios instead")
+    parser.add_argument("--replicas", default="1000,10000", help="scale: Deployment sizes")
+    parser.add_argument("--nodes", type=int, default=100, help="scale: simulated nodes")
+    parser.add_argument("--statefulset", type=int, default=100, help="scale: its replicas")
+    parser.add_argument("--timeout", type=float, default=600, help="scale: seconds a scenario")
+    parser.add_argument(
+        "--baseline-src", type=Path, help="scale: also run kubeforge from this src/ directory"
+    )
+    parser.add_argument(
+        "--only-baseline", action="store_true", help="scale: the baseline's scenarios alone"
+    )
     args = parser.parse_args()
     if args.cold_child:
         cold_child(args.cold_child)
+        return
+    if args.scale:
+        counts = [int(n) for n in args.replicas.split(",")]
+        runs: dict[str, dict[int, dict[str, float]]] = {}
+        if args.baseline_src:
+            runs["baseline"] = scale(
+                counts, args.nodes, args.statefulset, args.baseline_src, args.timeout
+            )
+        if not args.only_baseline:
+            runs["this checkout"] = scale(counts, args.nodes, args.statefulset, None, args.timeout)
+        scale_table(args.nodes, args.statefulset, runs)
         return
     if args.quick:
         args.runs, args.startups, args.cold = 1, 3, 1
