@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-from collections.abc import AsyncIterator, Callable
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pytest
 
 from kubeforge import ClusterConfig
+from kubeforge._client.http1 import MAX_IDLE_CONNECTIONS
 from kubeforge._client.transport import Transport
 from kubeforge.testing import eventually
 
-Answer = Callable[[bytes], bytes | None]  # request head -> raw answer (None: close at once)
+# request head -> raw answer (None: close at once), or a coroutine of one
+Answer = Callable[[bytes], bytes | Awaitable[bytes | None] | None]
 
 
 def plain(body: bytes = b'{"ok":true}', status: str = "200 OK", extra: str = "") -> bytes:
@@ -50,6 +53,8 @@ class Peer:
                 self.bodies.append(await reader.readexactly(length))
                 step = self.script.pop(0) if self.script else plain()
                 answer = step(head) if callable(step) else step
+                if inspect.isawaitable(answer):
+                    answer = await answer
                 if answer is None:
                     writer.close()
                     return
@@ -99,6 +104,41 @@ async def test_concurrent_requests_each_get_a_connection(peer: Peer) -> None:
         await t.close()
     assert [r.status for r in replies] == [200] * 4
     assert peer.connections == 4  # then reused: the fifth request opened none
+
+
+async def test_at_most_the_idle_limit_of_connections_stays_open_after_a_burst(
+    peer: Peer,
+) -> None:
+    # As client-go's MaxIdleConnsPerHost: a burst's extra connections close once answered.
+    burst = MAX_IDLE_CONNECTIONS + 15
+    release = asyncio.Event()
+    arrived = 0
+
+    async def answer_all_at_once(head: bytes) -> bytes:
+        nonlocal arrived
+        arrived += 1
+        if arrived == burst:
+            release.set()
+        await release.wait()
+        return plain()
+
+    peer.script = [answer_all_at_once] * burst
+    t = transport(peer.url)
+    try:
+        replies = await asyncio.gather(*(t.request("GET", "/api/v1/pods") for _ in range(burst)))
+        pool = t._pool
+        assert pool is not None
+        assert len(pool._idle) == MAX_IDLE_CONNECTIONS
+
+        async def extras_closed() -> bool:
+            return sum(not w.is_closing() for w in peer.writers) == MAX_IDLE_CONNECTIONS
+
+        await eventually(extras_closed, timeout=5)
+        await t.request("GET", "/api/v1/pods")  # reuses one of the idle ones
+    finally:
+        await t.close()
+    assert [r.status for r in replies] == [200] * burst
+    assert peer.connections == burst
 
 
 async def test_chunked_and_gzip_answers_are_decoded(peer: Peer) -> None:

@@ -9,7 +9,8 @@ httptools (llhttp, the parser Node.js uses), about 40 µs and one turn
 clusters reached through a proxy, stay on aiohttp (`transport.py`).
 
 What it does: TLS with the configuration's context and server name, keep-alive connections
-reused one exchange at a time (as many as there are requests in flight), Content-Length and
+reused one exchange at a time (as many as there are requests in flight, of which at most
+MAX_IDLE_CONNECTIONS are kept once the burst is over), Content-Length and
 chunked answers, gzip-encoded answers (asked for, as client-go does), a limit on the size of an
 answer's head, timeouts covering connect and exchange. A connection the server closed while
 idle is noticed before use; a read whose reused connection closed before any answer byte is
@@ -28,6 +29,11 @@ import httptools
 __all__ = ["Answer", "ConnectionPool", "ExchangeError"]
 
 MAX_HEAD_BYTES = 1024 * 1024
+# Idle keep-alive connections kept for reuse; more are closed as their exchange ends. A burst
+# of concurrent requests opens a connection each, and every TLS connection holds buffers of
+# a few hundred KiB at each end. client-go's transport keeps 25 (MaxIdleConnsPerHost, set by
+# k8s.io/apimachinery/pkg/util/net/http.go's SetTransportDefaults).
+MAX_IDLE_CONNECTIONS = 25
 _REPLAYABLE = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -179,7 +185,12 @@ class ConnectionPool:
         except BaseException:
             conn.close()  # cancelled or failed mid-exchange: the stream is unusable
             raise
-        if answer.keep_alive and not self._closed and conn.usable():
+        if (
+            answer.keep_alive
+            and not self._closed
+            and conn.usable()
+            and len(self._idle) < MAX_IDLE_CONNECTIONS
+        ):
             conn.reused = True
             self._idle.append(conn)
         else:
