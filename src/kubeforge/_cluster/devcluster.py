@@ -55,6 +55,7 @@ from kubeforge._cluster.controllers import (
 )
 from kubeforge._cluster.hostports import HostPorts, ServiceRouter
 from kubeforge._cluster.kubelet import SimulatedNode
+from kubeforge._cluster.kubeletwatches import KubeletWatches
 from kubeforge._cluster.nodehealth import NodeHealth, request_health
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
@@ -136,7 +137,11 @@ class DevCluster:
         self.nodes: list[SimulatedNode] = []
         self.local: LocalRuntime | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self._clients: list[Client] = []
+        # The kubelets' one client: a connection pool shared by every node rather than one
+        # each (each TLS connection holds buffers of a few hundred KiB at both ends).
+        self._kubelet_client: Client | None = None
+        # ... and one watch of their pods and one of their Nodes (kubeletwatches.py).
+        self._kubelet_watches: KubeletWatches | None = None
 
     @property
     def url(self) -> str:
@@ -243,10 +248,18 @@ class DevCluster:
     def _start_node(
         self, name: str, *, index: int | None, labels: Mapping[str, str] | None = None
     ) -> SimulatedNode:
-        node_client = Client(self.cluster_config(), field_manager="kubelet")
-        self._clients.append(node_client)
+        if self._kubelet_client is None:
+            self._kubelet_client = Client(self.cluster_config(), field_manager="kubelet")
+            self._kubelet_watches = KubeletWatches(self._kubelet_client)
         node = SimulatedNode(
-            node_client, name, self.options, self.logs, index=index, labels=labels, local=self.local
+            self._kubelet_client,
+            name,
+            self.options,
+            self.logs,
+            index=index,
+            labels=labels,
+            local=self.local,
+            watches=self._kubelet_watches,
         )
         self.nodes.append(node)
         self._tasks.append(asyncio.create_task(node.run(), name=f"node {node.name}"))
@@ -328,9 +341,12 @@ class DevCluster:
                 await task
         self._tasks.clear()
         self.nodes.clear()
-        for client in self._clients:
-            await client.close()
-        self._clients.clear()
+        if self._kubelet_watches is not None:
+            await self._kubelet_watches.stop()
+            self._kubelet_watches = None
+        if self._kubelet_client is not None:
+            await self._kubelet_client.close()
+            self._kubelet_client = None
         if self.client is not None:
             await self.client.close()
             self.client = None

@@ -29,13 +29,14 @@ from kubeforge._client.errors import AlreadyExists, ApiError, Conflict, NotFound
 from kubeforge._cluster.containers import (
     LocalRuntime,
 )
+from kubeforge._cluster.kubeletwatches import KubeletWatches
 from kubeforge._cluster.nodehealth import PROVIDER_PREFIX, NodeHealth, health_of
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
 from kubeforge._cluster.podworker import FIELD_MANAGER, PodWorker
 from kubeforge._cluster.projects import ImageMap
 from kubeforge._runtime.events import EventRecorder
-from kubeforge._runtime.informer import HandlerFuncs, Informer
+from kubeforge._runtime.informer import HandlerFuncs
 
 __all__ = ["SimulatedNode"]
 
@@ -92,7 +93,8 @@ class SimulatedNode:
     `index` picks the node's pod subnet and address (default: the first one free);
     `local` is what running containers as local processes needs (default: the API server
     of `client`, the images of `options.images`). `health` is the health the node simulates
-    (nodehealth.py), taken from its Node's annotation.
+    (nodehealth.py), taken from its Node's annotation. `watches`: informers shared with other
+    nodes (kubeletwatches.py; default: the node's own).
     """
 
     def __init__(
@@ -105,6 +107,7 @@ class SimulatedNode:
         index: int | None = None,
         labels: Mapping[str, str] | None = None,
         local: LocalRuntime | None = None,
+        watches: KubeletWatches | None = None,
     ) -> None:
         self.client = client
         self.name = name
@@ -128,7 +131,9 @@ class SimulatedNode:
         self._used: set[str] = set()
         self._next_host = 2
         self._workers: dict[str, PodWorker] = {}
-        self._informer: Informer | None = None
+        # Its own watches unless the cluster's nodes share theirs (kubeletwatches.py).
+        self._own_watches = watches is None
+        self._watches = watches if watches is not None else KubeletWatches.of_node(client, name)
         self._stopping = asyncio.Event()
         self._finished = asyncio.Event()
         self._running = False
@@ -142,7 +147,6 @@ class SimulatedNode:
         self._applied: NodeHealth = "ready"
         self._health_lock = asyncio.Lock()
         self._health_applied = asyncio.Condition()
-        self._node_informer: Informer | None = None
         # Node condition type -> (status, lastTransitionTime) as last posted.
         self._transitions: dict[str, tuple[str, str]] = {}
         self._renew_seconds = min(
@@ -157,27 +161,24 @@ class SimulatedNode:
         self._stopping.clear()
         self._finished.clear()
         background: list[asyncio.Task[None]] = []
+        subscribed = False
         try:
             await self._register()
             self.registered.set()
             # The kubelet's informers: its pods, and its own Node.
-            self._informer = self._watch(
-                "v1/Pod",
-                f"spec.nodeName={self.name}",
+            self._watches.subscribe(
+                self.name,
                 HandlerFuncs(
                     add=lambda pod, _initial: self._on_pod(pod),
                     update=lambda _old, pod: self._on_pod(pod),
                     delete=self._on_delete,
                 ),
-            )
-            self._node_informer = self._watch(
-                "v1/Node",
-                f"metadata.name={self.name}",
                 HandlerFuncs(
                     add=lambda node, _initial: self._on_node(node),
                     update=lambda _old, node: self._on_node(node),
                 ),
             )
+            subscribed = True
             background.append(asyncio.create_task(self._lease_loop()))
             background.append(asyncio.create_task(self._status_loop()))
             await self._stopping.wait()
@@ -185,12 +186,10 @@ class SimulatedNode:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
-            if self._informer is not None:
-                await self._informer.stop()
-                self._informer = None
-            if self._node_informer is not None:
-                await self._node_informer.stop()
-                self._node_informer = None
+            if subscribed:
+                self._watches.unsubscribe(self.name)
+            if self._own_watches:
+                await self._watches.stop()
             workers = list(self._workers.values())
             self._workers.clear()
             await asyncio.gather(
@@ -200,12 +199,6 @@ class SimulatedNode:
                 await asyncio.wait_for(self.events.flush(), 2.0)
             self._running = False
             self._finished.set()
-
-    def _watch(self, kind: str, field_selector: str, handler: HandlerFuncs) -> Informer:
-        informer = Informer(self.client, kind, field_selector=field_selector, resync_period=None)
-        informer.add_handler(handler)
-        informer.start()
-        return informer
 
     async def stop(self) -> None:
         """End `run()`: stop every container (the pods stay as they are on the server)."""
@@ -349,14 +342,8 @@ class SimulatedNode:
     def _catch_up(self) -> None:
         """Act on what happened to the node's pods while it was cut off: pods bound to it
         start, deleted ones stop, and the others are seen as they are now."""
-        informer = self._informer
-        if informer is None:
-            return
         present = set()
-        for key in list(informer.store.keys()):
-            pod = informer.store.get(key)
-            if pod is None:
-                continue
+        for pod in self._watches.pods_of(self.name):
             present.add(str(pod["metadata"].get("uid") or ""))
             self._on_pod(pod)
         for uid, worker in list(self._workers.items()):
