@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kubeforge import ClusterConfig
-from kubeforge._client.http1 import MAX_IDLE_CONNECTIONS
+from kubeforge._client.http1 import MAX_CONNECTIONS
 from kubeforge._client.transport import Transport
 from kubeforge.testing import eventually
 
@@ -106,39 +106,61 @@ async def test_concurrent_requests_each_get_a_connection(peer: Peer) -> None:
     assert peer.connections == 4  # then reused: the fifth request opened none
 
 
-async def test_at_most_the_idle_limit_of_connections_stays_open_after_a_burst(
+async def test_a_burst_beyond_the_connection_limit_waits_for_free_connections(
     peer: Peer,
 ) -> None:
-    # As client-go's MaxIdleConnsPerHost: a burst's extra connections close once answered.
-    burst = MAX_IDLE_CONNECTIONS + 15
+    # As Go's MaxConnsPerHost: exchanges beyond the limit wait for a connection to be free.
+    burst = MAX_CONNECTIONS + 15
     release = asyncio.Event()
     arrived = 0
 
-    async def answer_all_at_once(head: bytes) -> bytes:
+    async def held_until_the_limit_is_reached(head: bytes) -> bytes:
         nonlocal arrived
         arrived += 1
-        if arrived == burst:
+        if arrived == MAX_CONNECTIONS:
             release.set()
         await release.wait()
         return plain()
 
-    peer.script = [answer_all_at_once] * burst
+    peer.script = [held_until_the_limit_is_reached] * burst
     t = transport(peer.url)
     try:
         replies = await asyncio.gather(*(t.request("GET", "/api/v1/pods") for _ in range(burst)))
-        pool = t._pool
-        assert pool is not None
-        assert len(pool._idle) == MAX_IDLE_CONNECTIONS
-
-        async def extras_closed() -> bool:
-            return sum(not w.is_closing() for w in peer.writers) == MAX_IDLE_CONNECTIONS
-
-        await eventually(extras_closed, timeout=5)
-        await t.request("GET", "/api/v1/pods")  # reuses one of the idle ones
+        await t.request("GET", "/api/v1/pods")  # reuses one of them
     finally:
         await t.close()
     assert [r.status for r in replies] == [200] * burst
-    assert peer.connections == burst
+    assert peer.connections == MAX_CONNECTIONS
+    assert len(peer.heads) == burst + 1
+
+
+async def test_a_cancelled_exchange_frees_its_place(peer: Peer) -> None:
+    stalled = asyncio.Event()
+
+    async def never(head: bytes) -> bytes | None:
+        stalled.set()
+        await asyncio.Event().wait()
+        return None
+
+    peer.script = [never] * MAX_CONNECTIONS
+    t = transport(peer.url, max_retries=0)
+    try:
+        stuck = [asyncio.create_task(t.request("GET", "/stuck")) for _ in range(MAX_CONNECTIONS)]
+        await stalled.wait()
+        waiting = asyncio.create_task(t.request("GET", "/after"))
+
+        async def all_dialled() -> bool:
+            return peer.connections == MAX_CONNECTIONS
+
+        await eventually(all_dialled, timeout=5)
+        assert not waiting.done()
+        stuck[0].cancel()
+        assert (await asyncio.wait_for(waiting, 5)).status == 200
+        for task in stuck[1:]:
+            task.cancel()
+        await asyncio.gather(*stuck, return_exceptions=True)
+    finally:
+        await t.close()
 
 
 async def test_chunked_and_gzip_answers_are_decoded(peer: Peer) -> None:

@@ -9,8 +9,8 @@ httptools (llhttp, the parser Node.js uses), about 40 µs and one turn
 clusters reached through a proxy, stay on aiohttp (`transport.py`).
 
 What it does: TLS with the configuration's context and server name, keep-alive connections
-reused one exchange at a time (as many as there are requests in flight, of which at most
-MAX_IDLE_CONNECTIONS are kept once the burst is over), Content-Length and
+reused one exchange at a time (as many as there are requests in flight, up to
+MAX_CONNECTIONS: further exchanges wait for one to be free), Content-Length and
 chunked answers, gzip-encoded answers (asked for, as client-go does), a limit on the size of an
 answer's head, timeouts covering connect and exchange. A connection the server closed while
 idle is noticed before use; a read whose reused connection closed before any answer byte is
@@ -20,6 +20,8 @@ sent again at once on a new one, as Go's net/http does.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import ssl
 import zlib
 from dataclasses import dataclass
@@ -29,11 +31,13 @@ import httptools
 __all__ = ["Answer", "ConnectionPool", "ExchangeError"]
 
 MAX_HEAD_BYTES = 1024 * 1024
-# Idle keep-alive connections kept for reuse; more are closed as their exchange ends. A burst
-# of concurrent requests opens a connection each, and every TLS connection holds buffers of
-# a few hundred KiB at each end. client-go's transport keeps 25 (MaxIdleConnsPerHost, set by
-# k8s.io/apimachinery/pkg/util/net/http.go's SetTransportDefaults).
-MAX_IDLE_CONNECTIONS = 25
+# Connections open at once (dialing, in use or idle); an exchange finding all of them busy
+# waits for one, as Go's Transport does with MaxConnsPerHost. client-go sends every request
+# of a client over one HTTP/2 connection; over HTTP/1.1 a burst of concurrent requests would
+# otherwise open a connection each, every TLS connection holding buffers of a few hundred
+# KiB at both ends, and closing the extra ones after the burst means new handshakes at the
+# next one. All of them are kept for reuse.
+MAX_CONNECTIONS = 64
 _REPLAYABLE = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -156,20 +160,23 @@ class ConnectionPool:
         *,
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname
+        self.max_connections = max_connections
         self._idle: list[_Connection] = []
+        # Connections counted against the limit: dialing (None), in use or idle.
+        self._open = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._closed = False
 
     async def exchange(self, method: str, request: bytes) -> Answer:
         """Send a complete request (head and body) and return the complete answer."""
-        if self._closed:
-            raise ExchangeError("the connection pool is closed")
-        conn = self._take_idle()
-        if conn is not None:
+        conn = await self._get()
+        if conn.reused:
             try:
                 return await self._exchange(conn, request)
             except ExchangeError:
@@ -177,24 +184,73 @@ class ConnectionPool:
                 # is sent again on a new one; other requests may have been acted on.
                 if method not in _REPLAYABLE or not conn.received_nothing:
                     raise
-        return await self._exchange(await self._connect(), request)
+            conn = await self._get(fresh=True)
+        return await self._exchange(conn, request)
+
+    async def _get(self, *, fresh: bool = False) -> _Connection:
+        """An idle connection (unless `fresh`), or a new one once the limit allows."""
+        waited = False
+        while True:
+            if self._closed:
+                raise ExchangeError("the connection pool is closed")
+            conn = None if fresh else self._take_idle()
+            if conn is not None:
+                return conn
+            if self._open < self.max_connections:
+                self._open += 1
+                try:
+                    return await self._connect()
+                except BaseException:
+                    self._dropped()
+                    raise
+            if fresh and self._idle:
+                # At the limit with idle connections: one of them makes room.
+                self._idle.pop(0).close()
+                self._dropped()
+                continue
+            waiter = asyncio.get_running_loop().create_future()
+            # One that was woken and lost the connection to a newcomer keeps its place.
+            if waited:
+                self._waiters.appendleft(waiter)
+            else:
+                self._waiters.append(waiter)
+            waited = True
+            try:
+                await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake()  # the turn it was given goes to the next one
+                raise
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+
+    def _wake(self) -> None:
+        """Let the first waiting exchange look again (a connection is idle, or room)."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _dropped(self) -> None:
+        self._open -= 1
+        self._wake()
 
     async def _exchange(self, conn: _Connection, request: bytes) -> Answer:
         try:
             answer = await conn.exchange(request)
         except BaseException:
             conn.close()  # cancelled or failed mid-exchange: the stream is unusable
+            self._dropped()
             raise
-        if (
-            answer.keep_alive
-            and not self._closed
-            and conn.usable()
-            and len(self._idle) < MAX_IDLE_CONNECTIONS
-        ):
+        if answer.keep_alive and not self._closed and conn.usable():
             conn.reused = True
             self._idle.append(conn)
+            self._wake()
         else:
             conn.close()
+            self._dropped()
         body = answer.body
         encoding = _header(answer.headers, "content-encoding")
         if encoding and encoding.lower() != "identity":
@@ -208,6 +264,7 @@ class ConnectionPool:
             if conn.usable():
                 return conn
             conn.close()
+            self._open -= 1
         return None
 
     async def _connect(self) -> _Connection:
@@ -226,6 +283,11 @@ class ConnectionPool:
         self._closed = True
         while self._idle:
             self._idle.pop().close()
+            self._open -= 1
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # it finds the pool closed
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

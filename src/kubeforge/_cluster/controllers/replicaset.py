@@ -33,6 +33,7 @@ from kubeforge._api.machinery.selectors import label_selector_matches
 from kubeforge._api.machinery.timestamps import format_time, now
 from kubeforge._client.errors import ApiError, NotFound
 from kubeforge._client.protocols import Reader
+from kubeforge._cluster.controllers._batching import BatchedPodEvents, SyncCost
 from kubeforge._cluster.controllers._children import generate_name_prefix, pod_from_template
 from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._deletionorder import pods_to_delete
@@ -130,12 +131,20 @@ class ReplicaSetReconciler(Reconciler):
     """Creates and deletes pods until a ReplicaSet has its replicas; reports its status."""
 
     def __init__(
-        self, expectations: Expectations, events: Any, *, live: Reader, cache: Cache
+        self,
+        expectations: Expectations,
+        events: Any,
+        *,
+        live: Reader,
+        cache: Cache,
+        cost: SyncCost | None = None,
     ) -> None:
         self.expectations = expectations
         self.events = events
         self.live = live
         self.cache = cache
+        # How long syncs take, so a large set's pod events are gathered (_batching.py).
+        self.cost = cost or SyncCost()
 
     async def reconcile(self, request: Request) -> Result | None:
         return await quiet_conflicts(functools.partial(self._sync, request))
@@ -146,10 +155,13 @@ class ReplicaSetReconciler(Reconciler):
             rs: Obj = await self.client.get(REPLICA_SET, request.name, namespace=request.namespace)
         except NotFound:
             self.expectations.forget(key)
+            self.cost.forget(request)
             return None
         needs_sync = self.expectations.satisfied(key) and not is_deleting(rs)
         selector = spec_of(rs).get("selector")
-        active = [pod for pod in await claimable_pods(self.client, rs) if is_pod_active(pod)]
+        candidates = await claimable_pods(self.client, rs)
+        self.cost.record(request, len(candidates))
+        active = [pod for pod in candidates if is_pod_active(pod)]
         pods = await claim(
             self.client,
             self.live,
@@ -290,17 +302,19 @@ def setup(manager: Manager) -> None:
     """Register the ReplicaSet controller with `manager`."""
     expectations = Expectations()
     cache = manager.cache
+    cost = SyncCost()
     reconciler = ReplicaSetReconciler(
         expectations,
         manager.event_recorder("replicaset-controller"),
         live=manager.api_reader,
         cache=cache,
+        cost=cost,
     )
     (
         manager.controller()
         .named("replicaset")
         .for_(REPLICA_SET)
-        .watches(POD, lambda pod: controllers_of(cache, pod, REPLICA_SET))
+        .watches(POD, BatchedPodEvents(lambda pod: controllers_of(cache, pod, REPLICA_SET), cost))
         .with_options(max_concurrent_reconciles=5)
         .complete(reconciler)
     )

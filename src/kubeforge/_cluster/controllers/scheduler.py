@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from kubeforge import clock
 from kubeforge._api.machinery.access import is_deleting, spec_of, status_of
 from kubeforge._api.machinery.quantity import decode_quantity
@@ -228,6 +230,8 @@ class Scheduler(Reconciler):
         self.volumes = VolumeBinding(manager.client)
         self._manager = manager
         self._turn = 0
+        # Node key -> (its cached bytes, decoded): see _nodes.
+        self._decoded_nodes: dict[str, tuple[bytes, dict[str, Any]]] = {}
 
     # mapping events to pods -------------------------------------------------------------------
 
@@ -267,7 +271,7 @@ class Scheduler(Reconciler):
             return await self._finish_volume_binding(pod, request, waiting)
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
-        nodes = [n for n in await self.client.list(NODE) if not is_deleting(n)]
+        nodes = [n for n in self._nodes() if not is_deleting(n)]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
@@ -284,9 +288,10 @@ class Scheduler(Reconciler):
         preemption: Counter[str] = Counter()
         fits: list[tuple[int, str]] = []
         plans: dict[str, BindingPlan] = {}
+        assumed = self._assumed_by_node()
         for node in nodes:
             name = str(node["metadata"]["name"])
-            problems, resolvable, load = self._check(pod, node, requests)
+            problems, resolvable, load = self._check(pod, node, requests, assumed.get(name, ()))
             if not problems and not claims.empty:
                 problems, plans[name] = await self.volumes.filter(claims, node, volumes)
                 resolvable = not problems
@@ -377,11 +382,39 @@ class Scheduler(Reconciler):
         )
         return None
 
+    def _nodes(self) -> list[dict[str, Any]]:
+        """The cached Nodes, by name. Each is decoded once per change and kept: the scheduler
+        reads every node for every pod, and only reads them."""
+        store = self.cache.informer_for(NODE).store
+        decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        for key in sorted(store.keys()):
+            data = store.raw(key)
+            if data is None:
+                continue
+            known = self._decoded_nodes.get(key)
+            decoded[key] = (
+                known if known is not None and known[0] is data else (data, orjson.loads(data))
+            )
+        self._decoded_nodes = decoded
+        return [node for _, node in decoded.values()]
+
+    def _assumed_by_node(self) -> dict[str, list[tuple[str, dict[str, Decimal]]]]:
+        """Pods bound but not yet seen bound, by node: (key, requests)."""
+        by_node: dict[str, list[tuple[str, dict[str, Decimal]]]] = {}
+        for key, (target, wanted) in self._assumed.items():
+            by_node.setdefault(target, []).append((key, wanted))
+        return by_node
+
     def _check(
-        self, pod: Mapping[str, Any], node: Mapping[str, Any], requests: Mapping[str, Decimal]
+        self,
+        pod: Mapping[str, Any],
+        node: Mapping[str, Any],
+        requests: Mapping[str, Decimal],
+        assumed_here: Sequence[tuple[str, dict[str, Decimal]]] = (),
     ) -> tuple[list[str], bool, int]:
         """Why the pod does not fit the node (empty: it fits), whether removing other pods
-        could help, and how many pods the node runs."""
+        could help, and how many pods the node runs (`assumed_here`: pods bound to it that
+        the cache has not seen bound yet)."""
         spec = spec_of(node)
         tolerations = spec_of(pod).get("tolerations") or []
         unschedulable_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -401,13 +434,8 @@ class Scheduler(Reconciler):
             return [AFFINITY], False, 0
         name = str(node["metadata"]["name"])
         store = self.cache.informer_for(POD).store
-        keys = store.by_index(NODE_INDEX, name)
-        bound = set(keys)
-        assumed = [
-            wanted
-            for key, (target, wanted) in self._assumed.items()
-            if target == name and key not in bound
-        ]
+        keys = store.keys_under(NODE_INDEX, name)
+        assumed = [wanted for key, wanted in assumed_here if key not in keys]
         load = len(keys) + len(assumed)
         problems = []
         max_pods = _allocatable(node, "pods")
