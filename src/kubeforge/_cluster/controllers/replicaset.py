@@ -39,7 +39,7 @@ from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._deletionorder import pods_to_delete
 from kubeforge._cluster.controllers._expectations import Expectations, observe_pods
 from kubeforge._cluster.controllers._podindex import (
-    claimable_pods,
+    DecodedPods,
     index_pods_by_controller,
     pods_controlled_by,
 )
@@ -143,7 +143,8 @@ class ReplicaSetReconciler(Reconciler):
         self.events = events
         self.live = live
         self.cache = cache
-        # How long syncs take, so a large set's pod events are gathered (_batching.py).
+        self.pods = DecodedPods(cache)
+        # How many pods syncs read, so a large set's pod events are gathered (_batching.py).
         self.cost = cost or SyncCost()
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -159,7 +160,7 @@ class ReplicaSetReconciler(Reconciler):
             return None
         needs_sync = self.expectations.satisfied(key) and not is_deleting(rs)
         selector = spec_of(rs).get("selector")
-        candidates = await claimable_pods(self.client, rs)
+        candidates = self.pods.claimable(rs)
         self.cost.record(request, len(candidates))
         active = [pod for pod in candidates if is_pod_active(pod)]
         pods = await claim(
@@ -303,6 +304,7 @@ def setup(manager: Manager) -> None:
     expectations = Expectations()
     cache = manager.cache
     cost = SyncCost()
+    at_once, batched_updates = cost.owner_events()
     reconciler = ReplicaSetReconciler(
         expectations,
         manager.event_recorder("replicaset-controller"),
@@ -313,7 +315,8 @@ def setup(manager: Manager) -> None:
     (
         manager.controller()
         .named("replicaset")
-        .for_(REPLICA_SET)
+        .for_(REPLICA_SET, predicates=[at_once])
+        .watches(REPLICA_SET, batched_updates)
         .watches(POD, BatchedPodEvents(lambda pod: controllers_of(cache, pod, REPLICA_SET), cost))
         .with_options(max_concurrent_reconciles=5)
         .complete(reconciler)

@@ -1,0 +1,76 @@
+"""An owner's cached pods decoded once per change (_cluster/controllers/_podindex.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeforge._cluster.controllers._podindex import (
+    CONTROLLER_INDEX,
+    DecodedPods,
+    _controller_uid,
+)
+from kubeforge._runtime.store import Store
+
+
+@dataclass
+class FakeInformer:
+    store: Store = field(default_factory=lambda: Store({CONTROLLER_INDEX: _controller_uid}))
+
+
+class FakeCache:
+    def __init__(self) -> None:
+        self.informer = FakeInformer()
+
+    def informer_for(self, kind: str) -> FakeInformer:
+        assert kind == "v1/Pod"
+        return self.informer
+
+
+OWNER = {"metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
+
+
+def pod(name: str, namespace: str = "default", owner: str | None = "u-1", rv: str = "1") -> Any:
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "resourceVersion": rv}
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": "web",
+                "uid": owner,
+                "controller": True,
+            }
+        ]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+
+
+def test_the_owned_pods_then_the_orphans_of_its_namespace() -> None:
+    cache = FakeCache()
+    store = cache.informer.store
+    for obj in (
+        pod("b"),
+        pod("a"),
+        pod("orphan", owner=None),
+        pod("elsewhere", namespace="other"),
+        pod("theirs", owner="u-2"),
+    ):
+        store.put(obj)
+    pods = DecodedPods(cache).claimable(OWNER)  # type: ignore[arg-type]
+    assert [p["metadata"]["name"] for p in pods] == ["a", "b", "orphan"]
+
+
+def test_a_pod_is_decoded_again_only_once_it_changed_or_went() -> None:
+    cache = FakeCache()
+    store = cache.informer.store
+    store.put(pod("a"))
+    store.put(pod("b"))
+    decoded = DecodedPods(cache)  # type: ignore[arg-type]
+    first = decoded.claimable(OWNER)
+    again = decoded.claimable(OWNER)
+    assert all(x is y for x, y in zip(first, again, strict=True))
+    store.put(pod("b", rv="2"))
+    store.delete("default/a")
+    changed = decoded.claimable(OWNER)
+    assert [p["metadata"]["resourceVersion"] for p in changed] == ["2"]
+    assert changed[0] is not first[1]
