@@ -399,9 +399,19 @@ class Scheduler(Reconciler):
         return [node for _, node in decoded.values()]
 
     def _assumed_by_node(self) -> dict[str, list[tuple[str, dict[str, Decimal]]]]:
-        """Pods bound but not yet seen bound, by node: (key, requests)."""
+        """Pods bound but not yet seen bound, by node: (key, requests). Those the cache now
+        shows on their node, or no longer has, are forgotten here, so the list holds only
+        the bindings in flight however many pods were scheduled."""
+        store = self.cache.informer_for(POD).store
+        on_node: dict[str, frozenset[str]] = {}
         by_node: dict[str, list[tuple[str, dict[str, Decimal]]]] = {}
-        for key, (target, wanted) in self._assumed.items():
+        for key, (target, wanted) in list(self._assumed.items()):
+            bound = on_node.get(target)
+            if bound is None:
+                bound = on_node[target] = store.keys_under(NODE_INDEX, target)
+            if key not in self._volume_wait and (key in bound or key not in store):
+                del self._assumed[key]
+                continue
             by_node.setdefault(target, []).append((key, wanted))
         return by_node
 
