@@ -166,3 +166,28 @@ async def test_a_watch_from_before_a_collections_first_object_misses_nothing() -
     watcher = store.watch(CM, None, None, since=listed_at)
     ((event, seen),) = await watcher.next_batch(1.0)
     assert (seen, event.new.key[1]) == ("ADDED", "first")
+
+
+def test_a_replaced_version_keeps_only_its_encoding_and_still_reads_the_same() -> None:
+    from types import SimpleNamespace
+
+    from kubeforge._apiserver.storage.commits import Commits
+
+    store = Store()
+    commits = Commits(store)
+    seen: list[str] = []
+    commits.observers.append(
+        lambda _rt, _kind, _new, old: seen.append(old.obj["data"]["v"]) if old else None  # type: ignore[arg-type]
+    )
+    rt: Any = SimpleNamespace(group_resource=CM)
+    first = commits.create(rt, obj("a", v="1"))
+    second = commits.update(rt, obj("a", v="2"), first)
+    assert seen == ["1"]  # observers read it before it is released
+    assert first._obj is None and second._obj is not None
+    assert first.obj["data"] == {"v": "1"} and first.obj is not first.obj  # decoded anew
+    # A watch resuming from the first version replays the change from the history.
+    watcher = store.watch(CM, None, lambda o: o["data"]["v"] == "2", first.rv)
+    assert [(e.type, e.new.obj["data"]["v"]) for e, _ in watcher.pending] == [("MODIFIED", "2")]
+    gone = commits.delete(rt, second)
+    assert second._obj is None and gone._obj is None
+    assert gone.obj["metadata"]["name"] == "a"

@@ -41,6 +41,7 @@ class Commits:
         """Replace `old` with `obj` (in its storage form)."""
         stored = self.store.update(rt.group_resource, obj, old)
         self.notify(rt, "MODIFIED", stored, old)
+        old.release()
         return stored
 
     def delete(
@@ -49,6 +50,8 @@ class Commits:
         """Remove `old`; watchers see `last` (in its storage form), default the stored one."""
         deleted = self.store.delete(rt.group_resource, old, last)
         self.notify(rt, "DELETED", deleted, old)
+        old.release()
+        deleted.release()
         return deleted
 
     def notify(

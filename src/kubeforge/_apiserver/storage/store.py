@@ -51,15 +51,32 @@ class Expired(Exception):
 
 
 class StoredObject:
-    """One committed version of an object. `obj` must never be mutated; copy it with `thaw()`."""
+    """One committed version of an object. `obj` must never be mutated; copy it with `thaw()`.
 
-    __slots__ = ("key", "obj", "raw", "rv")
+    A version another has replaced lives on only in the watch history (for watches resuming
+    from it) and in requests that read it earlier: `release()` drops its decoded form, some
+    four times the size of its JSON, which `obj` then decodes again on each (rare) use.
+    """
+
+    __slots__ = ("_obj", "key", "raw", "rv")
 
     def __init__(self, key: Key, obj: dict[str, Any], raw: bytes, rv: int) -> None:
         self.key = key
-        self.obj = obj
+        self._obj: dict[str, Any] | None = obj
         self.raw = raw
         self.rv = rv
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        obj = self._obj
+        if obj is None:
+            decoded: dict[str, Any] = orjson.loads(self.raw)
+            return decoded
+        return obj
+
+    def release(self) -> None:
+        """Keep only the encoded form (this version has been replaced or deleted)."""
+        self._obj = None
 
     def thaw(self) -> dict[str, Any]:
         """A private deep copy of the object, safe to modify."""
