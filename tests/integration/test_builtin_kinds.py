@@ -3,6 +3,7 @@ kube-apiserver words it), printer columns, and the objects the server keeps for 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -509,3 +510,116 @@ async def test_a_dev_cluster_reports_its_controllers_healthy() -> None:
             item["metadata"]["name"]: item["conditions"][0]["status"] for item in listed.items
         }
         assert health == {"controller-manager": "True", "etcd-0": "True", "scheduler": "True"}
+
+
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+HPAS_V2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+WEB = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}
+
+
+def _causes(body: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(c["field"], c["type"]) for c in body["details"]["causes"]}
+
+
+async def test_horizontal_pod_autoscalers_are_validated_as_kube_validates_them(
+    http: HTTPClient,
+) -> None:
+    # pkg/apis/autoscaling/validation/validation.go, on whichever version a client writes.
+    bad = {
+        "metadata": {"name": "bad"},
+        "spec": {
+            "scaleTargetRef": {"kind": "", "name": "a/b"},
+            "minReplicas": 3,
+            "maxReplicas": 2,
+            "metrics": [
+                {"type": "Pods", "resource": {"name": "cpu"}},
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": 0},
+                    },
+                },
+            ],
+            "behavior": {
+                "scaleUp": {
+                    "stabilizationWindowSeconds": 3601,
+                    "selectPolicy": "Most",
+                    "policies": [{"type": "Pods", "value": 0, "periodSeconds": 1801}],
+                },
+                "scaleDown": {"policies": [{"type": "Percent", "value": 10, "periodSeconds": 0}]},
+            },
+        },
+    }
+    response = await http.post(HPAS_V2, bad)
+    assert response.status == 422
+    assert _causes(response.json()) == {
+        ("spec.maxReplicas", "FieldValueInvalid"),
+        ("spec.scaleTargetRef.kind", "FieldValueRequired"),
+        ("spec.scaleTargetRef.name", "FieldValueInvalid"),
+        ("spec.metrics[0].pods", "FieldValueRequired"),
+        ("spec.metrics[0].resource.target.averageUtilization", "FieldValueRequired"),
+        ("spec.metrics[0].resource.target.type", "FieldValueRequired"),
+        ("spec.metrics[0].resource.target.type", "FieldValueInvalid"),
+        ("spec.metrics[1].resource.target.averageUtilization", "FieldValueInvalid"),
+        ("spec.behavior.scaleUp.stabilizationWindowSeconds", "FieldValueInvalid"),
+        ("spec.behavior.scaleUp.selectPolicy", "FieldValueNotSupported"),
+        ("spec.behavior.scaleUp.policies[0].value", "FieldValueInvalid"),
+        ("spec.behavior.scaleUp.policies[0].periodSeconds", "FieldValueInvalid"),
+        ("spec.behavior.scaleDown.policies[0].periodSeconds", "FieldValueInvalid"),
+    }
+    # minReplicas 0 is the alpha scale-to-zero feature, off as in kube-apiserver's defaults.
+    zero = {
+        "metadata": {"name": "zero"},
+        "spec": {"scaleTargetRef": WEB, "minReplicas": 0, "maxReplicas": 2},
+    }
+    response = await http.post(HPAS_V1, zero)
+    assert response.status == 422
+    assert _causes(response.json()) == {
+        ("spec.minReplicas", "FieldValueInvalid"),
+        ("spec.metrics", "FieldValueForbidden"),
+    }
+    assert (await http.get(f"{HPAS_V2}/bad")).status == 404
+
+
+async def test_an_autoscaling_v1_annotation_the_go_types_cannot_read_is_ignored(
+    http: HTTPClient,
+) -> None:
+    # pkg/apis/autoscaling/v1/conversion.go reads each annotation into its Go type and drops
+    # it when that fails, rather than storing what no Go client could read.
+    behavior = {
+        "ScaleUp": {
+            "Policies": [{"Type": "Pods", "Value": 99999999999999999999999, "PeriodSeconds": 60}]
+        }
+    }
+    metrics = [{"type": "Pods", "pods": {"metricName": "qps", "targetAverageValue": "lots"}}]
+    annotations = {
+        "autoscaling.alpha.kubernetes.io/behavior": json.dumps(behavior),
+        "autoscaling.alpha.kubernetes.io/metrics": json.dumps(metrics),
+    }
+    hpa = {
+        "metadata": {"name": "odd", "annotations": annotations},
+        "spec": {"scaleTargetRef": WEB, "maxReplicas": 3},
+    }
+    assert (await http.post(HPAS_V1, hpa)).status == 201
+    stored = (await http.get(f"{HPAS_V2}/odd")).json()
+    assert "behavior" not in stored["spec"]
+    assert [m["resource"]["name"] for m in stored["spec"]["metrics"]] == ["cpu"]
+    # One that reads (Go matches field names case-insensitively) is converted and checked.
+    behavior = {"scaleup": {"policies": [{"type": "Pods", "value": 4, "periodseconds": 60}]}}
+    annotations["autoscaling.alpha.kubernetes.io/behavior"] = json.dumps(behavior)
+    del annotations["autoscaling.alpha.kubernetes.io/metrics"]
+    hpa["metadata"]["name"] = "fine"
+    assert (await http.post(HPAS_V1, hpa)).status == 201
+    stored = (await http.get(f"{HPAS_V2}/fine")).json()
+    assert stored["spec"]["behavior"]["scaleUp"]["policies"] == [
+        {"type": "Pods", "value": 4, "periodSeconds": 60}
+    ]
+    behavior["scaleup"]["policies"][0]["value"] = 0
+    annotations["autoscaling.alpha.kubernetes.io/behavior"] = json.dumps(behavior)
+    hpa["metadata"]["name"] = "zero-value"
+    response = await http.post(HPAS_V1, hpa)
+    assert response.status == 422
+    assert _causes(response.json()) == {
+        ("spec.behavior.scaleUp.policies[0].value", "FieldValueInvalid")
+    }

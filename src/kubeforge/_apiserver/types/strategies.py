@@ -20,6 +20,7 @@ from kubeforge._api.machinery.names import validate_builtin_finalizers
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._apiserver.request.user import UserInfo
 from kubeforge._apiserver.types import defaults
+from kubeforge._apiserver.types.validation import autoscaling
 from kubeforge._apiserver.types.validation.certificates import (
     validate_csr,
     validate_csr_approval_update,
@@ -726,7 +727,7 @@ _GENERIC_META_GROUPS = frozenset(
 _VERSIONED: dict[tuple[str, str, str], Callable[[], Strategy]] = {
     ("autoscaling", "HorizontalPodAutoscaler", "v1"): lambda: BuiltinStrategy(
         defaults.default_hpa_v1,
-        None,
+        (autoscaling.validate_hpa_v1, autoscaling.validate_hpa_v1_update),
         STATUS_ON_CREATE[("autoscaling", "HorizontalPodAutoscaler")],
     ),
 }
