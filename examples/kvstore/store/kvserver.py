@@ -250,7 +250,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(key)
         elif args.command == "backup":
             count = store.backup(args.to / args.name)
-            print(f"backup {args.name}: {count} keys of member {member} to {args.to / args.name}")
+            kept = sum(1 for p in args.to.iterdir() if p.is_dir())
+            print(
+                f"backup {args.name}: {count} keys of member {member} to "
+                f"{args.to / args.name} ({kept} backups kept)"
+            )
     except (StoreError, OSError) as exc:
         print(f"kvstore: {exc}", file=sys.stderr)
         return 1

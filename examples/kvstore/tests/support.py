@@ -61,7 +61,11 @@ async def settled(
             return found
         return None
 
-    return await eventually(done, timeout=timeout, interval=0.2, message=f"{replicas} ready")
+    settled: dict[str, Any] | None = await eventually(
+        done, timeout=timeout, interval=0.2, message=f"{replicas} ready"
+    )
+    assert settled is not None
+    return settled
 
 
 async def members(kubectl: Kubectl, name: str) -> dict[str, dict[str, Any]]:
@@ -91,9 +95,11 @@ async def serving_on(
         found = (await members(kubectl, pod.rpartition("-")[0])).get(pod)
         if found is None:
             return None
-        node = found["spec"].get("nodeName")
+        node: str | None = found["spec"].get("nodeName")
         conditions = found.get("status", {}).get("conditions") or []
         is_ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
         return node if is_ready and node and node != not_on else None
 
-    return await eventually(ready, timeout=timeout, interval=0.2, message=f"{pod} ready")
+    node = await eventually(ready, timeout=timeout, interval=0.2, message=f"{pod} ready")
+    assert node is not None
+    return node

@@ -104,6 +104,7 @@ async def test_a_kvstore_owns_a_statefulset_services_a_budget_and_a_backup_cronj
     budget = await kubectl.json("get", "pdb", "kv")
     assert budget["spec"]["minAvailable"] == 2
     counts = await eventually(budget_counts, timeout=20)
+    assert counts is not None
     assert (counts["desiredHealthy"], counts["disruptionsAllowed"]) == (2, 1)
 
     cronjob = await kubectl.json("get", "cronjob", "kv-backup")
