@@ -125,14 +125,18 @@ async def test_members_join_and_leave_in_ordinal_order(
     await settled(kubectl, "kv", 1)
 
     seen: list[list[str]] = []
+    waiting: list[list[str]] = []
 
     async def membership(count: int) -> bool:
         found = await status(kubectl, "kv")
         names = [m["name"] for m in found.get("members") or []]
         if not seen or seen[-1] != names:
             seen.append(names)
-        ready = [m["name"] for m in found.get("members") or [] if m["ready"]]
-        return ready == names and len(names) == count
+        # OrderedReady: only the newest member may be starting.
+        not_ready = [m["name"] for m in found.get("members") or [] if not m["ready"]]
+        if not_ready and not_ready != names[-1:]:
+            waiting.append(not_ready)
+        return not not_ready and len(names) == count
 
     # Up to three through the scale subresource: kv-1 joins, then kv-2, never a gap.
     scaled = await kubectl.run("scale", "kvstore/kv", "--replicas=3")
@@ -144,6 +148,7 @@ async def test_members_join_and_leave_in_ordinal_order(
     assert seen[-1] == ["kv-0", "kv-1", "kv-2"]
     for names in seen:
         assert names == [f"kv-{i}" for i in range(len(names))], seen
+    assert waiting == [], waiting
 
     # kv-2 writes a key, then leaves on a scale-down: the highest ordinal goes first.
     await put(kubectl, "kv-2", "greeting", "hello from kv-2")
