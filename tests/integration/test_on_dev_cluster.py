@@ -66,6 +66,28 @@ async def test_the_command_runs_against_a_ready_cluster_that_is_stopped_after(
     assert not listening(seen["server"])
 
 
+async def test_options_before_the_command_are_the_clusters(tmp_path: Path) -> None:
+    # `make test-existing` starts the cluster with several nodes: `--nodes 2` reaches
+    # `kubeforge dev`, and nothing after `--` does.
+    nodes = tmp_path / "nodes.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(TOOL),
+        "--nodes",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        f"kubectl get nodes -o json > {nodes}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, out.decode()
+    names = sorted(n["metadata"]["name"] for n in json.loads(nodes.read_text())["items"])
+    assert names == ["kubeforge-node-0", "kubeforge-node-1"]
+
+
 async def test_a_cluster_that_does_not_start_fails_without_running_the_command(
     tmp_path: Path,
 ) -> None:
