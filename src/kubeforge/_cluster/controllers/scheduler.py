@@ -21,6 +21,7 @@ provisionable there; the pod is bound once the claims bound for the chosen node 
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -44,6 +45,8 @@ from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
+
+log = logging.getLogger("kubeforge.scheduler")
 
 POD = "v1/Pod"
 NODE = "v1/Node"
@@ -369,6 +372,8 @@ class Scheduler(Reconciler):
         except (Conflict, NotFound):
             return None  # bound by someone else, being deleted, or gone
         self._assumed[str(request)] = (node_name, requests)
+        # As schedule_one.go logs each binding (at verbosity 2).
+        log.info("Successfully bound pod to node", extra={"pod": str(request), "node": node_name})
         self.events.record(
             pod,
             "Normal",
