@@ -8,7 +8,8 @@ pod does not tolerate, matches the pod's node selector and required node affinit
 has room: fewer pods than its allocatable `pods`, and enough allocatable cpu and memory
 for the pod's requests. Among the nodes that fit, the one running the fewest pods wins
 (ties go round; the control plane's mirror pods are not counted). The pod is bound
-through `pods/binding`; a pod no node fits gets the PodScheduled=False condition (reason Unschedulable) with upstream's message, e.g.
+through `pods/binding`; a pod no node fits gets the PodScheduled=False condition (reason
+Unschedulable) with upstream's message, e.g.
 `0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are
 available: 2 Preemption is not helpful for scheduling.`, and a FailedScheduling event; it
 is tried again when nodes change, when a bound pod finishes or goes, and every 30 s.
