@@ -16,8 +16,8 @@ applyDefaults, pkg/kubelet/pod/mirror_client.go): the pod named `<name>-<node>`,
 hash of the manifest (kept in `kubernetes.io/config.hash`), `kubernetes.io/config.source:
 file`, a toleration of every NoExecute taint, and for the mirror pod the annotation
 `kubernetes.io/config.mirror` and the Node as its controlling owner. A mirror pod that is
-deleted (or being deleted) is removed at once and made again, since the static pod keeps
-running, as the kubelet's syncPod does; a mirror pod of no static pod of the node is
+deleted (or being deleted) is removed at once and made again a moment later (REMAKE_SECONDS),
+since the static pod keeps running, as the kubelet's syncPod does; a mirror pod of no static pod of the node is
 deleted (HandlePodCleanups). Status is the running component's: Running and Ready since it
 started. exec, attach and port-forward are refused: the component is part of the kubeforge
 process, no container with commands to run.
@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import is_deleting
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._client.client import Client
@@ -67,6 +68,9 @@ CONTROL_PLANE_LABELS = {
     "node-role.kubernetes.io/control-plane": "",
     "node.kubernetes.io/exclude-from-external-load-balancers": "",
 }
+# How long after its mirror pod is gone the kubelet makes it again: long enough for a
+# client waiting for the deletion (`kubectl delete` does) to see the old pod go first.
+REMAKE_SECONDS = 1.0
 # The one program the components are: what their containers' image names.
 IMAGE = f"kubeforge:{__version__}"
 # kubeadm's CPU requests for each component.
@@ -217,7 +221,7 @@ class MirrorPods:
         self._mirrors.pop(str(meta.get("uid") or ""), None)
         name = str(meta.get("name") or "")
         if name in self._static:
-            self.node.spawn(self._ensure(name))
+            self.node.spawn(self._ensure(name, after=REMAKE_SECONDS))
 
     def republish(self) -> None:
         """Write every mirror pod's status again (the node lifecycle controller may have marked
@@ -241,10 +245,12 @@ class MirrorPods:
         except (NotFound, Conflict):
             pass
         if static is not None:
-            await self._ensure(name)
+            await self._ensure(name, after=REMAKE_SECONDS)
 
-    async def _ensure(self, name: str) -> None:
+    async def _ensure(self, name: str, *, after: float = 0.0) -> None:
         static = self._static[name]
+        if after:
+            await clock.sleep(after)
         async with self._locks[name]:
             await self.node.online()
             try:
