@@ -16,11 +16,11 @@ applyDefaults, pkg/kubelet/pod/mirror_client.go): the pod named `<name>-<node>`,
 hash of the manifest (kept in `kubernetes.io/config.hash`), `kubernetes.io/config.source:
 file`, a toleration of every NoExecute taint, and for the mirror pod the annotation
 `kubernetes.io/config.mirror` and the Node as its controlling owner. A mirror pod that is
-deleted (or being deleted) is removed at once and made again a moment later (REMAKE_SECONDS),
-since the static pod keeps running, as the kubelet's syncPod does; a mirror pod of no static pod of the node is
-deleted (HandlePodCleanups). Status is the running component's: Running and Ready since it
-started. exec, attach and port-forward are refused: the component is part of the kubeforge
-process, no container with commands to run.
+deleted (or being deleted) is removed at once and made again a moment later
+(REMAKE_SECONDS), since the static pod keeps running, as the kubelet's syncPod does; a
+mirror pod of no static pod of the node is deleted (HandlePodCleanups). Status is the
+running component's: Running and Ready since it started. exec, attach and port-forward are
+refused: the component is part of the kubeforge process, no container with commands to run.
 """
 
 from __future__ import annotations
