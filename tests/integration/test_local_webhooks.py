@@ -33,7 +33,7 @@ GADGETS = "gadgets.gadgets.example.com"
 VALIDATING = "admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration"
 
 
-@kubeforge._webhook.admission_webhook(kind="v1/ConfigMap", mutating=True, name="mcm.example.com")
+@kubeforge.webhook.admission_webhook(kind="v1/ConfigMap", mutating=True, name="mcm.example.com")
 def label_config_maps(
     request: kubeforge.webhook.AdmissionRequest,
 ) -> kubeforge.webhook.AdmissionResponse:
@@ -42,7 +42,7 @@ def label_config_maps(
     return kubeforge.webhook.AdmissionResponse.patch_to(config_map, labelled)
 
 
-@kubeforge._webhook.admission_webhook(kind="v1/ConfigMap", mutating=False, name="vcm.example.com")
+@kubeforge.webhook.admission_webhook(kind="v1/ConfigMap", mutating=False, name="vcm.example.com")
 def refuse_forbidden(
     request: kubeforge.webhook.AdmissionRequest,
 ) -> kubeforge.webhook.AdmissionResponse:

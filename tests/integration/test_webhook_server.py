@@ -48,7 +48,7 @@ class Gadget(kubeforge.Resource[GadgetSpec, None]):
     """A gadget, to be defaulted and validated."""
 
 
-@kubeforge._webhook.admission_webhook(verbs=["create", "update"], failure_policy="Ignore")
+@kubeforge.webhook.admission_webhook(verbs=["create", "update"], failure_policy="Ignore")
 class GadgetDefaulter(kubeforge.webhook.Defaulter[Gadget]):
     """A plain `def`: runs in a worker thread."""
 
@@ -57,12 +57,12 @@ class GadgetDefaulter(kubeforge.webhook.Defaulter[Gadget]):
             gadget.spec.color = "blue"
         if "defaulted" not in gadget.spec.tags:
             gadget.spec.tags.append("defaulted")
-        if kubeforge._webhook.admission_request().dry_run:
+        if kubeforge.webhook.admission_request().dry_run:
             return ["defaulted in a dry run"]
         return ["color defaulted"] if gadget.spec.color == "blue" else None
 
 
-@kubeforge._webhook.admission_webhook(verbs=["create", "update", "delete"], timeout_seconds=5)
+@kubeforge.webhook.admission_webhook(verbs=["create", "update", "delete"], timeout_seconds=5)
 class GadgetValidator(kubeforge.webhook.Validator[Gadget]):
     """Sync and async checks side by side."""
 
@@ -82,7 +82,7 @@ class GadgetValidator(kubeforge.webhook.Validator[Gadget]):
     async def validate_update(self, old: Gadget, new: Gadget) -> kubeforge.webhook.Warnings | None:
         await asyncio.sleep(0)
         if new.spec.size < old.spec.size:
-            user = kubeforge._webhook.admission_request().user_info.username
+            user = kubeforge.webhook.admission_request().user_info.username
             raise kubeforge.webhook.Denied(f"{user} may not shrink a gadget")
         return None
 
@@ -101,7 +101,7 @@ async def label_configmap(cm: dict[str, Any]) -> None:
     cm.setdefault("metadata", {}).setdefault("labels", {})["seen-by"] = "webhook"
 
 
-@kubeforge._webhook.admission_webhook(
+@kubeforge.webhook.admission_webhook(
     kind=Pod, mutating=True, verbs="create", name="sidecar.hooks.kb.io"
 )
 def inject_sidecar(
@@ -121,7 +121,7 @@ def inject_sidecar(
 
 def echo(request: kubeforge.webhook.AdmissionRequest) -> kubeforge.webhook.AdmissionResponse:
     """Tells what it was given, as warnings."""
-    assert request is kubeforge._webhook.admission_request()
+    assert request is kubeforge.webhook.admission_request()
     options = request.options or {}
     return kubeforge.webhook.AdmissionResponse.allow(
         "seen",
@@ -649,7 +649,7 @@ async def test_registered_webhooks_are_listed_for_configurations(hooks: Hooks) -
     assert sidecar is not None and sidecar.name == "sidecar.hooks.kb.io"
     assert sidecar.rules[0].resources == ("pods",) and sidecar.rules[0].api_groups == ("",)
 
-    configurations = kubeforge._webhook.webhook_configurations(
+    configurations = kubeforge.webhook.webhook_configurations(
         hooks.server.specs(), base_url=hooks.server.url, ca_bundle=hooks.certs.ca_pem
     )
     urls = [w["clientConfig"]["url"] for c in configurations for w in c["webhooks"]]
