@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 BENCHMARKS = ROOT / "benchmarks"
 
 

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "kubeforge"
+from tests.support import ROOT
+
+PACKAGE = ROOT / "src" / "kubeforge"
 
 # Layer -> the kubeforge packages and modules its code may import (besides itself).
 ALLOWED = {

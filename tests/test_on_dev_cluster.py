@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 TOOL = ROOT / "tools" / "on_dev_cluster.py"
 
 # The command: what it was given, and whether the cluster answered, then the exit status asked.

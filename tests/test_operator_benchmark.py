@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "operators.py"
+from tests.support import ROOT
+
+BENCHMARK = ROOT / "benchmarks" / "operators.py"
 
 
 def test_the_benchmark_converges_with_the_minimum_requests(tmp_path: Path) -> None:

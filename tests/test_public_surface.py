@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 import kubeforge.models
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "kubeforge"
 
 # The root and the concept modules, each with the exact names of its `__all__`.
@@ -326,7 +326,7 @@ PUBLIC: dict[str, list[str]] = {
 # (the process's one clock; decision 44 keeps them below the layers).
 FOUNDATION = {"kubeforge.clock"}
 
-# Generated from the Kubernetes definitions (tools/gen_models.py; tests/unit/test_models.py):
+# Generated from the Kubernetes definitions (tools/gen_models.py; tests/models/test_models.py):
 # public, with a surface that is Kubernetes' own and not listed here.
 GENERATED = [
     "kubeforge.models",

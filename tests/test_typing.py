@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
 
 SNIPPET = '''
 from typing import Any, Unpack

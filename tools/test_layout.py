@@ -1,5 +1,5 @@
-"""Where each test file lives: the tests mirror the source tree (docs/testing.md, "The
-project's own tests").
+"""Where each test file lives: the tests mirror the source tree (docs/concepts.md, "The
+tests").
 
 `tests/<dirs>/test_<name>.py` holds the tests of `src/kubeforge/<_dirs>/<name>.py`, the
 package path written without its leading underscores (`tests/apiserver/storage/test_store.py`
@@ -89,7 +89,9 @@ MOVES: dict[str, str] = {
     "unit/test_write_path_shortcuts.py": "apiserver/test_apiserver_write_path.py",
     "integration/test_audit_id.py": "apiserver/test_router_audit_id.py",
     # _apiserver/admission
-    "integration/test_admission_authorizer.py": "apiserver/admission/test_expressions_authorizer.py",
+    "integration/test_admission_authorizer.py": (
+        "apiserver/admission/test_expressions_authorizer.py"
+    ),
     "integration/test_admission_policy.py": "apiserver/admission/test_policy.py",
     "unit/test_admission_review.py": "apiserver/admission/test_review.py",
     "integration/test_admission_webhooks.py": "apiserver/admission/test_webhooks.py",
@@ -200,7 +202,9 @@ MOVES: dict[str, str] = {
     "integration/test_volumes_exec.py": "cluster/test_volumedirs.py",
     "integration/test_certmanager.py": "cluster/certmanager/test_certmanager.py",
     "integration/test_volumes.py": "cluster/controllers/test_controllers_volumes.py",
-    "integration/test_volumes_options.py": "cluster/controllers/test_controllers_volumes_options.py",
+    "integration/test_volumes_options.py": (
+        "cluster/controllers/test_controllers_volumes_options.py"
+    ),
     "integration/test_controllers_cronjob.py": "cluster/controllers/test_cronjob.py",
     "unit/test_cronschedule.py": "cluster/controllers/test_cronschedule.py",
     "integration/test_controllers_daemonset.py": "cluster/controllers/test_daemonset.py",
@@ -316,7 +320,9 @@ def misplaced() -> list[tuple[str, str]]:
             found.append((str(relative), f"names no module of {source.relative_to(ROOT)}"))
     for directory in sorted({path.parent for path in TESTS.rglob("test_*.py")}):
         if not (directory / "__init__.py").is_file():
-            found.append((str(directory.relative_to(TESTS)), "a test directory without __init__.py"))
+            found.append(
+                (str(directory.relative_to(TESTS)), "a test directory without __init__.py")
+            )
     return found
 
 

@@ -8,7 +8,6 @@ import importlib
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +18,9 @@ from kubeforge import Client, Invalid
 from kubeforge._api.crd import crd_filename, dump_yaml, group_crds
 from kubeforge._runtime.localwebhooks import LocalServing, register_webhook_server, serve_locally
 from kubeforge.testing import Kubectl
+from tests.support import ROOT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = ROOT / "examples"
 # Each example's kinds, as (module, class) pairs; a kind's versions are all listed.
 SEEDS = {
     "cnat": [("api.v1alpha1", "At"), ("api.v1", "At")],

@@ -26,9 +26,9 @@ from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
 from kubeforge._cli.project import load_project
 from kubeforge.testing import TestEnv
-from tests.integration.test_cli_project import kubeforge, kustomize, rules_of
+from tests.cli.test_cli_project import kubeforge, kustomize, rules_of
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 PROJECT = "fleet"
 FRIGATE_WEBHOOK = ("create", "webhook", "--group", "ship", "--version", "v1", "--kind", "Frigate")

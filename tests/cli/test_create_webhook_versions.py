@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kubeforge._cli.project import load_project
-from tests.integration.test_cli_scaffold import cli, project_checks
+from tests.cli.test_cli_scaffold import cli, project_checks
 
 SHIP = ("--group", "ship")
 STEPS = [

@@ -15,8 +15,8 @@ import pytest
 from kubeforge import Client, NotFound
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import TestEnv, eventually
-from tests.integration.test_cli_project import kubeforge
-from tests.integration.test_cli_scaffold import scaffold
+from tests.cli.test_cli_project import kubeforge
+from tests.cli.test_cli_scaffold import scaffold
 
 PROJECT = "fleet"
 NAMESPACE = f"{PROJECT}-system"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import kubeforge.conversion
-from tests.integration.test_cli_project import (
+from tests.cli.test_cli_project import (
     CRD_FILE,
     CRD_NAME,
     kubeforge,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.integration.test_cli_project import GROUP, kubeforge, kustomize, snapshot, write_project
+from tests.cli.test_cli_project import GROUP, kubeforge, kustomize, snapshot, write_project
 
 WEBHOOKS = '''\
 """The widget's webhooks."""

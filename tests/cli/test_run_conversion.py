@@ -11,9 +11,9 @@ from typing import Any
 
 from kubeforge import Client
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.test_cli_project import KUBEFORGE, kubeforge
+from tests.cli.test_cli_project import KUBEFORGE, kubeforge
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CNAT = ROOT / "examples" / "cnat"
 CRD = "ats.cnat.kubeforge.dev"
 CRD_KIND = "apiextensions.k8s.io/v1/CustomResourceDefinition"

@@ -20,9 +20,8 @@ import pytest
 
 from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge.testing import DevProcess, Kubectl, eventually
-from tests.support import KUBEFORGE, free_port
+from tests.support import KUBEFORGE, ROOT, free_port
 
-ROOT = Path(__file__).resolve().parents[2]
 WATCHER = ROOT / "examples" / "watcher"
 MUTATING = "mutatingwebhookconfiguration/watcher-local-mutating-webhook-configuration"
 VALIDATING = "validatingwebhookconfiguration/watcher-local-validating-webhook-configuration"

@@ -22,7 +22,7 @@ from kubeforge._api.model import Model
 from kubeforge._api.resource import Resource
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Gone, NoKindMatch
-from tests.integration.crd_fixtures import widget, widget_crd
+from tests.support.crds import widget, widget_crd
 
 CM = "v1/ConfigMap"
 DEPLOY = "apps/v1/Deployment"

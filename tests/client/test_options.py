@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,8 +14,7 @@ from kubeforge import Client, Conflict
 from kubeforge._api.machinery.selectors import LabelSelector
 from kubeforge.client import DeleteOptions, ListOptions
 from kubeforge.models import ConfigMap, Namespace
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
 
 
 def documented_example() -> str:

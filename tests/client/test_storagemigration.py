@@ -26,9 +26,9 @@ from kubeforge._client.storagemigration import (
 from kubeforge.apiserver import APIServer
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually, metric_sum
-from tests.integration.admission_support import WebhookServer
-from tests.integration.conversion_support import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
 from tests.support import HTTPClient
+from tests.support.admission import WebhookServer
+from tests.support.conversion import CRD_NAME, CRDS, GROUP, V1, gadget, gadget_crd
 
 GADGETS = GroupResource(GROUP, "gadgets")
 

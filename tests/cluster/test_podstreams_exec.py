@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kubeforge._cluster.options import ClusterOptions
-from tests.integration.streaming_support import KUBECTL_VERSIONS, ClusterThread
+from tests.support.streaming import KUBECTL_VERSIONS, ClusterThread
 
 pytestmark = pytest.mark.kubectl
 

@@ -15,7 +15,7 @@ from kubernetes_asyncio import client as async_client, config as async_config
 from kubernetes_asyncio.stream import WsApiClient
 
 from kubeforge._cluster.options import ClusterOptions
-from tests.integration.streaming_support import ClusterThread
+from tests.support.streaming import ClusterThread
 
 MANIFEST = """
 apiVersion: v1

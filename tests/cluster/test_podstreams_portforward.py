@@ -17,7 +17,7 @@ from kubernetes.stream import portforward, stream
 
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import find_kubectl
-from tests.integration.streaming_support import KUBECTL_VERSIONS, ClusterThread
+from tests.support.streaming import KUBECTL_VERSIONS, ClusterThread
 
 pytestmark = pytest.mark.kubectl
 

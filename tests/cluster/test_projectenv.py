@@ -25,9 +25,9 @@ from kubeforge import Client
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.projectenv import ProjectEnvironment, ProjectEnvironmentError
 from kubeforge.testing import TestEnv, eventually
-from tests.integration.test_cli_scaffold import KUBEFORGE, cli, scaffold
-from tests.integration.test_cli_webhook_versions import tree
-from tests.integration.test_deploy_on_dev_cluster import NAMESPACE, deploy, frigate, manager_pods
+from tests.cli.test_cli_scaffold import KUBEFORGE, cli, scaffold
+from tests.cli.test_create_webhook_versions import tree
+from tests.cli.test_deploy_dev_cluster import NAMESPACE, deploy, frigate, manager_pods
 from tests.support import free_port, kubeforge
 
 DEPENDENCY = "tidemark"

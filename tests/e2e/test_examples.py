@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 EXAMPLES = sorted(p.parent.name for p in (ROOT / "examples").glob("*/main.py"))
 KUBEFORGE = [sys.executable, "-m", "kubeforge._cli.main"]
 

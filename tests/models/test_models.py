@@ -9,8 +9,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import orjson
@@ -50,21 +48,12 @@ from kubeforge.models import (
     storage_v1,
 )
 from kubeforge.models._base import BuiltinModel
+from tests.support import ROOT, load_tool
 
-ROOT = Path(__file__).resolve().parents[2]
 MODELS_DIR = ROOT / "src" / "kubeforge" / "models"
 
 
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_models", ROOT / "tools" / "gen_models.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being created
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = load_generator()
+GEN = load_tool("gen_models")
 DEFS: dict[str, Any] = orjson.loads(GEN.definitions_path().read_bytes())["$defs"]
 
 

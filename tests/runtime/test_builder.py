@@ -18,7 +18,7 @@ from kubeforge._runtime.predicate import GenerationChanged
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually
-from tests.integration.crd_fixtures import widget_crd
+from tests.support.crds import widget_crd
 
 
 class WidgetSpec(Model):

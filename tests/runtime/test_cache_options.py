@@ -21,8 +21,8 @@ from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.client import BadRequest, load_kubeconfig
 from kubeforge.testing import eventually
-from tests.integration.crd_fixtures import widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import widget_crd
 
 CM = "v1/ConfigMap"
 POD = "v1/Pod"

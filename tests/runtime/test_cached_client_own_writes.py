@@ -18,7 +18,7 @@ from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually, metric_value
-from tests.integration.crd_fixtures import widget_crd
+from tests.support.crds import widget_crd
 
 WIDGET = "example.com/v1/Widget"
 CM = "v1/ConfigMap"

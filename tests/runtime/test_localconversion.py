@@ -14,7 +14,7 @@ import kubeforge
 from kubeforge._api.crd import crd_for
 from kubeforge._runtime.localconversion import conversion_crds
 from kubeforge.testing import TestEnv, eventually
-from tests.integration.test_conversion_webhook import (
+from tests.webhook.test_conversion import (
     COLOR,
     GROUP,
     Robot,

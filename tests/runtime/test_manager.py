@@ -26,6 +26,7 @@ from kubeforge._webhook.review import AdmissionResponse
 from kubeforge._webhook.server import WebhookServer
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually
+from tests.support import ROOT
 
 CM = "v1/ConfigMap"
 
@@ -274,7 +275,7 @@ async def test_sigterm_shuts_down_gracefully_letting_reconciles_finish(
         str(marker),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
     try:
         await api.create(cm("work"))

@@ -23,7 +23,7 @@ from kubeforge._runtime.upsert import (
     merge_patch,
 )
 from kubeforge.apiserver import APIServer
-from tests.integration.crd_fixtures import widget_crd
+from tests.support.crds import widget_crd
 
 CM = "v1/ConfigMap"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from kubeforge.testing import TestEnv, eventually
-from tests.integration.test_cli_scaffold import ROOT, run, scaffold
+from tests.cli.test_cli_scaffold import ROOT, run, scaffold
 from tests.support import free_port
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import USE_EXISTING_CLUSTER, eventually
-from tests.integration.test_cli_scaffold import FERRYMAN_API, cli, scaffold
+from tests.cli.test_cli_scaffold import FERRYMAN_API, cli, scaffold
 
 GROUP = "ship.example.com"
 

@@ -1,9 +1,10 @@
-"""Test helpers: raw HTTPS access to the embedded server, RBAC grants, free local ports, and
-the `kubeforge` command run to its end."""
+"""Test helpers: the repository's paths and tools, raw HTTPS access to the embedded server,
+RBAC grants, free local ports, and the `kubeforge` command run to its end."""
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import socket
 import ssl
@@ -12,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import aiohttp
@@ -19,6 +21,20 @@ import orjson
 
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, find_kubectl
+
+# The repository, and the reference data the tests compare against.
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+
+
+def load_tool(name: str) -> ModuleType:
+    """The script tools/<name>.py as a module (tools/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being created
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass

@@ -3,7 +3,7 @@
 v1 (the storage version unless a test moves it) has `spec.color` and `spec.replicas`; v2
 calls them `spec.colour` and `spec.copies`, so every conversion is visible. Each version has
 its own printer column, selectable field and scale path. The webhook (an HTTPS server from
-admission_support) converts both ways and records every ConversionReview it gets.
+tests.support.admission) converts both ways and records every ConversionReview it gets.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from tests.integration.admission_support import WebhookServer
+from tests.support.admission import WebhookServer
 
 GROUP = "conv.kubeforge.dev"
 CRD_NAME = f"gadgets.{GROUP}"

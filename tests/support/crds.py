@@ -1,4 +1,4 @@
-"""A CRD used across integration tests: widgets.example.com."""
+"""A CRD used across the tests: widgets.example.com."""
 
 from __future__ import annotations
 

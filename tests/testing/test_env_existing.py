@@ -18,7 +18,7 @@ from kubeforge._client.errors import NotFound
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import Kubectl, TestEnv, eventually
-from tests.integration.test_testenv import GROUP, crd, crd_name
+from tests.testing.test_env import GROUP, crd, crd_name
 
 GRAPE = f"{GROUP}/v1/Grape"
 GIZMO = f"{GROUP}/v1/Gizmo"

@@ -24,7 +24,7 @@ import kubeforge.webhook
 from kubeforge._apiserver.tls import generate_certificates
 from kubeforge._testing.metrics import metric_value
 from kubeforge.client import load_kubeconfig
-from tests.integration.test_webhook_server import write_certs
+from tests.webhook.test_server import write_certs
 
 GROUP = "robots.kubeforge.dev"
 COLOR = f"{GROUP}/color"

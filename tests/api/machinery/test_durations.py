@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from kubeforge._api.machinery.durations import age, human_duration, short_human_duration
-from tests.unit.table_objects import NOW, ts
+from tests.support.tables import NOW, ts
 
 
 @pytest.mark.parametrize(

@@ -575,7 +575,7 @@ def test_transition_rules_under_atomic_lists_are_refused() -> None:
 
 
 def test_generated_container_schema_is_structural() -> None:
-    from tests.unit.test_crvalidation import WATCHER
+    from tests.api.machinery.test_crvalidation import WATCHER
 
     assert _errors(WATCHER) == []
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from kubeforge.apiserver import APIServer
-from tests.integration.admission_support import (
+from tests.support import HTTPClient
+from tests.support.admission import (
     BINDINGS,
     POLICIES,
     VALIDATING,
@@ -19,7 +20,6 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import HTTPClient
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 ROBOT = "system:serviceaccount:default:robot"

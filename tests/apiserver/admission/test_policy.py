@@ -7,7 +7,8 @@ from typing import Any
 import orjson
 
 from kubeforge.testing import Kubectl
-from tests.integration.admission_support import (
+from tests.support import HTTPClient
+from tests.support.admission import (
     BINDINGS,
     MUTATING,
     POLICIES,
@@ -15,7 +16,6 @@ from tests.integration.admission_support import (
     configmap,
     deployment,
 )
-from tests.support import HTTPClient
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"

@@ -13,7 +13,8 @@ from kubeforge._apiserver.admission.chain import GROUP
 from kubeforge._apiserver.types.resource import GroupResource
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.admission_support import (
+from tests.support import HTTPClient, free_port
+from tests.support.admission import (
     MUTATING,
     VALIDATING,
     WebhookServer,
@@ -30,7 +31,6 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import HTTPClient, free_port
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 PODS = "/api/v1/namespaces/default/pods"

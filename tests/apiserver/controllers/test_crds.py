@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 MERGE = "application/merge-patch+json"
 

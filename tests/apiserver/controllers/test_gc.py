@@ -9,8 +9,8 @@ from kubeforge._apiserver.config import ServerConfig
 from kubeforge._apiserver.storage.persistence import SQLiteBackend
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient, connect
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 CMS = "/api/v1/namespaces/default/configmaps"
 JSONP = "application/json-patch+json"

@@ -9,8 +9,8 @@ from kubeforge._apiserver.config import ServerConfig
 from kubeforge._apiserver.storage.persistence import SQLiteBackend
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.crd_fixtures import CRDS, widget, widget_crd
 from tests.support import HTTPClient, connect
+from tests.support.crds import CRDS, widget, widget_crd
 
 NAMESPACES = "/api/v1/namespaces"
 TEAM = "/api/v1/namespaces/team"

@@ -7,15 +7,14 @@ aggregated lists (apidiscovery.k8s.io v2 and v2beta1).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.support import HTTPClient
+from tests.support import DATA, HTTPClient
 
-REFERENCE = Path(__file__).parent.parent / "data" / "kube-1.33-discovery.yaml"
+REFERENCE = DATA / "kube-1.33-discovery.yaml"
 _AGGREGATED = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
 
 # (group, version) -> {resource: facts}; the facts compared for each resource.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from email.utils import formatdate, parsedate_to_datetime
 
 from kubeforge.testing import eventually
-from tests.integration.crd_fixtures import CRDS, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, widget_crd
 
 KUBECTL_ACCEPT = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"

@@ -17,8 +17,7 @@ from kubeforge.apiserver import APIServer
 from kubeforge.client import load_kubeconfig
 from kubeforge.models import ConfigMap, Container, Deployment, Job, Pod
 from kubeforge.testing import eventually
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
 
 
 def documented_example() -> str:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import orjson
 
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"

@@ -224,7 +224,7 @@ async def test_system_fields_from_clients_are_replaced(http: HTTPClient) -> None
             "creationTimestamp": "2000-01-01T00:00:00Z",
         }
     }
-    # (A resourceVersion is not replaced but refused: see test_preconditions.py.)
+    # (A resourceVersion is not replaced but refused: see storage/test_preconditions.py.)
     created = (await http.post(CMS, body)).json()["metadata"]
     assert created["uid"] != "mine"
     assert created["creationTimestamp"] != "2000-01-01T00:00:00Z"

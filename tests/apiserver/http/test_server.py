@@ -13,7 +13,7 @@ import pytest
 
 from kubeforge._apiserver.http.server import Request, Response, ResponseStream
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
-from tests.unit.rawhttp import (
+from tests.support.rawhttp import (
     CHUNKED_HEAD,
     CONTINUE,
     ECHOES,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kubeforge._apiserver.http.server import Request, Response
-from tests.unit.rawhttp import (
+from tests.support.rawhttp import (
     CHUNKED_HEAD,
     Served,
     echo_now,

@@ -21,7 +21,7 @@ from kubeforge._apiserver.http.server import (
     connection_cap,
 )
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
-from tests.unit.rawhttp import (
+from tests.support.rawhttp import (
     HEAD_LIMIT,
     LAST_CHUNK,
     WAIT,

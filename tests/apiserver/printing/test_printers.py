@@ -10,7 +10,7 @@ from kubeforge._apiserver.printing.columns import format_label_selector
 from kubeforge._apiserver.printing.core import pod_status
 from kubeforge._apiserver.printing.printers import printer_for
 from kubeforge._apiserver.printing.tables import to_table
-from tests.unit.table_objects import NOW, meta, rt, ts
+from tests.support.tables import NOW, meta, rt, ts
 
 
 def cells(group: str, kind: str, obj: dict[str, Any]) -> list[Any]:

@@ -9,7 +9,7 @@ import pytest
 from kubeforge._apiserver.printing.tables import column_definitions, to_table
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.types.resource import ResourceType
-from tests.unit.table_objects import NOW, meta, rt, ts
+from tests.support.tables import NOW, meta, rt, ts
 
 # ---------------------------------------------------------------------------------------------
 # Table shape

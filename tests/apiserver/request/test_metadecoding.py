@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 CMS = "/api/v1/namespaces/default/configmaps"
 MERGE = "application/merge-patch+json"

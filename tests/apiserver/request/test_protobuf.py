@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import base64
-import importlib.util
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.protobuf import PROTOBUF_MEDIA_TYPE, decode_protobuf, go_duration
 from kubeforge._apiserver.types.registry import Registry
 from kubeforge.testing import Kubectl, find_kubectl
+from tests.support import ROOT, load_tool
 
 # A tiny protobuf writer for building bodies by hand --------------------------------------------
 
@@ -482,23 +481,9 @@ async def test_kubectl_protobuf_bodies_decode_like_json(
 
 # The generator -------------------------------------------------------------------------------
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_generator() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "gen_proto_tables", REPO / "tools" / "gen_proto_tables.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_generator_parses_proto_text() -> None:
-    gen = load_generator()
+    gen = load_tool("gen_proto_tables")
     messages: dict[str, Any] = {}
     gen.parse_proto(
         """
@@ -530,11 +515,11 @@ def test_generator_parses_proto_text() -> None:
 
 
 def test_generator_reproduces_the_shipped_go_derived_tables() -> None:
-    gen = load_generator()
+    gen = load_tool("gen_proto_tables")
     binary = find_kubectl("1.33", exact=True)
     go_messages, lists = gen.load_go(gen.GoBinary(Path(binary)))
     shipped = orjson.loads(
-        (REPO / "src/kubeforge/_apiserver/request/data/proto_messages.json").read_bytes()
+        (ROOT / "src/kubeforge/_apiserver/request/data/proto_messages.json").read_bytes()
     )
     assert sorted(lists) == shipped["lists"]
     for name, fields in go_messages.items():

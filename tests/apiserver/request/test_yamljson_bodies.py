@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget_crd
 from tests.support import HTTPClient, Reply
+from tests.support.crds import CRDS, WIDGETS, widget_crd
 
 CMS = "/api/v1/namespaces/default/configmaps"
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.admission_support import (
+from tests.support import HTTPClient
+from tests.support.admission import (
     MUTATING,
     WebhookServer,
     allow,
@@ -21,7 +22,6 @@ from tests.integration.admission_support import (
     webhook,
     webhook_server,
 )
-from tests.support import HTTPClient
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from kubeforge.testing import eventually
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient, Reply
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"

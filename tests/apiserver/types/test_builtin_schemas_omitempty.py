@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kubeforge.testing import Kubectl
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget_crd
 
 CMS = "/api/v1/namespaces/default/configmaps"
 DEPLOYS = "/apis/apps/v1/namespaces/default/deployments"

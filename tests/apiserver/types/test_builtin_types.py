@@ -400,7 +400,7 @@ async def test_local_api_services_list_every_served_group_version(http: HTTPClie
 
 
 async def test_api_services_follow_crds_and_report_missing_services(http: HTTPClient) -> None:
-    from tests.integration.crd_fixtures import widget_crd
+    from tests.support.crds import widget_crd
 
     assert (
         await http.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", widget_crd())

@@ -1,6 +1,6 @@
 """The API server converts custom objects through their CRD's conversion webhook.
 
-Gadgets (conversion_support.py) are stored in v1 and served in v1 and v2, which name their
+Gadgets (tests/support/conversion.py) are stored in v1 and served in v1 and v2, which name their
 fields differently; the webhook converts and records every ConversionReview.
 """
 
@@ -15,8 +15,9 @@ import pytest
 from kubeforge._apiserver.config import ServerConfig
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
-from tests.integration.admission_support import WebhookServer, never, webhook_server
-from tests.integration.conversion_support import (
+from tests.support import HTTPClient, connect, free_port
+from tests.support.admission import WebhookServer, never, webhook_server
+from tests.support.conversion import (
     CRD_NAME,
     CRDS,
     GROUP,
@@ -27,7 +28,6 @@ from tests.integration.conversion_support import (
     gadget,
     gadget_crd,
 )
-from tests.support import HTTPClient, connect, free_port
 
 MERGE = "application/merge-patch+json"
 APPLY = "application/apply-patch+yaml"

@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 
 def _with_status(name: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pytest
 from kubeforge._apiserver.types.defaults import DEFAULTERS
 from kubeforge._apiserver.types.strategies import BuiltinStrategy, Strategy, strategy_for
 from kubeforge._apiserver.types.validation.registry import VALIDATORS
-from tests.unit.builtin_objects import (
+from tests.support.builtin_objects import (
     EXT,
     UID,
     Obj,

@@ -14,7 +14,8 @@ from kubernetes import client as k8s
 from kubeforge import Client
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import TestEnv
-from tests.integration.workload_support import (
+from tests.support import kubectl_for
+from tests.support.workloads import (
     KUBECTL_VERSIONS,
     NS,
     POD,
@@ -25,7 +26,6 @@ from tests.integration.workload_support import (
     recording,
     wait_until,
 )
-from tests.support import kubectl_for
 
 DS = "apps/v1/DaemonSet"
 NODE = "v1/Node"

@@ -27,8 +27,8 @@ from kubeforge._cluster.options import ClusterOptions
 from kubeforge._runtime.manager import Manager
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.crd_fixtures import widget, widget_crd
 from tests.support import HTTPClient, kubectl_for
+from tests.support.crds import widget, widget_crd
 
 NS = "default"
 PODS = f"/api/v1/namespaces/{NS}/pods"

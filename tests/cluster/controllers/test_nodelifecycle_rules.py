@@ -18,7 +18,7 @@ from kubeforge._cluster.controllers.nodelifecycle import (
 from kubeforge._cluster.controllers.tainteviction import matching_tolerations, toleration_time
 from kubeforge._cluster.nodehealth import HEALTH_ANNOTATION, health_of, is_simulated
 from kubeforge._cluster.options import ClusterOptions
-from tests.unit.test_clock import StoppedClock
+from tests.test_clock import StoppedClock
 
 UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}

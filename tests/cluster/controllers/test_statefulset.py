@@ -15,7 +15,8 @@ from kubernetes import client as k8s
 from kubeforge import Client
 from kubeforge._client.errors import NotFound
 from kubeforge.testing import TestEnv
-from tests.integration.workload_support import (
+from tests.support import kubectl_for
+from tests.support.workloads import (
     KUBECTL_VERSIONS,
     NS,
     POD,
@@ -26,7 +27,6 @@ from tests.integration.workload_support import (
     recording,
     wait_until,
 )
-from tests.support import kubectl_for
 
 STS = "apps/v1/StatefulSet"
 PVC = "v1/PersistentVolumeClaim"

@@ -9,7 +9,7 @@ import pytest
 from kubeforge._api.machinery.cron import schedule_error
 from kubeforge._apiserver.types.validation.common import semantic_equal
 from kubeforge._apiserver.types.validation.core_pods import pod_qos_class
-from tests.unit.builtin_objects import (
+from tests.support.builtin_objects import (
     EXT,
     Obj,
     crd,
