@@ -14,7 +14,7 @@ PYTEST_WORKERS ?= auto
 # Each example's own suite, one example at a time (decision 11).
 EXAMPLE_TESTS = for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/pytest $(PYTEST_ARGS)) || exit 1; done
 
-.PHONY: demo test test-existing lint typecheck unit bench dev clean venv
+.PHONY: demo test test-existing lint typecheck bench dev clean venv
 
 venv: $(STAMP)
 
