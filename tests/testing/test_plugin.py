@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubeforge._cli.project import _PACKAGES as PROJECT_PACKAGES
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge.testing import USE_EXISTING_CLUSTER, eventually
 
@@ -128,6 +129,16 @@ def ini(**options: str) -> str:
     options.setdefault("asyncio_mode", "auto")
     lines += [f"{key} = {value}" for key, value in options.items()]
     return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(autouse=True)
+def no_other_project_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytester runs a project in this process, so a project another test loaded here
+    (`kubeforge._cli.project.load_project` imports its `main` and packages) would be found in
+    sys.modules instead of the one written for the test: each test imports its own."""
+    for name in list(sys.modules):
+        if name.partition(".")[0] in ("main", *PROJECT_PACKAGES):
+            monkeypatch.delitem(sys.modules, name)
 
 
 def project(pytester: pytest.Pytester, **options: str) -> Path:
