@@ -15,7 +15,7 @@ PYTEST_WORKERS ?= auto
 # on their clusters. Each suite's output is printed whole when it ends.
 EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py $(EXAMPLES) -- $(PYTEST_ARGS)
 
-.PHONY: demo test test-existing lint typecheck unit bench dev clean venv
+.PHONY: demo test test-existing lint typecheck bench dev clean venv
 
 venv: $(STAMP)
 
