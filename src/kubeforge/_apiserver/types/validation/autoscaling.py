@@ -183,22 +183,17 @@ def _validate_object_source(source: Obj, path: str) -> Errors:
 def _validate_external_source(source: Obj, path: str) -> Errors:
     errs = _validate_identifier(as_dict(source.get("metric")), f"{path}.metric")
     target = _target(source)
-    errs += _validate_target(target, f"{path}.target")
-    if target.get("value") is None and target.get("averageValue") is None:
-        errs.append(
-            FieldError.required(
-                f"{path}.target.averageValue",
-                "must set either a target value for metric or a per-pod target",
-            )
+    return (
+        errs
+        + _validate_target(target, f"{path}.target")
+        + _exactly_one(
+            target,
+            f"{path}.target",
+            ("averageValue", "must set either a target value for metric or a per-pod target"),
+            ("value", "may not set both a target value for metric and a per-pod target"),
+            ("value", "averageValue"),
         )
-    if target.get("value") is not None and target.get("averageValue") is not None:
-        errs.append(
-            FieldError.forbidden(
-                f"{path}.target.value",
-                "may not set both a target value for metric and a per-pod target",
-            )
-        )
-    return errs
+    )
 
 
 def _validate_pods_source(source: Obj, path: str) -> Errors:
@@ -215,22 +210,30 @@ def _validate_pods_source(source: Obj, path: str) -> Errors:
 
 
 def _validate_resource_target(target: Obj, path: str) -> Errors:
-    errs = _validate_target(target, path)
-    if target.get("averageUtilization") is None and target.get("averageValue") is None:
-        errs.append(
-            FieldError.required(
-                f"{path}.averageUtilization",
-                "must set either a target raw value or a target utilization",
-            )
-        )
-    if target.get("averageUtilization") is not None and target.get("averageValue") is not None:
-        errs.append(
-            FieldError.forbidden(
-                f"{path}.averageValue",
-                "may not set both a target raw value and a target utilization",
-            )
-        )
-    return errs
+    return _validate_target(target, path) + _exactly_one(
+        target,
+        path,
+        ("averageUtilization", "must set either a target raw value or a target utilization"),
+        ("averageValue", "may not set both a target raw value and a target utilization"),
+        ("averageUtilization", "averageValue"),
+    )
+
+
+def _exactly_one(
+    target: Obj,
+    path: str,
+    missing: tuple[str, str],
+    both: tuple[str, str],
+    fields: tuple[str, str],
+) -> Errors:
+    """One of the two target `fields` set, not both: each failure reported at its (field,
+    message)."""
+    given = [target.get(field) is not None for field in fields]
+    if not any(given):
+        return [FieldError.required(f"{path}.{missing[0]}", missing[1])]
+    if all(given):
+        return [FieldError.forbidden(f"{path}.{both[0]}", both[1])]
+    return []
 
 
 def _validate_resource_source(source: Obj, path: str) -> Errors:
