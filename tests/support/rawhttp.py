@@ -14,13 +14,8 @@ from http import HTTPStatus
 
 import pytest
 
-from kubeforge._apiserver.http.server import (
-    ConnectionLimits,
-    HTTPServer,
-    Request,
-    Response,
-    ResponseStream,
-)
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream
+from kubeforge._apiserver.http.server import ConnectionLimits, HTTPServer
 from kubeforge._apiserver.tls import ServingCertificates
 
 WAIT = 2.0  # upper bound on any single wait; a passing test never gets close to it

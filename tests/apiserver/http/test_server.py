@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from tests.support.rawhttp import (
     CHUNKED_HEAD,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from tests.support.rawhttp import (
     CHUNKED_HEAD,
     Served,

@@ -13,13 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from kubeforge._apiserver.http import server as httpserver
-from kubeforge._apiserver.http.server import (
-    ConnectionLimits,
-    Request,
-    Response,
-    ResponseStream,
-    connection_cap,
-)
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream
+from kubeforge._apiserver.http.server import ConnectionLimits, connection_cap
 from kubeforge._apiserver.tls import ServingCertificates, generate_certificates
 from tests.support.rawhttp import (
     HEAD_LIMIT,
