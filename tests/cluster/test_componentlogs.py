@@ -87,3 +87,17 @@ async def test_a_console_at_info_sees_the_components_records(warnings_only: Reco
 async def test_no_nodes_no_collecting() -> None:
     async with DevCluster(ClusterOptions(nodes=0)):
         assert logging.getLogger("kubeforge").propagate
+
+
+async def test_a_handler_on_both_loggers_gets_each_record_once(warnings_only: Records) -> None:
+    # Some tools (pytest's log capture among them) put their handler on a logger that does not
+    # propagate as well as on the root logger; a warning still reaches it once.
+    kubeforge = logging.getLogger("kubeforge")
+    async with DevCluster():
+        assert not kubeforge.propagate  # collecting the components' logs
+        kubeforge.addHandler(warnings_only)
+        try:
+            logging.getLogger("kubeforge.webhook").warning("once, please")
+        finally:
+            kubeforge.removeHandler(warnings_only)
+    assert [r.getMessage() for r in warnings_only.records].count("once, please") == 1

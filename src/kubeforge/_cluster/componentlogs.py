@@ -187,8 +187,12 @@ class _Collector(logging.Handler):
         if running is not None:
             running.logs.write(_component_of(running, record), record)
         if record.levelno >= self._threshold(record.name):
-            root = logging.getLogger()
-            root.callHandlers(record)
+            # A handler also on kubeforge's own logger has had the record already (pytest
+            # puts its capturing handlers on loggers that do not propagate).
+            own = logging.getLogger(_ROOT_LOGGER).handlers
+            for handler in logging.getLogger().handlers:
+                if handler not in own and record.levelno >= handler.level:
+                    handler.handle(record)
 
     def _threshold(self, name: str) -> int:
         """The level a record of logger `name` needed before collecting began."""
