@@ -620,8 +620,8 @@ async def test_drain_needs_leave_for_local_data(
 
 
 async def _daemon_pod(kube: Client, node: str) -> str:
-    """A pod of a DaemonSet on `node` (made by hand: drain must leave it be)."""
-    daemonset = await kube.create(
+    """The pod a DaemonSet runs on `node` (drain must leave it be), once it runs there."""
+    await kube.create(
         {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
@@ -635,33 +635,17 @@ async def _daemon_pod(kube: Client, node: str) -> str:
             },
         }
     )
-    pods = await kube.list("v1/Pod", namespace=NS, field_selector=f"spec.nodeName={node}")
-    for item in pods:
-        owner = (item["metadata"].get("ownerReferences") or [{}])[0]
-        if owner.get("kind") == "DaemonSet":
-            return str(item["metadata"]["name"])
-    made = await kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": f"agent-{node}",
-                "namespace": NS,
-                "labels": {"app": "agent"},
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "DaemonSet",
-                        "name": "agent",
-                        "uid": daemonset["metadata"]["uid"],
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "busybox"}]},
-        }
-    )
-    return str(made["metadata"]["name"])
+
+    async def running_there() -> str | None:
+        pods = await kube.list("v1/Pod", namespace=NS, field_selector=f"spec.nodeName={node}")
+        for item in pods:
+            owner = (item["metadata"].get("ownerReferences") or [{}])[0]
+            if owner.get("kind") == "DaemonSet" and item["status"].get("phase") == "Running":
+                return str(item["metadata"]["name"])
+        return None
+
+    name: str = await eventually(running_there, timeout=30, message=f"a DaemonSet pod on {node}")
+    return name
 
 
 def orjson_dumps(obj: Any) -> str:
