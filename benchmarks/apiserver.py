@@ -5,7 +5,7 @@ handler measured in the same run (the ceiling for Python HTTP on this machine).
 
 Each server runs in its own process (one core) and is loaded by `wrk` (a C client, on the
 other core) over HTTPS with keep-alive. For reference it also measures the same trivial answer
-served by the API server's own HTTP layer (_apiserver/http/server.py). Watch fan-out is
+served by the API server's own HTTP layer (_apiserver/http/). Watch fan-out is
 measured with 10 watch streams while the server commits writes as fast as it can in-process,
 so the number is the fan-out capacity rather than the HTTP write rate.
 
@@ -98,7 +98,8 @@ async def serve_trivial(info_path: Path) -> None:
 
 async def serve_trivial_own(info_path: Path) -> None:
     """The same trivial answer through the API server's own HTTP layer, for reference."""
-    from kubeforge._apiserver.http.server import HTTPServer, Request, Response
+    from kubeforge._apiserver.http.messages import Request, Response
+    from kubeforge._apiserver.http.server import HTTPServer
     from kubeforge._apiserver.tls import generate_certificates
 
     certs = generate_certificates()

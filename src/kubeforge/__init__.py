@@ -78,7 +78,7 @@ def __dir__() -> list[str]:
 
 
 # The same names for type checkers; `name as name` marks each one re-exported.
-# tests/unit/test_exports.py checks that the two lists agree.
+# tests/test_exports.py checks that the two lists agree.
 if TYPE_CHECKING:
     from kubeforge._api.meta import (
         Condition as Condition,

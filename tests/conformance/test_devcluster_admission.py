@@ -10,7 +10,7 @@ import pytest
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.admission_support import (
+from tests.support.admission import (
     mutating,
     patch,
     rule,

@@ -12,8 +12,8 @@ import pytest
 
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
-from tests.integration.crd_fixtures import CRDS, WIDGETS, widget, widget_crd
 from tests.support import HTTPClient
+from tests.support.crds import CRDS, WIDGETS, widget, widget_crd
 
 MERGE = "application/merge-patch+json"
 

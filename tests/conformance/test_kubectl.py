@@ -11,8 +11,8 @@ import yaml
 
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import Kubectl, eventually
-from tests.integration.crd_fixtures import widget_crd
 from tests.support import kubectl_for
+from tests.support.crds import widget_crd
 
 pytestmark = pytest.mark.kubectl
 

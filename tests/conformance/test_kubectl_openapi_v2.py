@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from kubeforge.testing import Kubectl
-from tests.integration.crd_fixtures import widget_crd
 from tests.support import kubectl_for
+from tests.support.crds import widget_crd
 
 pytestmark = pytest.mark.kubectl
 

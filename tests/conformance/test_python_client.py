@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client as k8s, config as k8s_config, watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
-from tests.integration.crd_fixtures import widget, widget_crd
+from tests.support.crds import widget, widget_crd
 
 
 @pytest.fixture

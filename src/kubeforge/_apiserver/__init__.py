@@ -1,7 +1,7 @@
 """Internal: the embedded Kubernetes API server behind `kubeforge.apiserver`.
 
 Its stages are sub-packages, each importing only those below it (docs/concepts.md draws
-them; tests/unit/test_layering.py holds the code to it), from the bottom: `http` (framing),
+them; tests/test_layering.py holds the code to it), from the bottom: `http` (framing),
 `request` (what is asked, decoded; Status errors), `webhookclient` (calling webhooks),
 `types` (served types, schemas, defaults, strategies, validation, conversion), `storage`
 (store, watch fan-out, persistence, managed fields, patches, commits), `printing` (tables),

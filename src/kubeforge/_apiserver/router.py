@@ -43,7 +43,7 @@ from kubeforge._apiserver.handlers.patch import PatchHandler
 from kubeforge._apiserver.handlers.subresources import SubresourceHandler
 from kubeforge._apiserver.handlers.update import UpdateHandler
 from kubeforge._apiserver.handlers.watch import WatchStreams
-from kubeforge._apiserver.http.server import Request, Response, ResponseStream, Upgraded
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream, Upgraded
 from kubeforge._apiserver.request.encoding import negotiate, parse_accept
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo, parse_request_path

@@ -70,6 +70,7 @@ from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
 from kubeforge._apiserver.types.conversion import Conversions
 from kubeforge._apiserver.types.registry import Registry
 from kubeforge._apiserver.types.resource import GroupResource
+from kubeforge._apiserver.types.strategies import SYSTEM_PRIORITY_CLASSES
 from kubeforge._apiserver.types.typesupport import TypeSupport
 from kubeforge._apiserver.webhookclient.client import WebhookClient
 from kubeforge._apiserver.webhookclient.services import LocalServices
@@ -358,6 +359,26 @@ class APIServer:
         self.apiservices.register_builtin()
         self.apf.bootstrap()
         self._bootstrap_rbac()
+        self._bootstrap_priority_classes()
+
+    def _bootstrap_priority_classes(self) -> None:
+        """The two system PriorityClasses, as kube-apiserver's
+        scheduling/bootstrap-system-priority-classes hook creates them when missing
+        (pkg/registry/scheduling/rest/storage_scheduling.go; pkg/apis/scheduling/helpers.go)."""
+        rt = self.registry.get("scheduling.k8s.io", "v1", "priorityclasses")
+        assert rt is not None
+        for name, value, description in SYSTEM_PRIORITY_CLASSES:
+            if self.store.get(rt.group_resource, "", name) is not None:
+                continue
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "description": description,
+            }
+            info = RequestInfo(rt.group, "v1", None, rt.plural, None, None, "create")
+            run_now(self.writes.create(Call(info, rt, {"fieldManager": "kube-apiserver"}), body))
 
     def _bootstrap_rbac(self) -> None:
         """Create the default roles and bindings that are missing (kube-apiserver's

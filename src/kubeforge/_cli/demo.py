@@ -7,12 +7,16 @@ import logging
 import os
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kubeforge._testing.kubectl import Kubectl
+
+if TYPE_CHECKING:
+    from kubeforge._cluster.options import ClusterOptions
 
 __all__ = ["demo"]
 
@@ -148,6 +152,32 @@ async def _apiserver_demo() -> None:
         typer.secho("\ndemo finished", fg=typer.colors.GREEN)
 
 
+def _demo_cluster(root: Path) -> ClusterOptions:
+    """The development cluster a project's demo plays on: the defaults, or what its
+    pyproject.toml asks for under `[tool.kubeforge.demo]` (`nodes`, and `images`: image ->
+    directory relative to the project, run as local processes as `kubeforge dev --image`
+    runs them)."""
+    from kubeforge._cluster.options import ClusterOptions
+
+    try:
+        with (root / "pyproject.toml").open("rb") as file:
+            settings = tomllib.load(file).get("tool", {}).get("kubeforge", {}).get("demo", {})
+    except FileNotFoundError:
+        return ClusterOptions()
+    except tomllib.TOMLDecodeError as exc:
+        raise RuntimeError(f"{root / 'pyproject.toml'}: {exc}") from None
+    nodes = settings.get("nodes", 1)
+    images = settings.get("images", {})
+    if not isinstance(nodes, int) or nodes < 1 or not isinstance(images, dict):
+        raise RuntimeError(
+            f"{root / 'pyproject.toml'}: [tool.kubeforge.demo] takes nodes (a number of at "
+            "least 1) and images (a table of image = directory)"
+        )
+    return ClusterOptions(
+        nodes=nodes, images={str(image): root / str(path) for image, path in images.items()}
+    )
+
+
 def _fail(message: str) -> int:
     typer.secho(message, fg=typer.colors.RED, err=True)
     return 1
@@ -170,7 +200,8 @@ async def _project_demo(root: Path) -> None:
     crds = root / "config" / "crd" / "bases"
     with tempfile.TemporaryDirectory(prefix="kubeforge-demo-") as tmp:
         workdir = Path(tmp)
-        async with TestEnv(crd_paths=[crds], use_existing_cluster=False) as env:
+        options = _demo_cluster(root)
+        async with TestEnv(crd_paths=[crds], options=options, use_existing_cluster=False) as env:
             kubeconfig = env.write_kubeconfig(workdir / "kubeconfig")
             assert env.cluster is not None  # use_existing_cluster=False: one was started
             typer.secho(

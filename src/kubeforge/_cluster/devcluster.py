@@ -6,7 +6,10 @@
 
 The built-in controllers run on kubeforge's own runtime and talk to the API server over
 HTTPS like any other client; the simulated nodes do the kubelet's part (pods go Pending ->
-Running -> Succeeded/Failed, `kubectl logs` works).
+Running -> Succeeded/Failed, `kubectl logs` works). The first node is the control-plane
+node: its kubelet shows the API server, the controller manager and the scheduler as the
+mirror pods of static pods in `kube-system`, each serving its component's log
+(staticpods.py, componentlogs.py).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,6 +32,12 @@ from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.errors import NotFound
 from kubeforge._cluster import certmanager, controllernames as names
+from kubeforge._cluster.componentlogs import (
+    KUBE_APISERVER,
+    KUBE_CONTROLLER_MANAGER,
+    KUBE_SCHEDULER,
+    ComponentLogs,
+)
 from kubeforge._cluster.containers import LocalRuntime
 from kubeforge._cluster.controllers import (
     clusterroles,
@@ -61,6 +70,7 @@ from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
 from kubeforge._cluster.podstreams import ClusterStreams
 from kubeforge._cluster.projects import ImageMap
+from kubeforge._cluster.staticpods import CONTROL_PLANE_LABELS, control_plane_pods
 from kubeforge._cluster.volumedirs import VolumeDirectories
 from kubeforge._runtime.manager import Manager
 
@@ -69,6 +79,8 @@ __all__ = ["CONTEXT", "DevCluster"]
 log = logging.getLogger("kubeforge.dev")
 
 CONTEXT = "kubeforge-dev"
+# What runs outside kube-controller-manager in a real cluster.
+_NOT_CONTROLLER_MANAGER = frozenset({names.SCHEDULER, names.LOCAL_PATH_PROVISIONER})
 # How long a kubelet may take to act on a change of the health it simulates.
 HEALTH_TIMEOUT = 30.0
 
@@ -91,6 +103,8 @@ class DevCluster:
         # Which built-in controllers run (ValueError for an unknown name, before anything).
         self.controllers = names.enabled_controllers(self.options.controllers)
         self.logs = PodLogs()
+        # The control plane's logs, served by its mirror pods on the first node.
+        self.components = ComponentLogs(self.logs, self._node_name(0))
         # Ports of this machine given to pods run as local processes; webhook calls through
         # a Service reach them there.
         self.host_ports = HostPorts()
@@ -167,6 +181,36 @@ class DevCluster:
         """A kubeconfig for another user (a client certificate for `user` in `groups`)."""
         return self.server.user_kubeconfig_dict(user, groups, context=CONTEXT)
 
+    def _node_name(self, index: int) -> str:
+        return f"kubeforge-node-{index}" if self.options.nodes > 1 else "kubeforge-node"
+
+    def _control_plane(self) -> dict[str, list[str]]:
+        """The components that run, each with its command line as kubeadm writes it (the
+        settings this cluster has). None without nodes: nowhere to show them."""
+        if self.options.nodes < 1:
+            return {}
+        config = self.server.config
+        components = {
+            KUBE_APISERVER: [
+                KUBE_APISERVER,
+                f"--advertise-address={config.host}",
+                f"--secure-port={self.server.port}",
+                f"--service-cluster-ip-range={self.options.service_cidr}",
+                "--authorization-mode=RBAC",
+            ]
+        }
+        if self.controllers - _NOT_CONTROLLER_MANAGER:
+            controllers = sorted(self.controllers - _NOT_CONTROLLER_MANAGER)
+            components[KUBE_CONTROLLER_MANAGER] = [
+                KUBE_CONTROLLER_MANAGER,
+                f"--controllers={','.join(controllers)}",
+                f"--cluster-cidr={self.options.pod_cidr}",
+                f"--node-monitor-grace-period={self.options.node_monitor_grace_period:g}s",
+            ]
+        if names.SCHEDULER in self.controllers:
+            components[KUBE_SCHEDULER] = [KUBE_SCHEDULER]
+        return components
+
     def _controller_setups(self) -> dict[str, Callable[[Manager], None]]:
         """What each built-in controller registers with the cluster's manager, by its name
         (controllernames.KNOWN; garbage collection and namespace deletion are the server's)."""
@@ -211,7 +255,10 @@ class DevCluster:
 
     async def start(self) -> None:
         """Start the server, then the controllers and nodes; returns once they run."""
-        await self.server.start()
+        for component in self._control_plane():
+            self.components.begin(component)
+        with self.components.running_as(KUBE_APISERVER):
+            await self.server.start()
         # The controllers and nodes are clients like any other, over HTTPS.
         self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
         if self.options.cert_manager:
@@ -228,7 +275,13 @@ class DevCluster:
         if self.options.cert_manager:
             certmanager.setup(manager, self.server.ca_pem)
         self.manager = manager
-        self._tasks.append(asyncio.create_task(manager.start(), name="dev controllers"))
+        self._tasks.append(
+            asyncio.create_task(
+                manager.start(),
+                name="dev controllers",
+                context=self.components.context(KUBE_CONTROLLER_MANAGER),
+            )
+        )
         # `kubectl get componentstatuses` reports the controllers and the scheduler with them.
         for component in ("controller-manager", "scheduler"):
             self.server.components.register(component, self._controllers_health)
@@ -239,14 +292,30 @@ class DevCluster:
             self.host_ports,
             self.volume_directories,
         )
+        # The control-plane node, labelled as kubeadm marks it; kind leaves it untainted
+        # when no other node is a worker, and here every node is one.
+        static_pods = control_plane_pods(
+            self._control_plane(), advertise=f"{self.server.config.host}:{self.server.port}"
+        )
         for i in range(self.options.nodes):
-            self._start_node(
-                f"kubeforge-node-{i}" if self.options.nodes > 1 else "kubeforge-node", index=i
-            )
+            if i == 0:
+                self._start_node(
+                    self._node_name(i),
+                    index=i,
+                    labels=CONTROL_PLANE_LABELS,
+                    static_pods=static_pods,
+                )
+            else:
+                self._start_node(self._node_name(i), index=i)
         await self._wait_ready()
 
     def _start_node(
-        self, name: str, *, index: int | None, labels: Mapping[str, str] | None = None
+        self,
+        name: str,
+        *,
+        index: int | None,
+        labels: Mapping[str, str] | None = None,
+        static_pods: Sequence[Mapping[str, Any]] = (),
     ) -> SimulatedNode:
         if self._kubelet_client is None:
             self._kubelet_client = Client(self.cluster_config(), field_manager="kubelet")
@@ -259,6 +328,7 @@ class DevCluster:
             index=index,
             labels=labels,
             local=self.local,
+            static_pods=static_pods,
             watches=self._kubelet_watches,
         )
         self.nodes.append(node)
@@ -351,6 +421,7 @@ class DevCluster:
             await self.client.close()
             self.client = None
         await self.server.stop()
+        self.components.close()
         self.volume_directories.close()
         if self.backend is not None:
             self.backend.close()

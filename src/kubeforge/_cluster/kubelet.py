@@ -5,7 +5,8 @@ its Lease in `kube-node-lease` every 10 s (five times per node monitor grace per
 that is shorter than 50 s), gives each pod bound to it an IP of its pod
 subnet, and runs those pods, each with a `PodWorker` (podworker.py) from its first sight
 to its removal. It watches its own Node, as a kubelet does, for the health it is asked to
-simulate (nodehealth.py): reporting NotReady, or losing contact with the API server.
+simulate (nodehealth.py): reporting NotReady, or losing contact with the API server. The
+control-plane node also keeps the mirror pods of its static pods (staticpods.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import ipaddress
 import logging
 import platform
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ from kubeforge._cluster.options import ClusterOptions
 from kubeforge._cluster.podlogs import PodLogs
 from kubeforge._cluster.podworker import FIELD_MANAGER, PodWorker
 from kubeforge._cluster.projects import ImageMap
+from kubeforge._cluster.staticpods import MirrorPods, is_mirror_pod
 from kubeforge._runtime.events import EventRecorder
 from kubeforge._runtime.informer import HandlerFuncs
 
@@ -93,8 +95,9 @@ class SimulatedNode:
     `index` picks the node's pod subnet and address (default: the first one free);
     `local` is what running containers as local processes needs (default: the API server
     of `client`, the images of `options.images`). `health` is the health the node simulates
-    (nodehealth.py), taken from its Node's annotation. `watches`: informers shared with other
-    nodes (kubeletwatches.py; default: the node's own).
+    (nodehealth.py), taken from its Node's annotation. `static_pods` are the manifests of
+    the pods it runs by itself, shown as mirror pods (staticpods.py). `watches`: informers
+    shared with other nodes (kubeletwatches.py; default: the node's own).
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class SimulatedNode:
         index: int | None = None,
         labels: Mapping[str, str] | None = None,
         local: LocalRuntime | None = None,
+        static_pods: Sequence[Mapping[str, Any]] = (),
         watches: KubeletWatches | None = None,
     ) -> None:
         self.client = client
@@ -139,6 +143,7 @@ class SimulatedNode:
         self._running = False
         self._node_uid = ""
         self._closing: set[asyncio.Task[None]] = set()
+        self._spawned: set[asyncio.Future[None]] = set()
         self.health: NodeHealth = "ready"
         # Cleared while the node is cut off from the API server: its writes wait for it.
         self._reachable = asyncio.Event()
@@ -152,6 +157,7 @@ class SimulatedNode:
         self._renew_seconds = min(
             LEASE_RENEW_SECONDS, options.node_monitor_grace_period / RENEWALS_PER_GRACE_PERIOD
         )
+        self.mirror_pods = MirrorPods(self, static_pods) if static_pods else None
 
     # running ----------------------------------------------------------------------------------
 
@@ -165,6 +171,8 @@ class SimulatedNode:
         try:
             await self._register()
             self.registered.set()
+            if self.mirror_pods is not None:
+                self.spawn(self.mirror_pods.sync())
             # The kubelet's informers: its pods, and its own Node.
             self._watches.subscribe(
                 self.name,
@@ -190,6 +198,9 @@ class SimulatedNode:
                 self._watches.unsubscribe(self.name)
             if self._own_watches:
                 await self._watches.stop()
+            for spawned in list(self._spawned):
+                spawned.cancel()
+            await asyncio.gather(*self._spawned, return_exceptions=True)
             workers = list(self._workers.values())
             self._workers.clear()
             await asyncio.gather(
@@ -209,9 +220,32 @@ class SimulatedNode:
 
     # pods -------------------------------------------------------------------------------------
 
+    @property
+    def node_uid(self) -> str:
+        """The uid of the node's Node (once registered)."""
+        return self._node_uid
+
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run `work` alongside the node (until it stops), logging a failure."""
+        task = asyncio.ensure_future(work)
+        self._spawned.add(task)
+        task.add_done_callback(self._work_done)
+
+    def _work_done(self, task: asyncio.Future[None]) -> None:
+        self._spawned.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("node %s: %r", self.name, task.exception())
+
     def _on_pod(self, pod: dict[str, Any]) -> None:
         if not self._reachable.is_set():
             return  # unseen while cut off; caught up on when back (_catch_up)
+        if is_mirror_pod(pod):
+            # The kubelet's pod manager keeps mirror pods apart: they stand for static pods.
+            if self.mirror_pods is not None:
+                self.mirror_pods.observe(pod)
+            else:
+                self.spawn(self._delete_orphan(pod))
+            return
         uid = str(pod["metadata"].get("uid") or "")
         worker = self._workers.get(uid)
         if worker is None:
@@ -233,8 +267,25 @@ class SimulatedNode:
                 return worker.volumes
         return {}
 
+    async def _delete_orphan(self, pod: dict[str, Any]) -> None:
+        """Delete a mirror pod of no static pod here (the kubelet's HandlePodCleanups)."""
+        meta = pod["metadata"]
+        with contextlib.suppress(NotFound, Conflict):
+            await self.client.delete(
+                "v1/Pod",
+                meta["name"],
+                namespace=meta.get("namespace") or "",
+                grace_period_seconds=0,
+                preconditions={"uid": meta.get("uid")},
+            )
+
     def _on_delete(self, pod: dict[str, Any]) -> None:
         if not self._reachable.is_set():
+            return
+        if is_mirror_pod(pod):
+            # The static pod runs on: its containers and log stay.
+            if self.mirror_pods is not None:
+                self.mirror_pods.deleted(pod)
             return
         meta = pod["metadata"]
         worker = self._workers.pop(str(meta.get("uid") or ""), None)
@@ -335,6 +386,8 @@ class SimulatedNode:
                     # status manager puts back what the kubelet knows of them.
                     for worker in self._workers.values():
                         worker.republish()
+                    if self.mirror_pods is not None:
+                        self.mirror_pods.republish()
             self._applied = health
         async with self._health_applied:
             self._health_applied.notify_all()
@@ -349,6 +402,8 @@ class SimulatedNode:
         for uid, worker in list(self._workers.items()):
             if uid not in present:
                 self._on_delete(worker.pod)
+        if self.mirror_pods is not None:
+            self.spawn(self.mirror_pods.sync())
 
     async def _post_status(self) -> None:
         """Write the node's status now, retrying a failure a few times."""

@@ -8,6 +8,8 @@ and its container runtime serve them.
   what the client types reaches a local process's input when its container asks for one
   (`stdin: true`; `stdinOnce` closes it when the first attach ends) and is dropped
   otherwise, as a container without `stdin` drops it.
+- A control-plane component's mirror pod (staticpods.py) refuses all three, clearly: the
+  component runs inside the kubeforge process.
 - **port-forward** connects to the port of this machine that stands for the pod's container
   port (hostports.py): only a local process listens there. A port no process listens on,
   which is every port of a simulated pod, is refused as a pod's closed port is, and the
@@ -49,6 +51,17 @@ class ClusterStreams:
 
     def _worker(self, target: ContainerRef) -> PodWorker:
         node = self._node(target)
+        mirrors = node.mirror_pods if node is not None else None
+        if mirrors is not None and mirrors.static_pod_of(target.uid) is not None:
+            # A control-plane component: part of the kubeforge process, not a container
+            # that could run a command, take input or listen on a port of its own.
+            raise StreamRefused(
+                400,
+                "BadRequest",
+                f'container "{target.container}" of static pod {target.namespace}/'
+                f"{target.pod} runs inside the kubeforge process: it has no processes to "
+                "exec into, attach to or forward ports of",
+            )
         worker = node.worker(target.uid) if node is not None else None
         if worker is None:
             # The kubelet's answer for a pod it does not run (pkg/kubelet/server/server.go).

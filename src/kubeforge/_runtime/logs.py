@@ -33,6 +33,7 @@ __all__ = [
     "TextFormatter",
     "configure_logging",
     "current_reconcile",
+    "extra_fields",
     "reconcile_logger",
 ]
 
@@ -145,6 +146,15 @@ class TextFormatter(logging.Formatter):
 _RECORD_ATTRIBUTES = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
+def extra_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The fields a record was given beyond the standard ones (`extra=`, reconcile fields)."""
+    return {
+        key: value
+        for key, value in vars(record).items()
+        if key not in _RECORD_ATTRIBUTES and not key.startswith("_")
+    }
+
+
 class JSONFormatter(logging.Formatter):
     """One JSON object per record: `time` (RFC 3339, UTC), `level`, `logger`, `message`, the
     reconcile's fields, any `extra` fields, and `error` with the traceback of an exception."""
@@ -157,9 +167,8 @@ class JSONFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _RECORD_ATTRIBUTES and not key.startswith("_") and key not in entry:
-                entry[key] = value
+        for key, value in extra_fields(record).items():
+            entry.setdefault(key, value)
         if record.exc_info:
             entry["error"] = self.formatException(record.exc_info)
         elif record.exc_text:

@@ -23,6 +23,7 @@ from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.storage.store import Store
 from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas
 from kubeforge._apiserver.types.resource import GroupResource, ResourceType
+from kubeforge._apiserver.types.validation.core_pods import MIRROR_ANNOTATION
 
 __all__ = [
     "MOUNT_PATH",
@@ -171,8 +172,16 @@ class PodAdmission:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return
-        # Mirror pods (created by a kubelet from a static manifest) are left alone.
-        if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
+        # Mirror pods (made by a kubelet of a static pod) get no account, and may name none
+        # (plugin/pkg/admission/serviceaccount/admission.go).
+        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+            if spec.get("serviceAccountName"):
+                raise StatusError.forbidden(
+                    "",
+                    "pods",
+                    str(meta.get("name") or ""),
+                    "a mirror pod may not reference service accounts",
+                )
             return
         namespace = str(meta.get("namespace") or "")
         name = str(spec.get("serviceAccountName") or "default")

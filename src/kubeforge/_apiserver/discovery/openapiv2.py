@@ -39,7 +39,7 @@ from kubeforge._apiserver.discovery.openapi import (
     gv_path,
     type_signature,
 )
-from kubeforge._apiserver.http.server import Response
+from kubeforge._apiserver.http.messages import Response
 from kubeforge._apiserver.request.encoding import parse_accept
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.types.builtin_schemas import BuiltinSchemas

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
-from kubeforge._apiserver.http.server import Request, Response, Upgraded
+from kubeforge._apiserver.http.messages import Request, Response, Upgraded
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo
 from kubeforge._apiserver.request.user import UserInfo

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kubeforge._apiserver.handlers.call import Admissions, Call
 from kubeforge._apiserver.handlers.exchange import admitted, body, finish, written
 from kubeforge._apiserver.handlers.writes import Writes, Written
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.types.resource import ResourceType
 

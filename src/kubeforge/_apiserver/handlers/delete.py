@@ -16,7 +16,7 @@ import orjson
 from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
 from kubeforge._apiserver.handlers.exchange import body, finish
 from kubeforge._apiserver.handlers.writes import Writes, Written
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.request.deleteoptions import (
     decode_delete_options,
     delete_options_from_query,

@@ -16,7 +16,7 @@ import yaml
 
 from kubeforge._apiserver.handlers.call import Call
 from kubeforge._apiserver.handlers.writes import Written, run_now
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.request.encoding import (
     Negotiated,
     negotiate,

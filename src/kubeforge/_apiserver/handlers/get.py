@@ -20,7 +20,7 @@ from kubeforge._apiserver.handlers.exchange import (
     negotiated,
     partial,
 )
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.printing.tables import to_table
 from kubeforge._apiserver.request.encoding import Negotiated
 from kubeforge._apiserver.storage.codec import Codec

@@ -16,7 +16,7 @@ from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
 from kubeforge._apiserver.handlers.exchange import finish, patch_body
 from kubeforge._apiserver.handlers.writes import Writes, Written
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.request import nesting
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.queryparams import query_flag

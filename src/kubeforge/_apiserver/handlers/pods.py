@@ -13,7 +13,7 @@ from kubeforge._api.machinery.fielderror import FieldError
 from kubeforge._apiserver.handlers.call import Call, stored_object
 from kubeforge._apiserver.handlers.eviction import Evictions
 from kubeforge._apiserver.handlers.writes import Writes
-from kubeforge._apiserver.http.server import Request, ResponseStream
+from kubeforge._apiserver.http.messages import Request, ResponseStream
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo
 from kubeforge._apiserver.request.queryparams import query_flag

@@ -27,7 +27,7 @@ from kubeforge._apiserver.handlers.pods import PodSubresources
 from kubeforge._apiserver.handlers.scale import ScaleHandler
 from kubeforge._apiserver.handlers.update import UpdateHandler
 from kubeforge._apiserver.handlers.writes import Writes, Written, run_now
-from kubeforge._apiserver.http.server import Request, Response, ResponseStream, Upgraded
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream, Upgraded
 from kubeforge._apiserver.request.encoding import read_body
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.storage.codec import Codec

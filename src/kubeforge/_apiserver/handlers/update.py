@@ -9,7 +9,7 @@ from typing import Any
 from kubeforge._apiserver.handlers.call import Admissions, Call, stored_object
 from kubeforge._apiserver.handlers.exchange import body, finish
 from kubeforge._apiserver.handlers.writes import Writes, Written
-from kubeforge._apiserver.http.server import Request, Response
+from kubeforge._apiserver.http.messages import Request, Response
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.storage.store import Store
 

@@ -19,7 +19,7 @@ import orjson
 
 from kubeforge._apiserver.handlers.call import Call
 from kubeforge._apiserver.handlers.exchange import include_object, negotiated, partial
-from kubeforge._apiserver.http.server import Request, Response, ResponseStream
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream
 from kubeforge._apiserver.printing.tables import to_table
 from kubeforge._apiserver.request.encoding import Negotiated
 from kubeforge._apiserver.request.errors import StatusError

@@ -28,7 +28,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from kubeforge._apiserver.http.server import Request, Response, ResponseStream, Upgraded
+from kubeforge._apiserver.http.messages import Request, Response, ResponseStream, Upgraded
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo
 

@@ -1,5 +1,5 @@
 """The streaming protocols of exec, attach and port-forward, spoken on a connection the HTTP
-layer has upgraded (`http/server.py`, `Upgraded`).
+layer has upgraded (`http/messages.py`, `Upgraded`).
 
 `runtime.py` is what the server asks of the node that runs the containers (a development
 cluster registers one); `websocket.py` is the channel protocol over WebSockets

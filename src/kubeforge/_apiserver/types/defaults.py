@@ -610,7 +610,9 @@ def _default_hpa_rules(rules: Obj, stabilization: int, policies: list[Obj]) -> N
     if rules.get("stabilizationWindowSeconds") is None:
         rules["stabilizationWindowSeconds"] = stabilization
     _set(rules, "selectPolicy", "Max")
-    if not rules.get("policies"):
+    # Only absent policies are defaulted: an empty list stays, for validation to refuse
+    # (copyHPAScalingRules in pkg/apis/autoscaling/v2/defaults.go checks for nil).
+    if rules.get("policies") is None:
         rules["policies"] = policies
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from kubeforge._api.machinery.access import as_dict, as_list
+from kubeforge._api.machinery.quantity import decode_quantity
 
 __all__ = ["hpa_v1_to_v2", "hpa_v2_to_v1"]
 
@@ -214,13 +215,102 @@ def hpa_v2_to_v1(obj: Obj) -> Obj:
     return out
 
 
-def _annotation(annotations: dict[str, Any], key: str) -> Any:
+# -- annotations as the Go types read them ------------------------------------------------------
+
+# kube-apiserver reads an annotation into its Go type and ignores the annotation when that
+# fails (a string where a number goes, a number out of int32's range, a quantity that does
+# not parse). Each shape names its fields as they are matched: case-insensitively, as Go's
+# encoding/json does, unknown ones ignored.
+_INT32 = "int32"
+_STRING = "string"
+_QUANTITY = "quantity"
+_OBJECT = "object"
+Shape = str | dict[str, Any] | list[Any]
+_REFERENCE: Shape = {"kind": _STRING, "name": _STRING, "apiVersion": _STRING}
+_V1_RESOURCE: Shape = {
+    "name": _STRING,
+    "targetAverageUtilization": _INT32,
+    "targetAverageValue": _QUANTITY,
+    "container": _STRING,
+}
+# autoscaling/v1's MetricSpec (staging/src/k8s.io/api/autoscaling/v1/types.go).
+_V1_METRIC: Shape = {
+    "type": _STRING,
+    "object": {
+        "target": _REFERENCE,
+        "metricName": _STRING,
+        "targetValue": _QUANTITY,
+        "selector": _OBJECT,
+        "averageValue": _QUANTITY,
+    },
+    "pods": {"metricName": _STRING, "targetAverageValue": _QUANTITY, "selector": _OBJECT},
+    "resource": _V1_RESOURCE,
+    "containerResource": _V1_RESOURCE,
+    "external": {
+        "metricName": _STRING,
+        "metricSelector": _OBJECT,
+        "targetValue": _QUANTITY,
+        "targetAverageValue": _QUANTITY,
+    },
+}
+_SCALING_RULES: Shape = {
+    "stabilizationWindowSeconds": _INT32,
+    "selectPolicy": _STRING,
+    "policies": [{"type": _STRING, "value": _INT32, "periodSeconds": _INT32}],
+    "tolerance": _QUANTITY,
+}
+# The internal HorizontalPodAutoscalerBehavior (pkg/apis/autoscaling/types.go).
+_BEHAVIOR: Shape = {"scaleUp": _SCALING_RULES, "scaleDown": _SCALING_RULES}
+
+
+class _Unfit(Exception):
+    """A value the Go type cannot hold."""
+
+
+def _go_read(value: Any, shape: Shape) -> Any:
+    """`value` as read into a Go value of `shape`, back in JSON (null fields dropped)."""
+    if value is None:
+        return None
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            raise _Unfit
+        return [_go_read(item, shape[0]) for item in value]
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise _Unfit
+        folded = {name.lower(): name for name in shape}
+        out: Obj = {}
+        for key, item in value.items():
+            name = key if key in shape else folded.get(key.lower())
+            if name is not None:
+                _put(out, name, _go_read(item, shape[name]))
+        return out
+    fits = {
+        _INT32: lambda: type(value) is int and -(2**31) <= value < 2**31,
+        _STRING: lambda: isinstance(value, str),
+        _QUANTITY: lambda: decode_quantity(value) is not None,
+        _OBJECT: lambda: isinstance(value, dict),
+    }[shape]()
+    if not fits:
+        raise _Unfit
+    return value
+
+
+def _annotation(annotations: dict[str, Any], key: str, shape: Shape | None = None) -> Any:
+    """An annotation's JSON, or None when it is absent, not JSON, or (given `shape`) not
+    readable into the Go type."""
     text = annotations.get(key)
     if not isinstance(text, str):
         return None
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:
+        return None
+    if shape is None:
+        return value
+    try:
+        return _go_read(value, shape)
+    except _Unfit:
         return None
 
 
@@ -237,7 +327,7 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
         _put(v2_spec, key, copy.deepcopy(spec.get(key)))
     metrics = [
         _from_v1(m, "target")
-        for m in as_list(_annotation(annotations, METRICS))
+        for m in as_list(_annotation(annotations, METRICS, [_V1_METRIC]))
         if isinstance(m, dict)
     ]
     cpu = spec.get("targetCPUUtilizationPercentage")
@@ -254,9 +344,9 @@ def hpa_v1_to_v2(obj: Obj) -> Obj:
             }
         )
     v2_spec["metrics"] = metrics
-    behavior = _annotation(annotations, BEHAVIOR)
+    behavior = _annotation(annotations, BEHAVIOR, _BEHAVIOR)
     if isinstance(behavior, dict):
-        v2_spec["behavior"] = _first_letters(behavior, str.lower)
+        v2_spec["behavior"] = behavior
     out["spec"] = v2_spec
 
     if "status" in obj:

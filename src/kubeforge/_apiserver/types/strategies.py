@@ -20,6 +20,7 @@ from kubeforge._api.machinery.names import validate_builtin_finalizers
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._apiserver.request.user import UserInfo
 from kubeforge._apiserver.types import defaults
+from kubeforge._apiserver.types.validation import autoscaling
 from kubeforge._apiserver.types.validation.certificates import (
     validate_csr,
     validate_csr_approval_update,
@@ -30,10 +31,10 @@ from kubeforge._apiserver.types.validation.common import (
     UpdateValidator,
     semantic_equal,
 )
-from kubeforge._apiserver.types.validation.core_pods import pod_qos_class
+from kubeforge._apiserver.types.validation.core_pods import MIRROR_ANNOTATION, pod_qos_class
 from kubeforge._apiserver.types.validation.registry import VALIDATORS
 
-__all__ = ["BuiltinStrategy", "Strategy", "strategy_for"]
+__all__ = ["SYSTEM_PRIORITY_CLASSES", "BuiltinStrategy", "Strategy", "strategy_for"]
 
 Obj = dict[str, Any]
 
@@ -201,7 +202,22 @@ def _finalizer_errors(obj: Obj) -> list[FieldError]:
 
 # What the default admission plugins add to pods: the default service account, a priority
 # from the (built-in) priority classes, and tolerations for unreachable and not-ready nodes.
-_SYSTEM_PRIORITIES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+# The PriorityClasses every cluster has (pkg/apis/scheduling/helpers.go): name, value,
+# description.
+SYSTEM_PRIORITY_CLASSES = (
+    (
+        "system-node-critical",
+        2000001000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2000000000,
+        "Used for system critical pods that must run in the cluster, but can be moved to "
+        "another node if necessary.",
+    ),
+)
+_SYSTEM_PRIORITIES = {name: value for name, value, _ in SYSTEM_PRIORITY_CLASSES}
 _NODE_TOLERATIONS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
 DEFAULT_TOLERATION_SECONDS = 300
 
@@ -241,9 +257,12 @@ class PodStrategy(BuiltinStrategy):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             spec = obj["spec"] = {}
-        account = spec.get("serviceAccountName") or "default"
-        spec["serviceAccountName"] = account
-        spec["serviceAccount"] = account
+        # The ServiceAccount admission plugin gives every pod but a mirror pod its namespace's
+        # default account (plugin/pkg/admission/serviceaccount/admission.go).
+        if MIRROR_ANNOTATION not in as_dict(as_dict(obj.get("metadata")).get("annotations")):
+            account = spec.get("serviceAccountName") or "default"
+            spec["serviceAccountName"] = account
+            spec["serviceAccount"] = account
         priority_class = spec.get("priorityClassName")
         priority_class = priority_class if isinstance(priority_class, str) else ""
         if not priority_class or priority_class in _SYSTEM_PRIORITIES:
@@ -726,7 +745,7 @@ _GENERIC_META_GROUPS = frozenset(
 _VERSIONED: dict[tuple[str, str, str], Callable[[], Strategy]] = {
     ("autoscaling", "HorizontalPodAutoscaler", "v1"): lambda: BuiltinStrategy(
         defaults.default_hpa_v1,
-        None,
+        (autoscaling.validate_hpa_v1, autoscaling.validate_hpa_v1_update),
         STATUS_ON_CREATE[("autoscaling", "HorizontalPodAutoscaler")],
     ),
 }

@@ -7,8 +7,9 @@ schedulable (or the pod tolerates that), is Ready, has no NoSchedule/NoExecute t
 pod does not tolerate, matches the pod's node selector and required node affinity, and
 has room: fewer pods than its allocatable `pods`, and enough allocatable cpu and memory
 for the pod's requests. Among the nodes that fit, the one running the fewest pods wins
-(ties go round). The pod is bound through `pods/binding`; a pod no node fits gets the
-PodScheduled=False condition (reason Unschedulable) with upstream's message, e.g.
+(ties go round; the control plane's mirror pods are not counted). The pod is bound
+through `pods/binding`; a pod no node fits gets the PodScheduled=False condition (reason
+Unschedulable) with upstream's message, e.g.
 `0/2 nodes are available: 2 node(s) were unschedulable. preemption: 0/2 nodes are
 available: 2 Preemption is not helpful for scheduling.`, and a FailedScheduling event; it
 is tried again when nodes change, when a bound pod finishes or goes, and every 30 s.
@@ -21,6 +22,7 @@ provisionable there; the pod is bound once the claims bound for the chosen node 
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -41,17 +43,21 @@ from kubeforge._cluster.controllers.volumebinding import (
     BindingPlan,
     VolumeBinding,
 )
+from kubeforge._cluster.staticpods import is_mirror_pod
 from kubeforge._runtime.handler import Queue
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
 __all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 
+log = logging.getLogger("kubeforge.scheduler")
+
 POD = "v1/Pod"
 NODE = "v1/Node"
 SCHEDULER_NAME = "default-scheduler"
 # Cache indexes: the node a pod occupies (bound and not finished), and pods to schedule.
 NODE_INDEX = "kubeforge.dev/occupied-node"
+MIRROR_INDEX = "kubeforge.dev/mirror-pod-node"
 PENDING_INDEX = "kubeforge.dev/unscheduled"
 RETRY_SECONDS = 30.0
 # How often a pod whose node is chosen looks again at its claims' binding (PreBind's poll).
@@ -94,6 +100,10 @@ def _occupied_node(pod: Mapping[str, Any]) -> Iterable[str]:
     if node and status_of(pod).get("phase") not in TERMINAL:
         return (str(node),)
     return ()
+
+
+def _mirror_on_node(pod: Mapping[str, Any]) -> Iterable[str]:
+    return _occupied_node(pod) if is_mirror_pod(pod) else ()
 
 
 def _pending(pod: Mapping[str, Any]) -> Iterable[str]:
@@ -374,6 +384,8 @@ class Scheduler(Reconciler):
         except (Conflict, NotFound):
             return None  # bound by someone else, being deleted, or gone
         self._assumed[str(request)] = (node_name, requests)
+        # As schedule_one.go logs each binding (at verbosity 2).
+        log.info("Successfully bound pod to node", extra={"pod": str(request), "node": node_name})
         self.events.record(
             pod,
             "Normal",
@@ -465,7 +477,9 @@ class Scheduler(Reconciler):
                 free = _allocatable(node, resource)
                 if requests[resource] and free >= 0 and used[resource] + requests[resource] > free:
                     problems.append(f"Insufficient {resource}")
-        return problems, True, load
+        # The control plane's mirror pods take room but do not count against the node in
+        # the ranking, which stands for kube-scheduler's scoring by requested resources.
+        return problems, True, load - len(store.by_index(MIRROR_INDEX, name))
 
     def _choose(self, fits: list[tuple[int, str]]) -> str:
         """The least loaded node; equally loaded ones take turns."""
@@ -515,6 +529,7 @@ class Scheduler(Reconciler):
 def setup(manager: Manager) -> None:
     """Register the scheduler with `manager`."""
     manager.cache.index_field(POD, NODE_INDEX, _occupied_node)
+    manager.cache.index_field(POD, MIRROR_INDEX, _mirror_on_node)
     manager.cache.index_field(POD, PENDING_INDEX, _pending)
     index_pods_by_claim(manager)
     scheduler = Scheduler(manager)

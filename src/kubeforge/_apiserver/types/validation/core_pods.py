@@ -35,6 +35,7 @@ from kubeforge._apiserver.types.validation.common import (
 
 __all__ = [
     "INT32_MAX",
+    "MIRROR_ANNOTATION",
     "PORT_RANGE",
     "PROTOCOLS",
     "pod_qos_class",
@@ -822,10 +823,35 @@ def validate_pod_template(
     return errs
 
 
+# What makes a pod a kubelet's mirror of a static pod (pkg/apis/core MirrorPodAnnotationKey).
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+_MIRROR_PATH = f"metadata.annotations[{MIRROR_ANNOTATION}]"
+
+
+def _mirror_errors(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidatePodSpecificAnnotations: a mirror pod is bound; and
+    ValidatePodSpecificAnnotationUpdates: the annotation is neither added, changed nor removed
+    (pkg/apis/core/validation/validation.go)."""
+    annotations = as_dict(as_dict(obj.get("metadata")).get("annotations"))
+    value = annotations.get(MIRROR_ANNOTATION)
+    if old is None:
+        if value is not None and not as_dict(obj.get("spec")).get("nodeName"):
+            message = "must set spec.nodeName if mirror pod annotation is set"
+            return [FieldError.invalid(_MIRROR_PATH, value, message)]
+        return []
+    before = as_dict(as_dict(old.get("metadata")).get("annotations")).get(MIRROR_ANNOTATION)
+    if before == value:
+        return []
+    if before is None:
+        return [FieldError.forbidden(_MIRROR_PATH, "may not add mirror pod annotation")]
+    return [FieldError.forbidden(_MIRROR_PATH, "may not remove or update mirror pod annotation")]
+
+
 def validate_pod(obj: Obj) -> list[FieldError]:
     """A new Pod."""
     spec = as_dict(obj.get("spec"))
     errs = validate_pod_spec(spec, "spec")
+    errs += _mirror_errors(obj, None)
     if spec.get("ephemeralContainers"):
         errs.append(FieldError.forbidden("spec.ephemeralContainers", "cannot be set on create"))
     if spec.get("nodeName") and spec.get("schedulingGates"):
@@ -870,6 +896,7 @@ def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
             if not as_str(as_dict(container).get("image")):
                 errs.append(FieldError.required(f"spec.{key}[{i}].image", ""))
     errs += validate_pod_spec(spec, "spec")
+    errs += _mirror_errors(obj, old)
     deadline = as_int(spec.get("activeDeadlineSeconds"))
     old_deadline = as_int(old_spec.get("activeDeadlineSeconds"))
     if deadline is not None:

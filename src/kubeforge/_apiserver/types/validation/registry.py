@@ -21,6 +21,7 @@ from kubeforge._apiserver.types.validation.apps import (
     validate_statefulset,
     validate_statefulset_update,
 )
+from kubeforge._apiserver.types.validation.autoscaling import validate_hpa, validate_hpa_update
 from kubeforge._apiserver.types.validation.batch import (
     validate_cronjob,
     validate_cronjob_update,
@@ -131,6 +132,7 @@ VALIDATORS: dict[tuple[str, str], tuple[CreateValidator, UpdateValidator]] = {
     ("apps", "ReplicaSet"): (validate_replicaset, validate_replicaset_update),
     ("apps", "StatefulSet"): (validate_statefulset, validate_statefulset_update),
     ("apps", "DaemonSet"): (validate_daemonset, validate_daemonset_update),
+    ("autoscaling", "HorizontalPodAutoscaler"): (validate_hpa, validate_hpa_update),
     ("batch", "Job"): (validate_job, validate_job_update),
     ("batch", "CronJob"): (validate_cronjob, validate_cronjob_update),
     ("coordination.k8s.io", "Lease"): (validate_lease, validate_lease_update),

@@ -1,0 +1,1 @@
+"""The API types of kvstore: one package per version (`kubeforge create api`)."""

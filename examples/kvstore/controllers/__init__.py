@@ -1,0 +1,1 @@
+"""The controllers of kvstore: one module per kind (`kubeforge create api`)."""

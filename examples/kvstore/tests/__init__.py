@@ -1,0 +1,1 @@
+"""Tests of kvstore, each on its own development cluster."""
