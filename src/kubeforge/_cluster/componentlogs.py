@@ -190,9 +190,14 @@ class _Collector(logging.Handler):
             # A handler also on kubeforge's own logger has had the record already (pytest
             # puts its capturing handlers on loggers that do not propagate).
             own = logging.getLogger(_ROOT_LOGGER).handlers
-            for handler in logging.getLogger().handlers:
+            handlers = logging.getLogger().handlers
+            for handler in handlers:
                 if handler not in own and record.levelno >= handler.level:
                     handler.handle(record)
+            # With no handler configured, Python's last resort prints warnings to stderr.
+            last = logging.lastResort
+            if not handlers and last is not None and record.levelno >= last.level:
+                last.handle(record)
 
     def _threshold(self, name: str) -> int:
         """The level a record of logger `name` needed before collecting began."""

@@ -157,6 +157,8 @@ class HTTPServer:
         # Over the cap, being answered (429, or a probe's answer); oldest first.
         self.refusing: dict[_Connection, None] = {}
         self.refused_connections = 0  # turned away over the cap, since the start
+        # Handlers of connections their clients closed, cancelled and not yet unwound.
+        self.ending: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> int:
@@ -208,6 +210,10 @@ class HTTPServer:
                 break
             # A pipelined request behind one in progress may start a task of its own.
             await asyncio.wait(busy, timeout=remaining)
+        if self.ending:
+            # Stopped means no handler of this server runs any more, not even one unwinding
+            # from its client's going.
+            await asyncio.wait(set(self.ending), timeout=self.shutdown_timeout)
 
     def make_room(self) -> bool:
         """Close the oldest connection over the cap still waiting for its request, for a new
@@ -322,6 +328,8 @@ class _Connection(asyncio.Protocol):
             # A streaming handler (a watch) ends when its client goes; a switched protocol
             # reads the end of its input and finishes by itself.
             self.task.cancel()
+            self.server.ending.add(self.task)
+            self.task.add_done_callback(self.server.ending.discard)
 
     def pause_writing(self) -> None:
         if self.drain is None or self.drain.done():
