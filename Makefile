@@ -7,15 +7,16 @@ EXAMPLE ?= cnat
 # Each example is its own project (its own api/ package): checked and tested one at a time.
 EXAMPLES := $(patsubst examples/%/main.py,%,$(wildcard examples/*/main.py))
 PYTEST_ARGS ?=
-# The main suite runs on one worker per core (at most four; pytest-xdist): its tests wait on
-# servers and kubectl much of the time. PYTEST_WORKERS=0 runs it in this process.
-PYTEST_WORKERS ?= auto
+# The main suite runs on three workers (pytest-xdist; at most four): its tests wait on servers
+# and kubectl much of the time, so two cores keep three busy. PYTEST_WORKERS=0 runs it in this
+# process.
+PYTEST_WORKERS ?= 3
 
 # Each example's own suite in its own directory (decision 11), a few at once: they mostly wait
 # on their clusters. Each suite's output is printed whole when it ends.
-EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py $(EXAMPLES) -- $(PYTEST_ARGS)
+EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py --jobs 2 $(EXAMPLES) -- $(PYTEST_ARGS)
 
-.PHONY: demo test test-existing lint typecheck bench dev clean venv
+.PHONY: demo test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv
 
 venv: $(STAMP)
 
@@ -36,22 +37,41 @@ typecheck: $(STAMP)
 	$(BIN)/mypy src
 	for e in $(EXAMPLES); do (cd examples/$$e && ../../$(BIN)/mypy .) || exit 1; done
 
-test: lint typecheck
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
-	$(EXAMPLE_TESTS)
-	$(MAKE) --no-print-directory test-existing
+# The checks and the main suite at once (the suite's workers leave room for mypy), then the
+# examples' suites, on clusters of their own and on running ones, at once.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 lint typecheck test-suite
+	$(MAKE) --no-print-directory -j3 --output-sync=target \
+		test-examples test-existing-one test-existing-multinode
 
-# The examples' suites again, all against one `kubeforge dev` as they would run against kind
-# or a real cluster (KUBEFORGE_USE_EXISTING_CLUSTER=1; docs/testing.md): the cluster is
-# started in the background and stopped afterwards, also when a suite fails. Three nodes and
-# the kvstore example's store image run from its directory: its suite fails members over
-# between nodes and checks the data they keep in their volumes. One suite at a time: every
-# example deploys its manager as the same ServiceAccount with RBAC of the same names, as
-# `kubeforge init` scaffolds it, so two at once would overwrite each other's rights.
-EXISTING_CLUSTER := --nodes 3 --image kvstore:0.1=examples/kvstore/store
-test-existing: $(STAMP)
-	$(BIN)/python tools/on_dev_cluster.py $(EXISTING_CLUSTER) -- \
-		$(BIN)/python tools/run_examples.py --jobs 1 $(EXAMPLES) -- $(PYTEST_ARGS)
+test-suite: $(STAMP)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --maxprocesses 4 $(PYTEST_ARGS)
+
+# The examples' own suites, each on the test cluster it starts itself.
+test-examples: $(STAMP)
+	$(EXAMPLE_TESTS)
+
+# The examples' suites again, against a running `kubeforge dev` as they would run against kind
+# or a real cluster (KUBEFORGE_USE_EXISTING_CLUSTER=1; docs/testing.md): each cluster is
+# started in the background and stopped afterwards, also when a suite fails. On one cluster
+# the suites run one at a time: every example deploys its manager as the same ServiceAccount
+# with RBAC of the same names, as `kubeforge init` scaffolds it, so two at once would
+# overwrite each other's rights. The kvstore example has a cluster of its own, with three
+# nodes and its store image run from its directory: its suite fails members over between
+# nodes and checks the data they keep in their volumes.
+MULTINODE_EXAMPLES := kvstore
+MULTINODE_CLUSTER := --nodes 3 --image kvstore:0.1=examples/kvstore/store
+EXISTING_SUITES := tools/run_examples.py --jobs 1
+test-existing:
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-existing-one test-existing-multinode
+
+test-existing-one: $(STAMP)
+	$(BIN)/python tools/on_dev_cluster.py -- $(BIN)/python $(EXISTING_SUITES) \
+		$(filter-out $(MULTINODE_EXAMPLES),$(EXAMPLES)) -- $(PYTEST_ARGS)
+
+test-existing-multinode: $(STAMP)
+	$(BIN)/python tools/on_dev_cluster.py $(MULTINODE_CLUSTER) -- $(BIN)/python $(EXISTING_SUITES) \
+		$(MULTINODE_EXAMPLES) -- $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk

@@ -63,10 +63,11 @@ async def phase_is(kubectl: Kubectl, name: str, phase: str) -> bool:
 async def test_an_at_runs_its_command_once_its_time_has_come(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
-    await kubectl.apply(at_manifest("hello", "echo hello from cnat", in_seconds=2))
+    await kubectl.apply(at_manifest("hello", "echo hello from cnat", in_seconds=5))
 
-    # PENDING until the schedule, shown in the printer column.
-    assert await eventually(lambda: phase_shown(kubectl, "hello")) == "PENDING"
+    # PENDING until the schedule, shown in the printer column (the first reconcile may wait
+    # for the manager's caches on a busy machine).
+    assert await eventually(lambda: phase_shown(kubectl, "hello"), timeout=30) == "PENDING"
     await eventually(lambda: phase_is(kubectl, "hello", "RUNNING"), timeout=15)
     await eventually(lambda: phase_is(kubectl, "hello", "DONE"), timeout=15)
 
