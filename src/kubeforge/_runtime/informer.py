@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.selectors import LabelSelector
 from kubeforge._client.client import Client, KindLike
 from kubeforge._runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
@@ -307,7 +308,7 @@ class Informer:
         await self.synced.wait()
         while True:
             # Jitter spreads the resyncs of many informers apart (±10%).
-            await asyncio.sleep(self.resync_period * random.uniform(0.9, 1.1))
+            await clock.sleep(self.resync_period * random.uniform(0.9, 1.1))
             self.resync()
 
     def resync(self) -> None:

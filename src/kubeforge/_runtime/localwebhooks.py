@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge._api.webhooks import (
     MUTATING_CONFIGURATION,
@@ -139,7 +140,7 @@ async def wait_until_serving(server: WebhookServer, timeout: float = 10.0) -> No
     while not await server.ready():
         if loop.time() >= deadline:
             raise TimeoutError(f"the webhook server at {server.url} did not answer in {timeout} s")
-        await asyncio.sleep(0.05)
+        await clock.sleep(0.05)
 
 
 @dataclass

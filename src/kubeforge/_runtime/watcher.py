@@ -15,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from kubeforge import clock
 from kubeforge._client.client import Client, KindLike
 from kubeforge._client.errors import Gone
 from kubeforge._client.watch import BOOKMARK, DELETED
@@ -57,7 +57,7 @@ class _Backoff:
         self.last_failure = 0.0
 
     def next(self) -> float:
-        now = time.monotonic()
+        now = clock.monotonic()
         if now - self.last_failure > self.reset_after:
             self.current = self.initial
         self.last_failure = now
@@ -126,7 +126,7 @@ class Watcher:
                     exc,
                     delay,
                 )
-                await asyncio.sleep(delay)
+                await clock.sleep(delay)
 
     async def _list(self, sink: EventSink) -> None:
         scope = self.scope
@@ -149,7 +149,7 @@ class Watcher:
     async def _watch(self, sink: EventSink) -> None:
         low, high = self.timeout
         timeout = random.randint(low, high)
-        started = time.monotonic()
+        started = clock.monotonic()
         async for event in self.client.watch(
             self.kind,
             namespace=self.scope,
@@ -173,7 +173,7 @@ class Watcher:
                 sink.apply(event.object)
             if rv:
                 self.resource_version = rv
-        if time.monotonic() - started < timeout - 1:
+        if clock.monotonic() - started < timeout - 1:
             # The server closed the stream long before its timeout: count it, then resume.
             self.on_restart("closed")
 

@@ -15,6 +15,7 @@ import datetime as dt
 import secrets
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._api.machinery.timestamps import format_time, now_rfc3339
 from kubeforge._apiserver.auth.tokenrequest import read_token_request, validate_token_request
 from kubeforge._apiserver.auth.tokens import BoundObject, TokenIssuer
@@ -163,7 +164,7 @@ class PodAdmission:
         while self.store.get(SERVICE_ACCOUNTS, namespace, "default") is None:
             if loop.time() >= deadline:
                 return
-            await asyncio.sleep(0.05)
+            await clock.sleep(0.05)
 
     def __call__(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if old is not None or rt.group != "" or rt.plural != "pods":

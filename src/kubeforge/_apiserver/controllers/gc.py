@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, NamedTuple
 
+from kubeforge import clock
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._apiserver.controllers.writer import Writer
 from kubeforge._apiserver.handlers.call import Call
@@ -71,7 +72,7 @@ class WorkQueue:
     def add(self, key: str, delay: float = 0.0) -> None:
         """Queue `key` now, or after `delay` seconds."""
         if delay > 0:
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._sequence), key))
+            heapq.heappush(self._delayed, (clock.monotonic() + delay, next(self._sequence), key))
         else:
             self._ready[key] = None
         self._wakeup.set()
@@ -97,7 +98,7 @@ class WorkQueue:
                 pass
 
     def _promote(self) -> None:
-        now = time.monotonic()
+        now = clock.monotonic()
         delayed = self._delayed
         while delayed and delayed[0][0] <= now:
             self._ready[heapq.heappop(delayed)[2]] = None
@@ -108,7 +109,7 @@ class WorkQueue:
             self._promote()
             if not self._ready:
                 self._wakeup.clear()
-                timeout = self._delayed[0][0] - time.monotonic() if self._delayed else None
+                timeout = self._delayed[0][0] - clock.monotonic() if self._delayed else None
                 if timeout is None or timeout > 0:
                     try:
                         await asyncio.wait_for(self._wakeup.wait(), timeout)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from email.utils import formatdate, parsedate_to_datetime
@@ -31,6 +30,7 @@ from typing import Any
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.definitions import INT_OR_STRING, OBJECT_META, QUANTITY
 from kubeforge._apiserver.discovery import openapiv2_proto
 from kubeforge._apiserver.discovery.openapi import (
@@ -502,7 +502,7 @@ class OpenAPIV2:
                 if built is None:
                     built = self._build(grouped, keys)
                     _remember(_DOCUMENTS, key, built, _DOCUMENTS_SIZE)
-                self._current = V2Document(built, self._definitions(), time.time())
+                self._current = V2Document(built, self._definitions(), clock.time())
                 self._key = key
             self._generation = generation
             return self._current
