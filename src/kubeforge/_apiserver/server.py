@@ -266,6 +266,8 @@ class APIServer:
             limits=cfg.connections,
         )
         self.port = self.config.port = await self._http.start(cfg.host, cfg.port, ssl_context)
+        if cfg.local_socket is not None:
+            await self._http.serve_unix(str(cfg.local_socket))
         # The `kubernetes` Service's endpoints point at the port actually bound.
         self.allocators.ensure_kubernetes_service(cfg.host, self.port)
         jwks_uri = cfg.service_account_jwks_uri
