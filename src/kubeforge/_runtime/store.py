@@ -139,6 +139,18 @@ class Store:
             raise KeyError(f"no index named {name!r}")
         return frozenset(self._indexes[name].get(value, ()))
 
+    def count_under(self, name: str, value: str) -> int:
+        """How many keys are found under `value` in index `name` (nothing is copied)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return len(self._indexes[name].get(value, ()))
+
+    def is_under(self, name: str, value: str, key: str) -> bool:
+        """Whether `key` is found under `value` in index `name` (nothing is copied)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return key in self._indexes[name].get(value, ())
+
     def by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects found under `value` in index `name`."""
         if name not in self._indexes:

@@ -189,6 +189,33 @@ def _allocatable(node: Mapping[str, Any], resource: str) -> Decimal:
     return resource_amount(value) if value is not None else Decimal(-1)
 
 
+_UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class _NodeFacts:
+    """What the scheduler reads of a Node for every pod, worked out once per change of it."""
+
+    __slots__ = ("allocatable", "deleting", "max_pods", "name", "node", "taints", "unschedulable")
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        self.node = node
+        self.name = str(node["metadata"]["name"])
+        self.deleting = is_deleting(node)
+        spec = spec_of(node)
+        self.unschedulable = bool(spec.get("unschedulable"))
+        # The taints that keep pods off: the node's own, and the one the node lifecycle
+        # controller would put on a node that is not Ready.
+        taints = [
+            t for t in spec.get("taints") or () if t.get("effect") in ("NoSchedule", "NoExecute")
+        ]
+        readiness = _readiness_taint(node)
+        if readiness is not None:
+            taints.append(readiness)
+        self.taints = taints
+        self.max_pods = _allocatable(node, "pods")
+        self.allocatable = {resource: _allocatable(node, resource) for resource in RESOURCES}
+
+
 def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
     """Upstream's FitError text: reasons counted over nodes, sorted, and what preemption
     could do."""
@@ -240,8 +267,8 @@ class Scheduler(Reconciler):
         self.volumes = VolumeBinding(manager.client)
         self._manager = manager
         self._turn = 0
-        # Node key -> (its cached bytes, decoded): see _nodes.
-        self._decoded_nodes: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        # Node key -> (its cached bytes, what they say): see _nodes.
+        self._decoded_nodes: dict[str, tuple[bytes, _NodeFacts]] = {}
 
     # mapping events to pods -------------------------------------------------------------------
 
@@ -281,7 +308,7 @@ class Scheduler(Reconciler):
             return await self._finish_volume_binding(pod, request, waiting)
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
-        nodes = [n for n in self._nodes() if not is_deleting(n)]
+        nodes = [n for n in self._nodes() if not n.deleting]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
@@ -300,10 +327,10 @@ class Scheduler(Reconciler):
         plans: dict[str, BindingPlan] = {}
         assumed = self._assumed_by_node()
         for node in nodes:
-            name = str(node["metadata"]["name"])
+            name = node.name
             problems, resolvable, load = self._check(pod, node, requests, assumed.get(name, ()))
             if not problems and not claims.empty:
-                problems, plans[name] = await self.volumes.filter(claims, node, volumes)
+                problems, plans[name] = await self.volumes.filter(claims, node.node, volumes)
                 resolvable = not problems
             if problems:
                 reasons.update(problems)
@@ -394,21 +421,23 @@ class Scheduler(Reconciler):
         )
         return None
 
-    def _nodes(self) -> list[dict[str, Any]]:
-        """The cached Nodes, by name. Each is decoded once per change and kept: the scheduler
-        reads every node for every pod, and only reads them."""
+    def _nodes(self) -> list[_NodeFacts]:
+        """The cached Nodes, by name. Each is decoded and read once per change and kept: the
+        scheduler reads every node for every pod, and only reads them."""
         store = self.cache.informer_for(NODE).store
-        decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        decoded: dict[str, tuple[bytes, _NodeFacts]] = {}
         for key in sorted(store.keys()):
             data = store.raw(key)
             if data is None:
                 continue
             known = self._decoded_nodes.get(key)
             decoded[key] = (
-                known if known is not None and known[0] is data else (data, orjson.loads(data))
+                known
+                if known is not None and known[0] is data
+                else (data, _NodeFacts(orjson.loads(data)))
             )
         self._decoded_nodes = decoded
-        return [node for _, node in decoded.values()]
+        return [facts for _, facts in decoded.values()]
 
     def _assumed_by_node(self) -> dict[str, list[tuple[str, dict[str, Decimal]]]]:
         """Pods bound but not yet seen bound, by node: (key, requests). Those the cache now
@@ -430,42 +459,34 @@ class Scheduler(Reconciler):
     def _check(
         self,
         pod: Mapping[str, Any],
-        node: Mapping[str, Any],
+        node: _NodeFacts,
         requests: Mapping[str, Decimal],
         assumed_here: Sequence[tuple[str, dict[str, Decimal]]] = (),
     ) -> tuple[list[str], bool, int]:
         """Why the pod does not fit the node (empty: it fits), whether removing other pods
         could help, and how many pods the node runs (`assumed_here`: pods bound to it that
         the cache has not seen bound yet)."""
-        spec = spec_of(node)
         tolerations = spec_of(pod).get("tolerations") or []
-        unschedulable_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-        if spec.get("unschedulable") and not tolerates(tolerations, unschedulable_taint):
+        if node.unschedulable and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
             return [UNSCHEDULABLE], False, 0
-        taints = list(spec.get("taints") or [])
-        readiness = _readiness_taint(node)
-        if readiness is not None:
-            taints.append(readiness)
-        for taint in taints:
-            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-                continue
+        for taint in node.taints:
             if not tolerates(tolerations, taint):
                 text = f"{{{taint.get('key', '')}: {taint.get('value') or ''}}}"
                 return [f"node(s) had untolerated taint {text}"], False, 0
-        if not matches_node_affinity(pod, node):
+        if not matches_node_affinity(pod, node.node):
             return [AFFINITY], False, 0
-        name = str(node["metadata"]["name"])
+        name = node.name
         store = self.cache.informer_for(POD).store
-        keys = store.keys_under(NODE_INDEX, name)
-        assumed = [wanted for key, wanted in assumed_here if key not in keys]
-        load = len(keys) + len(assumed)
+        assumed = [
+            wanted for key, wanted in assumed_here if not store.is_under(NODE_INDEX, name, key)
+        ]
+        load = store.count_under(NODE_INDEX, name) + len(assumed)
         problems = []
-        max_pods = _allocatable(node, "pods")
-        if max_pods >= 0 and load + 1 > max_pods:
+        if node.max_pods >= 0 and load + 1 > node.max_pods:
             problems.append(TOO_MANY_PODS)
         if any(requests.values()):
             used = dict.fromkeys(RESOURCES, Decimal(0))
-            for key in keys:
+            for key in store.keys_under(NODE_INDEX, name):
                 other = store.get(key)
                 if other is not None:
                     for resource, amount in pod_requests(other).items():
@@ -474,12 +495,12 @@ class Scheduler(Reconciler):
                 for resource, amount in wanted.items():
                     used[resource] += amount
             for resource in RESOURCES:
-                free = _allocatable(node, resource)
+                free = node.allocatable[resource]
                 if requests[resource] and free >= 0 and used[resource] + requests[resource] > free:
                     problems.append(f"Insufficient {resource}")
         # The control plane's mirror pods take room but do not count against the node in
         # the ranking, which stands for kube-scheduler's scoring by requested resources.
-        return problems, True, load - len(store.by_index(MIRROR_INDEX, name))
+        return problems, True, load - store.count_under(MIRROR_INDEX, name)
 
     def _choose(self, fits: list[tuple[int, str]]) -> str:
         """The least loaded node; equally loaded ones take turns."""
