@@ -11,7 +11,11 @@ moved on.
 
 `record` never blocks: called on the event loop it schedules the write; called from another
 thread (a plain `def` reconciler's) it hands the write to the loop the recorder is bound to
-(the manager binds the recorders it hands out when it starts).
+(the manager binds the recorders it hands out when it starts). What `record` writes passes
+first through client-go's event correlator (eventcorrelation.py): similar events (one
+object, type and reason, different notes) are aggregated once ten have been seen, and each
+object's events are rate limited, as the recorders of kube's controllers and
+controller-runtime's are. `event` writes at once, uncorrelated.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kubeforge._api.machinery.timestamps import now_micro_time
 from kubeforge._api.meta import KubeObject
 from kubeforge._client.errors import NotFound
 from kubeforge._client.protocols import Writer
+from kubeforge._runtime.eventcorrelation import EventCorrelator
 from kubeforge._runtime.ownership import get_reference
 
 __all__ = [
@@ -75,22 +80,26 @@ def _truncate_utf8(text: str, limit: int) -> str:
     return data[:limit].decode(errors="ignore")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
-    """What the recorder remembers of one Event it wrote."""
+    """What the recorder remembers of one Event it wrote. `lock` orders the writes of one
+    series while any is in flight (thousands of series are remembered, few busy)."""
 
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     name: str | None = None
     namespace: str = ""
     count: int = 0
     seen: float = 0.0
+    lock: asyncio.Lock | None = None
+    writers: int = 0
 
 
 class EventRecorder:
     """Writes Events reported by one controller instance (see the module documentation).
 
     At most `cache_size` series are remembered (the least recently seen are forgotten
-    first); `clock` (monotonic seconds) measures their six-minute lifetime.
+    first); `clock` (monotonic seconds) measures their six-minute lifetime and the
+    correlator's windows. `correlate=False` leaves `record` uncorrelated, as kube-scheduler's
+    events.k8s.io recorder is.
     """
 
     def __init__(
@@ -101,6 +110,7 @@ class EventRecorder:
         instance: str | None = None,
         cache_size: int = CACHE_SIZE,
         clock: Callable[[], float] = time.monotonic,
+        correlate: bool = True,
     ) -> None:
         if not controller:
             raise ValueError("an event recorder needs a controller name")
@@ -109,6 +119,7 @@ class EventRecorder:
         self.instance = (instance or f"{controller}-{socket.gethostname()}")[:INSTANCE_LIMIT]
         self.cache_size = max(1, cache_size)
         self._clock = clock
+        self._correlator = EventCorrelator(clock) if correlate else None
         self._series: OrderedDict[tuple[Any, ...], _Series] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
@@ -179,7 +190,17 @@ class EventRecorder:
             )
 
     def _schedule(self, args: tuple[Any, ...]) -> None:
-        task = asyncio.get_running_loop().create_task(self._emit_quietly(*args))
+        regarding, type, reason, note, action, related = args
+        aggregate = False
+        if self._correlator is not None:
+            source = (self.controller, self.instance, _identity(regarding))
+            correlated = self._correlator.correlate(source, type, reason, note)
+            if correlated is None:
+                return  # over the object's budget: dropped, as client-go's recorder drops it
+            note, aggregate = correlated.note, correlated.aggregate
+        task = asyncio.get_running_loop().create_task(
+            self._emit_quietly(regarding, type, reason, note, action, related, aggregate)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -196,9 +217,10 @@ class EventRecorder:
         note: str,
         action: str,
         related: dict[str, str] | None,
+        aggregate: bool,
     ) -> None:
         try:
-            await self._emit(regarding, type, reason, note, action, related)
+            await self._emit(regarding, type, reason, note, action, related, aggregate)
         except Exception as exc:
             log.warning(
                 "event %s about %s %s not recorded: %s",
@@ -216,6 +238,7 @@ class EventRecorder:
         note: str,
         action: str,
         related: dict[str, str] | None,
+        aggregate: bool = False,
     ) -> dict[str, Any]:
         if type not in ("Normal", "Warning"):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
@@ -225,20 +248,34 @@ class EventRecorder:
         if len(action) > ACTION_LIMIT:
             raise ValueError(f"an event action can have at most {ACTION_LIMIT} characters")
         note = _truncate_utf8(note, NOTE_LIMIT)
-        key = (_identity(regarding), type, reason, action, note, _identity(related))
+        key: tuple[Any, ...]
+        if aggregate:
+            # Similar events aggregated: one series whatever their notes (the first one's
+            # stays, as an events.k8s.io/v1 Event's note cannot change).
+            key = ("aggregate", _identity(regarding), type, reason)
+        else:
+            key = (_identity(regarding), type, reason, action, note, _identity(related))
         series = self._remember(key)
-        async with series.lock:
-            if series.name is not None:
-                try:
-                    return await self._repeat(series)
-                except NotFound:
-                    pass  # the Event expired or was deleted: start over with a new one
-            body = self._new_event(regarding, type, reason, note, action, related)
-            created: dict[str, Any] = await self.client.create(body)
-            series.name = body["metadata"]["name"]
-            series.namespace = body["metadata"]["namespace"]
-            series.count = 1
-            return created
+        if series.lock is None:
+            series.lock = asyncio.Lock()
+        series.writers += 1
+        try:
+            async with series.lock:
+                if series.name is not None:
+                    try:
+                        return await self._repeat(series)
+                    except NotFound:
+                        pass  # the Event expired or was deleted: start over with a new one
+                body = self._new_event(regarding, type, reason, note, action, related)
+                created: dict[str, Any] = await self.client.create(body)
+                series.name = body["metadata"]["name"]
+                series.namespace = body["metadata"]["namespace"]
+                series.count = 1
+                return created
+        finally:
+            series.writers -= 1
+            if not series.writers:
+                series.lock = None
 
     def _remember(self, key: tuple[Any, ...]) -> _Series:
         """The cache entry for `key`, new when it has none or its series has gone stale."""

@@ -259,7 +259,8 @@ class Scheduler(Reconciler):
         self.cache = manager.cache
         # A binding is a subresource only the live client creates.
         self.api = manager.api_reader
-        self.events = manager.event_recorder(SCHEDULER_NAME)
+        # kube-scheduler records through the events.k8s.io recorder, which has no correlator.
+        self.events = manager.event_recorder(SCHEDULER_NAME, correlate=False)
         # Pods bound but not yet seen bound in the cache: key -> (node, requests).
         self._assumed: dict[str, tuple[str, dict[str, Decimal]]] = {}
         # Pods whose node is chosen while their claims bind: key -> (node, since, plan).
