@@ -327,9 +327,14 @@ class Scheduler(Reconciler):
         fits: list[tuple[int, str]] = []
         plans: dict[str, BindingPlan] = {}
         assumed = self._assumed_by_node()
+        spec = spec_of(pod)
+        tolerations = spec.get("tolerations") or []
+        affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
         for node in nodes:
             name = node.name
-            problems, resolvable, load = self._check(pod, node, requests, assumed.get(name, ()))
+            problems, resolvable, load = self._check(
+                pod, node, requests, assumed.get(name, ()), tolerations, affinity
+            )
             if not problems and not claims.empty:
                 problems, plans[name] = await self.volumes.filter(claims, node.node, volumes)
                 resolvable = not problems
@@ -462,19 +467,21 @@ class Scheduler(Reconciler):
         pod: Mapping[str, Any],
         node: _NodeFacts,
         requests: Mapping[str, Decimal],
-        assumed_here: Sequence[tuple[str, dict[str, Decimal]]] = (),
+        assumed_here: Sequence[tuple[str, dict[str, Decimal]]],
+        tolerations: Sequence[Mapping[str, Any]],
+        affinity: bool,
     ) -> tuple[list[str], bool, int]:
         """Why the pod does not fit the node (empty: it fits), whether removing other pods
         could help, and how many pods the node runs (`assumed_here`: pods bound to it that
-        the cache has not seen bound yet)."""
-        tolerations = spec_of(pod).get("tolerations") or []
+        the cache has not seen bound yet). `tolerations` are the pod's; `affinity`: whether
+        it has a node selector or affinity to check."""
         if node.unschedulable and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
             return [UNSCHEDULABLE], False, 0
         for taint in node.taints:
             if not tolerates(tolerations, taint):
                 text = f"{{{taint.get('key', '')}: {taint.get('value') or ''}}}"
                 return [f"node(s) had untolerated taint {text}"], False, 0
-        if not matches_node_affinity(pod, node.node):
+        if affinity and not matches_node_affinity(pod, node.node):
             return [AFFINITY], False, 0
         name = node.name
         store = self.cache.informer_for(POD).store
