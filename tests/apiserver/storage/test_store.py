@@ -191,3 +191,20 @@ def test_a_replaced_version_keeps_only_its_encoding_and_still_reads_the_same() -
     gone = commits.delete(rt, second)
     assert second._obj is None and gone._obj is None
     assert gone.obj["metadata"]["name"] == "a"
+
+
+def test_of_many_live_objects_only_those_decoded_last_keep_their_decoded_form() -> None:
+    store = Store(decoded_objects=3)
+    stored = [store.create(CM, obj(f"cm-{i}", v=str(i))) for i in range(5)]
+    assert [s._obj is not None for s in stored] == [False, False, True, True, True]
+    # Every one reads as written; reading a let-go one decodes it and keeps it a while,
+    # letting the one decoded longest ago go instead.
+    assert [s.obj["data"]["v"] for s in stored] == ["0", "1", "2", "3", "4"]
+    assert stored[1].obj is stored[1].obj
+    again = store.get(CM, "default", "cm-0")
+    assert again is stored[0] and again.obj["data"] == {"v": "0"}
+    kept = [s._obj is not None for s in stored]
+    assert sum(kept) == 3 and kept[0]
+    # Other resources have their own room.
+    secret = store.create(SECRETS, {"metadata": {"name": "s", "namespace": "default"}})
+    assert secret._obj is not None and sum(s._obj is not None for s in stored) == 3
