@@ -118,17 +118,18 @@ async def test_selector_transitions_become_added_and_deleted() -> None:
     assert [seen for _, seen in batch] == ["DELETED", "ADDED", "MODIFIED"]
 
 
-async def test_each_event_is_encoded_once_for_all_watchers() -> None:
+async def test_every_watcher_gets_the_stored_encoding_in_a_frame() -> None:
     store = Store()
     watchers = [store.watch(CM, None, None, since=0) for _ in range(3)]
-    store.create(CM, obj("a"))
+    stored = store.create(CM, obj("a"))
     lines = []
     for w in watchers:
         ((event, seen),) = await w.next_batch(1.0)
+        assert event.new is stored
         lines.append(event.encoded(seen))
-    assert lines[0] is lines[1] is lines[2]
-    assert lines[0].startswith(b'{"type":"ADDED","object":{')
-    assert lines[0].endswith(b"}\n")
+    # Nothing decoded or encoded again: the object is framed as stored, for each watcher.
+    assert lines[0] == lines[1] == lines[2]
+    assert lines[0] == b'{"type":"ADDED","object":' + stored.raw + b"}\n"
 
 
 async def test_deleted_event_carries_last_state_with_new_revision() -> None:

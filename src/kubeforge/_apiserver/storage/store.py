@@ -83,7 +83,7 @@ class StoredObject:
     its decoded form for good. Either way `obj` decodes it again when it is read.
     """
 
-    __slots__ = ("_decoded", "_obj", "key", "raw", "rv")
+    __slots__ = ("_decoded", "_obj", "api_version", "key", "raw", "rv")
 
     def __init__(
         self,
@@ -97,6 +97,10 @@ class StoredObject:
         self._obj = obj
         self.raw = raw
         self.rv = rv
+        # The version it is stored in, which readers compare without decoding it again.
+        self.api_version: str | None = (obj if obj is not None else orjson.loads(raw)).get(
+            "apiVersion"
+        )
         self._decoded = decoded
         if decoded is not None and obj is not None:
             decoded.keep(self)
@@ -126,13 +130,12 @@ class StoredObject:
 class Event:
     """A committed change. `old` is the previous version (None for ADDED)."""
 
-    __slots__ = ("_encoded", "converted", "new", "old", "type")
+    __slots__ = ("converted", "new", "old", "type")
 
     def __init__(self, type: EventType, new: StoredObject, old: StoredObject | None) -> None:
         self.type = type
         self.new = new
         self.old = old
-        self._encoded: dict[str, bytes] = {}
         # `new` converted by a conversion webhook, encoded, by apiVersion: converted once
         # for every watch of that version (as kube-apiserver's watch cache of each version).
         self.converted: dict[str, bytes] | None = None
@@ -142,13 +145,11 @@ class Event:
         return self.new.rv
 
     def encoded(self, type: str | None = None) -> bytes:
-        """The watch line for this event (or for it seen as `type`), encoded once."""
+        """The watch line for this event (or for it seen as `type`): the stored encoding in
+        a frame, put together for each watcher rather than kept (the history holds thousands
+        of events, each line a copy of its object)."""
         t = type or self.type
-        line = self._encoded.get(t)
-        if line is None:
-            line = b'{"type":"' + t.encode() + b'","object":' + self.new.raw + b"}\n"
-            self._encoded[t] = line
-        return line
+        return b'{"type":"' + t.encode() + b'","object":' + self.new.raw + b"}\n"
 
 
 class Backend(Protocol):
@@ -263,13 +264,10 @@ def _stored(raw: bytes, decoded: DecodedObjects | None = None) -> StoredObject:
     obj = orjson.loads(raw)
     meta = obj["metadata"]
     key = (meta.get("namespace", ""), meta["name"])
-    return StoredObject(
-        key,
-        obj if decoded is not None else None,
-        raw,
-        int(meta.get("resourceVersion") or 0),
-        decoded,
-    )
+    stored = StoredObject(key, obj, raw, int(meta.get("resourceVersion") or 0), decoded)
+    if decoded is None:
+        stored.release()
+    return stored
 
 
 def _event_rv(event: Event) -> int:
