@@ -70,3 +70,37 @@ async def test_nodes_share_their_watches_and_a_late_node_runs_pods_bound_before_
 
     await eventually(stopped, timeout=20)
     assert await running("on-0") and await running("later")
+
+
+async def test_the_nodes_read_the_controllers_informers_rather_than_watching_again(
+    env: TestEnv,
+) -> None:
+    cluster = env.cluster
+    assert cluster is not None and cluster.manager is not None
+
+    def watches(resource: str) -> float:
+        return metric_sum(
+            cluster.server, "apiserver_longrunning_requests", verb="WATCH", resource=resource
+        )
+
+    # One watch of pods and one of Nodes in the whole cluster: the controllers' informers,
+    # which the three nodes read too.
+    assert (watches("pods"), watches("nodes")) == (1, 1)
+    cache = cluster.manager.cache
+    pods = cache.informer_for("v1/Pod").store
+    # A pod created unbound reaches its node once the scheduler binds it.
+    await env.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "scheduled", "namespace": NS},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        }
+    )
+
+    async def running() -> bool:
+        pod = await env.client.get("v1/Pod", "scheduled", namespace=NS)
+        return (pod.get("status") or {}).get("phase") == "Running"
+
+    await eventually(running, timeout=20)
+    assert "default/scheduled" in pods

@@ -65,6 +65,7 @@ from kubeforge._cluster.controllers import (
     volumeexpander,
     volumeprotection,
 )
+from kubeforge._cluster.controllers._podindex import index_pods_by_node
 from kubeforge._cluster.hostports import HostPorts, ServiceRouter
 from kubeforge._cluster.kubelet import SimulatedNode
 from kubeforge._cluster.kubeletwatches import KubeletWatches
@@ -339,7 +340,16 @@ class DevCluster:
     ) -> SimulatedNode:
         if self._kubelet_client is None:
             self._kubelet_client = Client(self._component_config(), field_manager="kubelet")
-            self._kubelet_watches = KubeletWatches(self._kubelet_client)
+            manager = self.manager
+            if manager is not None:
+                # The nodes read the controllers' informers of pods and Nodes rather than
+                # watching them again (kubeletwatches.py).
+                index_pods_by_node(manager)
+                self._kubelet_watches = KubeletWatches.sharing(
+                    manager.cache.informer_for("v1/Pod"), manager.cache.informer_for("v1/Node")
+                )
+            else:
+                self._kubelet_watches = KubeletWatches(self._kubelet_client)
         node = SimulatedNode(
             self._kubelet_client,
             name,

@@ -23,6 +23,7 @@ __all__ = [
     "claimable_pods",
     "index_pods_by_controller",
     "index_pods_by_node",
+    "node_name_values",
     "pods_controlled_by",
     "pods_on_node",
 ]
@@ -105,7 +106,8 @@ class PodSummaries:
         return self.cache.informer_for(POD).store.get(summary.key)
 
 
-def _node_name(pod: Mapping[str, Any]) -> list[str]:
+def node_name_values(pod: Mapping[str, Any]) -> list[str]:
+    """What NODE_NAME_INDEX finds a pod under: the node it is bound to, if any."""
     node = (pod.get("spec") or {}).get("nodeName")
     return [str(node)] if node else []
 
@@ -113,7 +115,7 @@ def _node_name(pod: Mapping[str, Any]) -> list[str]:
 def index_pods_by_node(manager: Manager) -> None:
     """Index cached pods by the node they are bound to."""
     try:
-        manager.cache.index_field(POD, NODE_NAME_INDEX, _node_name)
+        manager.cache.index_field(POD, NODE_NAME_INDEX, node_name_values)
     except ValueError:
         pass  # another controller of this manager registered it
 
