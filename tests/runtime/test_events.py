@@ -223,3 +223,26 @@ async def test_event_writes_at_once_and_an_uncorrelated_recorder_records_everyth
     for i in range(30):
         await correlated.event(target, "Normal", "Direct", f"note {i}")
     assert len(await events_in(api)) == 60
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d", "uid": "u", "resourceVersion": "7"},
+        },
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "uid": ""}},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r", "labels": {}}},
+    ],
+)
+def test_a_plain_objects_reference_is_the_one_get_reference_makes(obj: dict[str, Any]) -> None:
+    from kubeforge._runtime.ownership import get_reference
+
+    assert object_reference(obj) == get_reference(obj).to_dict()
+
+
+def test_a_reference_needs_a_name() -> None:
+    with pytest.raises(ValueError, match="without a name"):
+        object_reference({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "d"}})

@@ -44,3 +44,20 @@ def test_an_unknown_index_is_a_key_error() -> None:
             read("nope", "x")
     with pytest.raises(KeyError):
         store.is_under("nope", "x", "k")
+
+
+def test_an_index_added_late_covers_existing_objects_and_follows_changes() -> None:
+    store = Store()
+    store.put(pod("a", "n1"))
+    store.put(pod("b"))
+    store.add_indexer(NODE, by_node)
+    assert store.by_index(NODE, "n1") == ["default/a"]
+    store.put(pod("b", "n1"))
+    store.put(pod("a", "n2"))
+    assert store.by_index(NODE, "n1") == ["default/b"]
+    assert store.by_index(NODE, "n2") == ["default/a"]
+    # The built-in namespace index is kept alongside.
+    assert store.by_index("namespace", "default") == ["default/a", "default/b"]
+    store.delete("default/a")
+    assert store.count_under(NODE, "n2") == 0
+    assert store.by_index("namespace", "default") == ["default/b"]

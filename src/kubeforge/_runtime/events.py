@@ -59,8 +59,23 @@ INSTANCE_LIMIT: Final = 128
 NAME_LIMIT: Final = 253
 
 
+_REFERENCE_META = ("name", "namespace", "resourceVersion", "uid")
+
+
 def object_reference(obj: KubeObject) -> dict[str, str]:
     """An ObjectReference to `obj` in its JSON form; an event needs the object's name."""
+    if type(obj) is dict:
+        # A plain object (what controllers and nodes mostly record about): the same
+        # reference as `get_reference` makes, without a typed model in between.
+        meta, api_version, kind = obj.get("metadata"), obj.get("apiVersion"), obj.get("kind")
+        if type(meta) is dict and type(api_version) is str and type(kind) is str:
+            values = [meta.get(key) for key in _REFERENCE_META]
+            if api_version and kind and all(v is None or type(v) is str for v in values):
+                plain = {"apiVersion": api_version, "kind": kind}
+                plain.update((k, v) for k, v in zip(_REFERENCE_META, values, strict=True) if v)
+                if "name" not in plain:
+                    raise ValueError(f"cannot record an event about a {kind} without a name")
+                return plain
     ref: dict[str, str] = get_reference(obj).to_dict()
     if "name" not in ref:
         raise ValueError(f"cannot record an event about a {ref['kind']} without a name")
