@@ -66,10 +66,10 @@ class DecodedObjects:
         self._kept: OrderedDict[int, StoredObject] = OrderedDict()
 
     def keep(self, stored: StoredObject) -> None:
+        # Only a version not kept (new, or let go) comes here: it goes to the end.
         kept = self._kept
         kept[id(stored)] = stored
-        kept.move_to_end(id(stored))
-        while len(kept) > self.size:
+        if len(kept) > self.size:
             _, oldest = kept.popitem(last=False)
             oldest._obj = None
 

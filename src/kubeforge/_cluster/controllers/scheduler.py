@@ -330,10 +330,16 @@ class Scheduler(Reconciler):
         spec = spec_of(pod)
         tolerations = spec.get("tolerations") or []
         affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
-        for node in nodes:
+        # The least loaded nodes first: once one fits, only nodes as loaded can win, so the
+        # more loaded ones need no checking (every node is checked when none fits).
+        loads = {node.name: self._load(node.name, assumed.get(node.name, ())) for node in nodes}
+        for node in sorted(nodes, key=lambda n: (loads[n.name][1], n.name)):
             name = node.name
-            problems, resolvable, load = self._check(
-                pod, node, requests, assumed.get(name, ()), tolerations, affinity
+            load, rank = loads[name]
+            if fits and rank > fits[0][0]:
+                break
+            problems, resolvable = self._check(
+                pod, node, requests, load, assumed.get(name, ()), tolerations, affinity
             )
             if not problems and not claims.empty:
                 problems, plans[name] = await self.volumes.filter(claims, node.node, volumes)
@@ -342,7 +348,7 @@ class Scheduler(Reconciler):
                 reasons.update(problems)
                 preemption[NO_VICTIMS if resolvable else NOT_HELPFUL] += 1
             else:
-                fits.append((load, name))
+                fits.append((rank, name))
         if not fits:
             preempt = self._preemption(pod, len(nodes), preemption)
             await self._unschedulable(pod, fit_message(len(nodes), reasons, preempt))
@@ -462,53 +468,61 @@ class Scheduler(Reconciler):
             by_node.setdefault(target, []).append((key, wanted))
         return by_node
 
+    def _load(
+        self, name: str, assumed_here: Sequence[tuple[str, dict[str, Decimal]]]
+    ) -> tuple[int, int]:
+        """How many pods the node runs (`assumed_here`: pods bound to it that the cache has
+        not seen bound yet), and its rank: the same without the control plane's mirror pods,
+        which take room but do not count against the node in the ranking (which stands for
+        kube-scheduler's scoring by requested resources)."""
+        store = self.cache.informer_for(POD).store
+        pending = sum(1 for key, _ in assumed_here if not store.is_under(NODE_INDEX, name, key))
+        load = store.count_under(NODE_INDEX, name) + pending
+        return load, load - store.count_under(MIRROR_INDEX, name)
+
     def _check(
         self,
         pod: Mapping[str, Any],
         node: _NodeFacts,
         requests: Mapping[str, Decimal],
+        load: int,
         assumed_here: Sequence[tuple[str, dict[str, Decimal]]],
         tolerations: Sequence[Mapping[str, Any]],
         affinity: bool,
-    ) -> tuple[list[str], bool, int]:
-        """Why the pod does not fit the node (empty: it fits), whether removing other pods
-        could help, and how many pods the node runs (`assumed_here`: pods bound to it that
-        the cache has not seen bound yet). `tolerations` are the pod's; `affinity`: whether
-        it has a node selector or affinity to check."""
+    ) -> tuple[list[str], bool]:
+        """Why the pod does not fit the node (empty: it fits), and whether removing other
+        pods could help. `load`: the pods the node runs (see _load, and `assumed_here`);
+        `tolerations` are the pod's; `affinity`: whether it has a node selector or affinity
+        to check."""
         if node.unschedulable and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
-            return [UNSCHEDULABLE], False, 0
+            return [UNSCHEDULABLE], False
         for taint in node.taints:
             if not tolerates(tolerations, taint):
                 text = f"{{{taint.get('key', '')}: {taint.get('value') or ''}}}"
-                return [f"node(s) had untolerated taint {text}"], False, 0
+                return [f"node(s) had untolerated taint {text}"], False
         if affinity and not matches_node_affinity(pod, node.node):
-            return [AFFINITY], False, 0
-        name = node.name
-        store = self.cache.informer_for(POD).store
-        assumed = [
-            wanted for key, wanted in assumed_here if not store.is_under(NODE_INDEX, name, key)
-        ]
-        load = store.count_under(NODE_INDEX, name) + len(assumed)
+            return [AFFINITY], False
         problems = []
         if node.max_pods >= 0 and load + 1 > node.max_pods:
             problems.append(TOO_MANY_PODS)
         if any(requests.values()):
+            name = node.name
+            store = self.cache.informer_for(POD).store
             used = dict.fromkeys(RESOURCES, Decimal(0))
             for key in store.keys_under(NODE_INDEX, name):
                 other = store.get(key)
                 if other is not None:
                     for resource, amount in pod_requests(other).items():
                         used[resource] += amount
-            for wanted in assumed:
-                for resource, amount in wanted.items():
-                    used[resource] += amount
+            for key, wanted in assumed_here:
+                if not store.is_under(NODE_INDEX, name, key):
+                    for resource, amount in wanted.items():
+                        used[resource] += amount
             for resource in RESOURCES:
                 free = node.allocatable[resource]
                 if requests[resource] and free >= 0 and used[resource] + requests[resource] > free:
                     problems.append(f"Insufficient {resource}")
-        # The control plane's mirror pods take room but do not count against the node in
-        # the ranking, which stands for kube-scheduler's scoring by requested resources.
-        return problems, True, load - store.count_under(MIRROR_INDEX, name)
+        return problems, True
 
     def _choose(self, fits: list[tuple[int, str]]) -> str:
         """The least loaded node; equally loaded ones take turns."""
