@@ -104,3 +104,41 @@ async def test_the_nodes_read_the_controllers_informers_rather_than_watching_aga
 
     await eventually(running, timeout=20)
     assert "default/scheduled" in pods
+
+
+async def test_a_pods_config_map_comes_from_the_controllers_informer_not_a_get(
+    env: TestEnv,
+) -> None:
+    cluster = env.cluster
+    assert cluster is not None and cluster.manager is not None
+    config_maps = cluster.manager.cache.informer_for("v1/ConfigMap").store
+    await env.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": NS},
+            "data": {"mode": "fast"},
+        }
+    )
+    await eventually(lambda: "default/settings" in config_maps, timeout=10)
+
+    def gets() -> float:
+        return metric_sum(
+            cluster.server, "apiserver_request_total", verb="GET", resource="configmaps"
+        )
+
+    before = gets()
+    pod = bound_pod("configured", "kubeforge-node-0")
+    pod["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "settings"}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "cfg", "mountPath": "/etc/cfg"}]
+    await env.client.create(pod)
+
+    async def running() -> bool:
+        found = await env.client.get("v1/Pod", "configured", namespace=NS)
+        return (found.get("status") or {}).get("phase") == "Running"
+
+    await eventually(running, timeout=20)
+    node = next(n for n in cluster.nodes if n.name == "kubeforge-node-0")
+    assert node.volume_files(NS, "configured")["cfg"] == {"mode": b"fast"}
+    # Neither this ConfigMap nor the namespace's kube-root-ca.crt was read with a GET.
+    assert gets() == before

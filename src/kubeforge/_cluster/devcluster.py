@@ -65,7 +65,6 @@ from kubeforge._cluster.controllers import (
     volumeexpander,
     volumeprotection,
 )
-from kubeforge._cluster.controllers._podindex import index_pods_by_node
 from kubeforge._cluster.hostports import HostPorts, ServiceRouter
 from kubeforge._cluster.kubelet import SimulatedNode
 from kubeforge._cluster.kubeletwatches import KubeletWatches
@@ -344,10 +343,7 @@ class DevCluster:
             if manager is not None:
                 # The nodes read the controllers' informers of pods and Nodes rather than
                 # watching them again (kubeletwatches.py).
-                index_pods_by_node(manager)
-                self._kubelet_watches = KubeletWatches.sharing(
-                    manager.cache.informer_for("v1/Pod"), manager.cache.informer_for("v1/Node")
-                )
+                self._kubelet_watches = KubeletWatches.sharing(manager.cache)
             else:
                 self._kubelet_watches = KubeletWatches(self._kubelet_client)
         node = SimulatedNode(

@@ -8,11 +8,13 @@ concerns, as kwok's node simulation does. A hundred nodes then hold two watch co
 rather than two hundred (each TLS connection holds buffers of a few hundred KiB at both
 ends), and the API server matches each pod event against one watcher, not one per node.
 
-`KubeletWatches.sharing(pods, nodes)` goes one step further: the nodes read the informers
-of the cluster's controllers (every pod, every Node), which the controllers' manager runs,
-rather than watching the same objects again: one copy of each pod in the process, one
-watch of pods, each event decoded once. A node is told of a pod from the moment it is bound
-to it, as its own field selector would show it.
+`KubeletWatches.sharing(cache)` goes one step further: the nodes read the informers of the
+cluster's controllers (every pod, every Node), which the controllers' manager runs, rather
+than watching the same objects again: one copy of each pod in the process, one watch of
+pods, each event decoded once. A node is told of a pod from the moment it is bound to it,
+as its own field selector would show it. The ConfigMaps and Secrets pods refer to are read
+from the controllers' informers of them too (`cached`), as a kubelet reads them from its
+watch-based caches rather than getting them for every pod.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ from typing import Any
 
 from kubeforge._client.client import Client
 from kubeforge._cluster.controllers._podindex import NODE_NAME_INDEX, node_name_values
+from kubeforge._runtime.cache import Cache, NotCached
 from kubeforge._runtime.informer import HandlerFuncs, Informer
 
 __all__ = ["KubeletWatches"]
 
 Obj = dict[str, Any]
+
+POD = "v1/Pod"
+NODE = "v1/Node"
 
 
 def _node_of(pod: Mapping[str, Any]) -> str:
@@ -51,7 +57,7 @@ class KubeletWatches:
         self._node_of: dict[str, HandlerFuncs] = {}
         self._pods: Informer | None = None
         self._nodes: Informer | None = None
-        self._shared = False
+        self._shared: Cache | None = None
 
     @classmethod
     def of_node(cls, client: Client, node: str) -> KubeletWatches:
@@ -59,14 +65,32 @@ class KubeletWatches:
         return cls(client, node)
 
     @classmethod
-    def sharing(cls, pods: Informer, nodes: Informer) -> KubeletWatches:
-        """The watches of every node, read from informers someone else runs: `pods` of
-        every pod, indexed by NODE_NAME_INDEX, and `nodes` of every Node."""
+    def sharing(cls, cache: Cache) -> KubeletWatches:
+        """The watches of every node, read from the informers of a manager's `cache`: of
+        every pod (indexed by NODE_NAME_INDEX here) and every Node."""
+        try:
+            cache.index_field(POD, NODE_NAME_INDEX, node_name_values)
+        except ValueError:
+            pass  # a controller of the manager indexes pods by node already
         watches = cls(None)
-        watches._pods, watches._nodes = pods, nodes
-        watches._shared = True
+        watches._pods, watches._nodes = cache.informer_for(POD), cache.informer_for(NODE)
+        watches._shared = cache
         watches._dispatch()
         return watches
+
+    def cached(self, kind: str, namespace: str, name: str) -> Obj | None:
+        """An object (`v1/ConfigMap`, `v1/Secret`) as the shared informers have it (a
+        private copy), or None when they do not have it: none caches that kind, or has
+        not seen the object yet (the caller then reads it from the API server)."""
+        if self._shared is None:
+            return None
+        try:
+            informer = self._shared.informer_serving(kind)
+        except NotCached:
+            return None
+        if not informer.synced.is_set():
+            return None
+        return informer.store.get(f"{namespace}/{name}")
 
     def subscribe(self, node: str, pods: HandlerFuncs, node_events: HandlerFuncs) -> None:
         """Tell `pods` of the pods bound to `node` and `node_events` of its Node from now
@@ -110,14 +134,14 @@ class KubeletWatches:
         assert self.client is not None
         self._pods = Informer(
             self.client,
-            "v1/Pod",
+            POD,
             field_selector=f"spec.nodeName={one}" if one is not None else "spec.nodeName!=",
             resync_period=None,
             indexers={NODE_NAME_INDEX: node_name_values},
         )
         self._nodes = Informer(
             self.client,
-            "v1/Node",
+            NODE,
             field_selector=f"metadata.name={one}" if one is not None else None,
             resync_period=None,
         )
@@ -161,7 +185,7 @@ class KubeletWatches:
 
     async def stop(self) -> None:
         """Stop both informers (unless they are shared: their owner stops them)."""
-        if self._shared:
+        if self._shared is not None:
             self._pods_of.clear()
             self._node_of.clear()
             return

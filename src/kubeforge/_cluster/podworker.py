@@ -187,7 +187,8 @@ class _Slot:
 class Node(Protocol):
     """What a PodWorker needs of the node its pod is bound to (kubelet.py's SimulatedNode):
     its client, name, address and settings, where logs and events go, what local processes
-    need, the pod IPs of its subnet, and whether it can reach the API server."""
+    need, the objects its caches hold, the pod IPs of its subnet, and whether it can reach
+    the API server."""
 
     @property
     def client(self) -> Client: ...
@@ -203,6 +204,7 @@ class Node(Protocol):
     def events(self) -> EventRecorder: ...
     @property
     def local(self) -> LocalRuntime: ...
+    def cached(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None: ...
     def allocate_ip(self, uid: str) -> str: ...
     def reserve_ip(self, uid: str, ip: str) -> bool: ...
     def release_ip(self, uid: str) -> None: ...
@@ -231,7 +233,9 @@ class PodWorker:
         self.mains = [_Slot(c, "main", main_waiting) for c in spec.get("containers") or []]
         annotations = meta.get("annotations") or {}
         options = node.options
-        self.sources = PodSources(node.client, pod, node.name, node.address, options)
+        self.sources = PodSources(
+            node.client, pod, node.name, node.address, options, cached=node.cached
+        )
         start = _seconds(annotations, START_SECONDS_ANNOTATION, options.pod_start_seconds)
         self.start_delay = start or 0.0
         self.deleting = _Flag()
