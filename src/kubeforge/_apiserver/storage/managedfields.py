@@ -889,10 +889,11 @@ class _Entry:
             self.dirty = True
 
     def encode(self) -> dict[str, Any]:
-        """A fresh entry dict (never shared with the object it was read from)."""
+        """The entry as a dict: the one it was read from when unchanged (entries are read
+        from the request's private copies of objects, whose parts the new object may
+        take), else a fresh one."""
         if not self.dirty and self.raw is not None:
-            copied: dict[str, Any] = json_copy(self.raw)
-            return copied
+            return self.raw
         out: dict[str, Any] = {
             "manager": self.manager,
             "operation": self.operation,
