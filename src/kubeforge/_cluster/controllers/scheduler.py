@@ -28,14 +28,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-import orjson
-
 from kubeforge import clock
 from kubeforge._api.machinery.access import is_deleting, spec_of, status_of
 from kubeforge._api.machinery.quantity import decode_quantity
 from kubeforge._api.machinery.selectors import label_set_matches
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._cluster.controllers._facts import Facts
 from kubeforge._cluster.controllers._nodeaffinity import node_selector_matches
 from kubeforge._cluster.controllers._volumes import PV, PVC, index_pods_by_claim, pods_using
 from kubeforge._cluster.controllers.volumebinding import (
@@ -268,8 +267,8 @@ class Scheduler(Reconciler):
         self.volumes = VolumeBinding(manager.client)
         self._manager = manager
         self._turn = 0
-        # Node key -> (its cached bytes, what they say): see _nodes.
-        self._decoded_nodes: dict[str, tuple[bytes, _NodeFacts]] = {}
+        # What the scheduler reads of each Node for every pod, once per change of the Node.
+        self._node_facts = Facts(self.cache, NODE, _NodeFacts)
 
     # mapping events to pods -------------------------------------------------------------------
 
@@ -309,7 +308,7 @@ class Scheduler(Reconciler):
             return await self._finish_volume_binding(pod, request, waiting)
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
-        nodes = [n for n in self._nodes() if not n.deleting]
+        nodes = [n for n in self._node_facts.all() if not n.deleting]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
@@ -432,24 +431,6 @@ class Scheduler(Reconciler):
             f"Successfully assigned {request.namespace}/{request.name} to {node_name}",
         )
         return None
-
-    def _nodes(self) -> list[_NodeFacts]:
-        """The cached Nodes, by name. Each is decoded and read once per change and kept: the
-        scheduler reads every node for every pod, and only reads them."""
-        store = self.cache.informer_for(NODE).store
-        decoded: dict[str, tuple[bytes, _NodeFacts]] = {}
-        for key in sorted(store.keys()):
-            data = store.raw(key)
-            if data is None:
-                continue
-            known = self._decoded_nodes.get(key)
-            decoded[key] = (
-                known
-                if known is not None and known[0] is data
-                else (data, _NodeFacts(orjson.loads(data)))
-            )
-        self._decoded_nodes = decoded
-        return [facts for _, facts in decoded.values()]
 
     def _assumed_by_node(self) -> dict[str, list[tuple[str, dict[str, Decimal]]]]:
         """Pods bound but not yet seen bound, by node: (key, requests). Those the cache now
