@@ -46,6 +46,7 @@ from kubeforge._cluster.staticpods import is_mirror_pod
 from kubeforge._runtime.handler import Queue
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.store import Store
 
 __all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 
@@ -222,6 +223,18 @@ def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
     return f"0/{total} nodes are available: {parts}. preemption: {preemption}"
 
 
+def _load(
+    store: Store, name: str, assumed_here: Sequence[tuple[str, dict[str, Decimal]]]
+) -> tuple[int, int]:
+    """How many pods the node runs (`assumed_here`: pods bound to it that the cache has not
+    seen bound yet), and its rank: the same without the control plane's mirror pods, which
+    take room but do not count against the node in the ranking (which stands for
+    kube-scheduler's scoring by requested resources)."""
+    pending = sum(1 for key, _ in assumed_here if not store.is_under(NODE_INDEX, name, key))
+    load = store.count_under(NODE_INDEX, name) + pending
+    return load, load - store.count_under(MIRROR_INDEX, name)
+
+
 # -- the controller --------------------------------------------------------------------------
 
 
@@ -331,7 +344,8 @@ class Scheduler(Reconciler):
         affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
         # The least loaded nodes first: once one fits, only nodes as loaded can win, so the
         # more loaded ones need no checking (every node is checked when none fits).
-        loads = {node.name: self._load(node.name, assumed.get(node.name, ())) for node in nodes}
+        store = self.cache.informer_for(POD).store
+        loads = {n.name: _load(store, n.name, assumed.get(n.name, ())) for n in nodes}
         for node in sorted(nodes, key=lambda n: (loads[n.name][1], n.name)):
             name = node.name
             load, rank = loads[name]
@@ -448,18 +462,6 @@ class Scheduler(Reconciler):
                 continue
             by_node.setdefault(target, []).append((key, wanted))
         return by_node
-
-    def _load(
-        self, name: str, assumed_here: Sequence[tuple[str, dict[str, Decimal]]]
-    ) -> tuple[int, int]:
-        """How many pods the node runs (`assumed_here`: pods bound to it that the cache has
-        not seen bound yet), and its rank: the same without the control plane's mirror pods,
-        which take room but do not count against the node in the ranking (which stands for
-        kube-scheduler's scoring by requested resources)."""
-        store = self.cache.informer_for(POD).store
-        pending = sum(1 for key, _ in assumed_here if not store.is_under(NODE_INDEX, name, key))
-        load = store.count_under(NODE_INDEX, name) + pending
-        return load, load - store.count_under(MIRROR_INDEX, name)
 
     def _check(
         self,
