@@ -61,3 +61,14 @@ def test_an_index_added_late_covers_existing_objects_and_follows_changes() -> No
     store.delete("default/a")
     assert store.count_under(NODE, "n2") == 0
     assert store.by_index("namespace", "default") == ["default/b"]
+
+
+def test_raw_under_gives_keys_and_bytes_of_an_index_value() -> None:
+    store = Store({NODE: by_node})
+    store.put(pod("a", "n1"))
+    store.put(pod("b", "n1"))
+    store.put(pod("c", "n2"))
+    found = dict(store.raw_under(NODE, "n1"))
+    assert sorted(found) == ["default/a", "default/b"]
+    assert found["default/a"] is store.raw("default/a")
+    assert store.raw_under(NODE, "n3") == []

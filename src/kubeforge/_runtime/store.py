@@ -154,6 +154,13 @@ class Store:
             raise KeyError(f"no index named {name!r}")
         return key in self._indexes[name].get(value, ())
 
+    def raw_under(self, name: str, value: str) -> list[tuple[str, bytes]]:
+        """(key, bytes) of the objects found under `value` in index `name`, unordered."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        objects = self._objects
+        return [(key, objects[key]) for key in self._indexes[name].get(value, ())]
+
     def by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects found under `value` in index `name`."""
         if name not in self._indexes:

@@ -79,3 +79,12 @@ def test_a_summary_answers_for_the_selector_asked_about() -> None:
     assert summary.matches(web, orjson.dumps(web))
     expression = {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["back"]}]}
     assert not summary.matches(expression, orjson.dumps(expression))
+
+
+def test_a_summary_answers_for_the_labels_asked_about() -> None:
+    summary = PodSummary("default/web-1", pod(labels={"app": "web", "tier": "front"}))
+    template = {"app": "web"}
+    assert summary.labeled(template, orjson.dumps(template))
+    more = {"app": "web", "version": "2"}
+    assert not summary.labeled(more, orjson.dumps(more))
+    assert summary.labeled({}, orjson.dumps({}))

@@ -78,7 +78,8 @@ class PodSummaries:
         self._summaries: dict[str, tuple[bytes, PodSummary]] = {}
 
     def claimable(self, owner: Mapping[str, Any]) -> list[PodSummary]:
-        """As `claimable_pods`: the pods `owner` controls, then the orphans, by key."""
+        """As `claimable_pods`: the pods `owner` controls, then the orphans (each in no
+        particular order: sort them where order matters)."""
         store = self.cache.informer_for(POD).store
         namespace = namespace_of(owner)
         prefix = namespace + "/"
@@ -88,11 +89,8 @@ class PodSummaries:
             self._summaries = summaries = {k: v for k, v in summaries.items() if k in store}
         found: list[PodSummary] = []
         for uid in (uid_of(owner), ORPHAN):
-            for key in sorted(store.keys_under(CONTROLLER_INDEX, uid)):
+            for key, data in store.raw_under(CONTROLLER_INDEX, uid):
                 if not key.startswith(prefix):
-                    continue
-                data = store.raw(key)
-                if data is None:
                     continue
                 known = summaries.get(key)
                 if known is None or known[0] is not data:

@@ -79,7 +79,16 @@ class PodSummary:
     """What a workload controller asks of one pod on every sync: its key and name, whether it
     is active and ready (and since when), its controller's uid and its labels."""
 
-    __slots__ = ("_matched", "active", "controller_uid", "key", "labels", "name", "ready")
+    __slots__ = (
+        "_labeled",
+        "_matched",
+        "active",
+        "controller_uid",
+        "key",
+        "labels",
+        "name",
+        "ready",
+    )
 
     def __init__(self, key: str, pod: Mapping[str, Any]) -> None:
         self.key = key
@@ -93,8 +102,9 @@ class PodSummary:
         self.ready = (
             condition if condition is not None and condition.get("status") == "True" else None
         )
-        # The last selector asked about (its JSON) and the answer.
+        # The last selector, and set of labels, asked about (their JSON) and the answers.
         self._matched: tuple[bytes, bool] | None = None
+        self._labeled: tuple[bytes, bool] | None = None
 
     def matches(self, selector: Any, selector_json: bytes) -> bool:
         """Whether a label selector (`selector_json`: its JSON, which identifies it) selects
@@ -103,6 +113,15 @@ class PodSummary:
         if matched is None or matched[0] != selector_json:
             matched = self._matched = (selector_json, label_selector_matches(selector, self.labels))
         return matched[1]
+
+    def labeled(self, labels: Mapping[str, Any], labels_json: bytes) -> bool:
+        """Whether the pod has all of `labels` (`labels_json`: their JSON, which identifies
+        them), as a ReplicaSet counts its fully labeled replicas."""
+        labeled = self._labeled
+        if labeled is None or labeled[0] != labels_json:
+            has = labels.items() <= self.labels.items()
+            labeled = self._labeled = (labels_json, has)
+        return labeled[1]
 
     def seconds_until_available(self, min_ready_seconds: int, at: datetime) -> float | None:
         """As `seconds_until_available` of the pod."""

@@ -88,11 +88,12 @@ def _status(
     rs: Mapping[str, Any], pods: Sequence[PodSummary], error: Exception | None, at: datetime
 ) -> Obj:
     spec = spec_of(rs)
-    template_labels = labels_of(spec.get("template") or {}).items()
+    template_labels = labels_of(spec.get("template") or {})
+    labels_json = orjson.dumps(template_labels)
     min_ready = int(spec.get("minReadySeconds") or 0)
     fully_labeled = ready = available = 0
     for pod in pods:
-        if template_labels <= pod.labels.items():
+        if pod.labeled(template_labels, labels_json):
             fully_labeled += 1
         if pod.ready is not None:
             ready += 1
@@ -200,7 +201,7 @@ class ReplicaSetReconciler(Reconciler):
                 break  # one to release or to adopt
         else:
             return mine
-        decoded = [obj for obj in (self.pods.pod(pod) for pod in active) if obj is not None]
+        decoded = self._decoded(active)
         claimed = await claim(
             self.client,
             self.live,
@@ -210,6 +211,11 @@ class ReplicaSetReconciler(Reconciler):
             lambda pod: label_selector_matches(selector, labels_of(pod)),
         )
         return [PodSummary(key_of(pod), pod) for pod in claimed]
+
+    def _decoded(self, pods: Sequence[PodSummary]) -> list[Obj]:
+        """The pods the summaries are of, by key (those still cached)."""
+        ordered = sorted(pods, key=lambda pod: pod.key)
+        return [obj for obj in (self.pods.pod(pod) for pod in ordered) if obj is not None]
 
     def _requeue(
         self, rs: Mapping[str, Any], key: str, pods: Sequence[PodSummary], at: datetime
@@ -239,7 +245,7 @@ class ReplicaSetReconciler(Reconciler):
             await self._create(rs, key, min(-diff, BURST_REPLICAS))
         elif diff > 0:
             count = min(diff, BURST_REPLICAS)
-            decoded = [obj for obj in (self.pods.pod(pod) for pod in pods) if obj is not None]
+            decoded = self._decoded(pods)
             victims = pods_to_delete(decoded, await self._related(rs, decoded), count)
             await self._delete(rs, key, victims, deleted)
 
