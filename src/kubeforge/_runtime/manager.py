@@ -10,8 +10,8 @@ caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIG
 `stop()`) lets in-flight reconciles finish within the graceful-shutdown timeout, releases the
 lease, stops the caches, ends the registrations and, last, stops the webhook server (the API
 server may call it until then). `kill()` is the other end, a `kill -9`: nothing more reaches
-the cluster, and nothing is finished or handed over. Losing leadership stops everything and `start()`
-raises LeadershipLost: another process is in charge now, so this one must not keep
+the cluster, and nothing is finished or handed over. Losing leadership stops everything and
+`start()` raises LeadershipLost: another process is in charge now, so this one must not keep
 reconciling.
 """
 
