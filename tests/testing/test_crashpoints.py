@@ -71,9 +71,7 @@ async def test_a_function_chooses_the_write_to_crash_after(env: TestEnv) -> None
 
     await env.client.create(widget("w", 3))
     with pytest.raises(ManagerCrashed) as crashed:
-        async with env.run_manager(
-            setup_with(WidgetReconciler()), crash_after_writes=status_write
-        ):
+        async with env.run_manager(setup_with(WidgetReconciler()), crash_after_writes=status_write):
             await eventually(lambda: False, timeout=30)
     assert crashed.value.writes == 2  # the ConfigMap, then the status
     assert (crashed.value.write.verb, crashed.value.write.name) == ("update_status", "w")

@@ -63,7 +63,7 @@ async def test_a_failure_is_answered_as_a_kube_status_with_retry_after(env: Test
         assert refused.status == 429
         assert refused.headers["Retry-After"] == "2"
         status = refused.json()
-        assert (status["kind"], status["reason"], status["code"]) == ("Status", "TooManyRequests", 429)
+        assert (status["reason"], status["code"]) == ("TooManyRequests", 429)
         assert status["details"] == {"retryAfterSeconds": 2}
         assert status["message"] == "injected failure of create configmaps"
         assert (await http.post(CONFIGMAPS, configmap("a"))).status == 201
