@@ -571,10 +571,9 @@ class ServerFaults:
         counts the watches ended; nothing stays installed."""
         match = RequestMatch.of(resource=resource, namespace=namespace, user=user)
         fault = Fault(self, match, None)
-        for watcher, call in list(self.server.watches.active.items()):
-            if match.stream(call) and not watcher.closed:
-                watcher.close()
-                fault.hits += 1
+        for watcher, _ in self._open(match):
+            watcher.close()
+            fault.hits += 1
         fault.active = False
         return fault
 
@@ -592,10 +591,9 @@ class ServerFaults:
         match = RequestMatch.of(resource=resource, namespace=namespace, user=user)
         revision = self.server.store.revision
         fault = self._install(_Expiry(self, match, revision))
-        for watcher, call in list(self.server.watches.active.items()):
-            if match.stream(call) and not watcher.closed:
-                watcher.expire(Expired(revision, revision, _COMPACTED))
-                fault.hits += 1
+        for watcher, _ in self._open(match):
+            watcher.expire(Expired(revision, revision, _COMPACTED))
+            fault.hits += 1
         return fault
 
     def delay_watches(
@@ -640,9 +638,16 @@ class ServerFaults:
         self.server.router.faults = self._answer
         self.server.watches.faults = self._stream_hook
         if isinstance(fault, _StreamFault):
-            for watcher, call in list(self.server.watches.active.items()):
+            for watcher, call in self._open(fault.match):
                 self._gate(watcher, call)
         return fault
+
+    def _open(self, match: RequestMatch) -> list[tuple[Watcher, Call]]:
+        """The open watches `match` chooses, and the requests that opened them."""
+        active = self.server.watches.active
+        return [
+            (w, call) for w, call in list(active.items()) if match.stream(call) and not w.closed
+        ]
 
     def _removed(self, fault: Fault) -> None:
         if fault in self._installed:
