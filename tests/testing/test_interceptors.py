@@ -12,6 +12,7 @@ import pytest
 
 import kubeforge
 from kubeforge import clock
+from kubeforge.models.core_v1 import ConfigMap
 from kubeforge.testing import (
     InterceptedCall,
     InterceptedClient,
@@ -107,6 +108,35 @@ async def test_a_verb_without_a_hook_goes_straight_through_and_layers_nest(env: 
     await client.create(configmap("layered"))
     await client.get(CONFIGMAP, "layered")  # no get hook anywhere
     assert order == ["outer", "inner"]
+
+
+async def test_typed_kinds_and_sync_reconcilers_go_through_the_hooks(env: TestEnv) -> None:
+    kinds: list[tuple[str, str]] = []
+
+    def record(call: InterceptedCall, outcome: Any) -> None:
+        kinds.append((call.method, call.kind))
+
+    client = intercept(env.client, Interceptors(default=observe(record)))
+    made = await client.create(ConfigMap(metadata=kubeforge.ObjectMeta(name="typed")))
+    assert isinstance(made, ConfigMap) and made.metadata.resource_version
+    with pytest.raises(kubeforge.Conflict) as raised:
+        await intercept(env.client, Interceptors(get=fail_with(conflict()))).get(ConfigMap, "typed")
+    assert raised.value.status["details"]["kind"] == "configmaps"  # the typed class's plural
+    assert kinds == [("create", "v1/ConfigMap")]
+
+    # A plain `def` reconciler's blocking client goes through the same hooks.
+    class Blocking(kubeforge.SyncReconciler):
+        def reconcile(self, request: kubeforge.Request) -> None:
+            self.client.get(WIDGET, request.name, namespace=request.namespace)
+
+    def setup(manager: kubeforge.Manager) -> None:
+        manager.controller().for_(WIDGET).named("blocking").complete(Blocking())
+
+    seen: list[str] = []
+    hooks = Interceptors(get=observe(lambda call, outcome: seen.append(call.name or "")))
+    async with env.run_manager(setup, interceptors=hooks):
+        await env.client.create(widget("sync", 1))
+        await eventually(lambda: "sync" in seen)
 
 
 async def test_fail_with_chooses_calls_by_kind_name_and_times(env: TestEnv) -> None:
