@@ -87,6 +87,8 @@ async def test_the_wheel_installs_scaffolds_a_passing_project_whose_manager_reco
     project = tmp_path / "fleet"
     project.mkdir()
     await run_in(venv, "kubeforge", "init", "--domain", "example.com", cwd=project)
+    # The templates of dot-folders came along in the wheel.
+    assert (project / ".github" / "workflows" / "test.yml").is_file()
     await run_in(
         venv, "kubeforge", "create", "api", "--group", "ship", "--version", "v1",
         "--kind", "Frigate", cwd=project,
