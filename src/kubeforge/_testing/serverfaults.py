@@ -20,7 +20,7 @@ collection of them, and one left out matches any.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -241,7 +241,10 @@ class _StaleView(_StreamFault):
     def __init__(self, faults: ServerFaults, match: RequestMatch, revision: int) -> None:
         super().__init__(faults, match, None)
         self.revision = revision
-        self.reads = ReadHandler(_PinnedStore(faults.server.store, revision), *faults.readers)
+        server = faults.server
+        self.reads = ReadHandler(
+            _PinnedStore(server.store, revision), server.codec, server.components
+        )
 
     def holds(self, call: Call, event: Event, seen: str) -> bool:
         return event.rv > self.revision and self.match.key(event.new.key)
@@ -298,7 +301,7 @@ class WriteRecord(Fault):
             and (field_manager is None or write.field_manager == field_manager)
         ]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[RecordedWrite]:
         return iter(self.writes)
 
     def __len__(self) -> int:
@@ -444,11 +447,10 @@ class _Streams:
 
 
 class ServerFaults:
-    """Faults injected into one API server (a TestEnv's is `testenv.faults`)."""
+    """Faults injected into one API server, `server` (a TestEnv's is `testenv.faults`)."""
 
     def __init__(self, server: APIServer) -> None:
         self.server = server
-        self.readers = (server.codec, server.components)
         self._installed: list[Fault] = []
         self._stream_hook = _Streams(self)
 
@@ -534,8 +536,8 @@ class ServerFaults:
         """Serve `user` a stale view, as of `revision` (default: now), of `resource` in
         `namespace`: its gets and lists answer as they would have then (lists at that
         resourceVersion), and its watches hold back every later event until the fault is
-        removed, when they catch up at once (a lagging API server's watch cache). Other
-        readers see the cluster as it is."""
+        removed, when they catch up at once (a lagging API server's watch cache); a watch
+        open before keeps what it already saw. Other readers see the cluster as it is."""
         at = self.server.store.revision if revision is None else revision
         match = RequestMatch.of(user=user, resource=resource, namespace=namespace)
         return self._install(_StaleView(self, match, at))
