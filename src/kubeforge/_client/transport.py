@@ -133,7 +133,7 @@ class Transport:
 
     async def close(self) -> None:
         """Close the connections; the transport cannot be used afterwards."""
-        self.abort()
+        self._refuse()
         if self._aborted is not None:
             await self._aborted
             self._aborted = None
@@ -145,13 +145,17 @@ class Transport:
         """Refuse every request from now on (ClientClosed) and drop the connections at
         once, streams included, as a process that dies does; `close()` still releases
         what is left."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
+        self._refuse()
         connector = self._session.connector if self._session is not None else None
         if connector is not None and self._aborted is None:
             # aiohttp closes the sockets here; what it returns finishes the closing.
             self._aborted = connector.close(abort_ssl=True)
+
+    def _refuse(self) -> None:
+        """No request from now on; idle pooled connections close."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
 
     async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {"Accept": accept or "application/json"}
