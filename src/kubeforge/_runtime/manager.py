@@ -446,6 +446,7 @@ class Manager:
 
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
+        # The machine's time: shutting down is bounded in real seconds on any clock.
         deadline = asyncio.get_running_loop().time() + self.graceful_shutdown_timeout
 
         def remaining() -> float:
