@@ -323,6 +323,8 @@ class VirtualClock:
             if ready:
                 quiet = stalled = 0
                 idle_since = _time.monotonic()
+                if idle_since - started > self.patience:
+                    raise TimeoutError(f"the process did not settle within {self.patience:g} s")
             elif activity.busy():
                 quiet = 0
                 stalled += 1
@@ -338,8 +340,6 @@ class VirtualClock:
             else:
                 quiet += 1
                 stalled = 0
-            if quiet == 0 and _time.monotonic() - started > self.patience:
-                raise TimeoutError(f"the process did not settle within {self.patience:g} s")
 
     def __repr__(self) -> str:
         pending = sum(1 for entry in self._timers if not entry[2].cancelled)
