@@ -471,6 +471,7 @@ class Manager:
 
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
+        # The machine's time: shutting down is bounded in real seconds on any clock.
         grace = 0.0 if self._killed else self.graceful_shutdown_timeout
         deadline = asyncio.get_running_loop().time() + grace
 
