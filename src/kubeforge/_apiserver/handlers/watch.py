@@ -205,8 +205,11 @@ class WatchStreams:
                     await response.write(data)
                 if watcher.closed:
                     break
-                if bookmarks and time.monotonic() >= next_bookmark and watcher.settled:
-                    await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    # Not past events still queued or held back: the next one will do.
+                    if watcher.settled:
+                        revision = self.store.revision
+                        await response.write(_bookmark(rt.kind, rt.api_version, revision))
                     next_bookmark = time.monotonic() + self.bookmark_interval
             if watcher.expired is not None:
                 # As etcd's compaction cancels a watch behind it: the client lists again.
