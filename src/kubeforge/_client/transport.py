@@ -105,9 +105,13 @@ class Transport:
             # A new session now would never be closed (and leak its connections).
             raise ClientClosed("the client is closed")
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
-            )
+            connector: aiohttp.BaseConnector
+            if self.config.unix_socket is not None:
+                connector = aiohttp.UnixConnector(self.config.unix_socket, limit=0)
+            else:
+                connector = aiohttp.TCPConnector(
+                    ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
+                )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 json_serialize=lambda v: orjson.dumps(v).decode(),
@@ -121,7 +125,7 @@ class Transport:
         if self._pool is None:
             url = urlsplit(self.config.server)
             context: ssl.SSLContext | None = None
-            if url.scheme == "https":
+            if url.scheme == "https" and self.config.unix_socket is None:
                 configured = self.config.ssl_context()
                 context = configured if isinstance(configured, ssl.SSLContext) else _unverified()
             self._pool = ConnectionPool(
@@ -129,6 +133,7 @@ class Transport:
                 url.port or (443 if url.scheme == "https" else 80),
                 ssl_context=context,
                 server_hostname=self.config.tls_server_name or url.hostname,
+                unix_socket=self.config.unix_socket,
             )
         return self._pool
 
@@ -173,11 +178,14 @@ class Transport:
         return headers
 
     def _url(self, path: str) -> str:
+        if self.config.unix_socket is not None:
+            # Plain HTTP over the socket; the host only fills the Host header.
+            return f"http://{self._netloc}{self._base_path}{path}"
         return self.config.server + path
 
     def _kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
-        if self.config.tls_server_name:
+        if self.config.tls_server_name and self.config.unix_socket is None:
             kwargs["server_hostname"] = self.config.tls_server_name
         if self.config.proxy_url:
             kwargs["proxy"] = self.config.proxy_url

@@ -233,10 +233,12 @@ class Manager:
     def add_readyz_check(self, name: str, check: Check) -> None:
         self._readyz[name] = check
 
-    def event_recorder(self, name: str) -> EventRecorder:
+    def event_recorder(self, name: str, *, correlate: bool = True) -> EventRecorder:
         """An event recorder reporting as controller `name` (events.k8s.io/v1); its
-        `record()` works from plain `def` reconcilers' threads too."""
-        recorder = EventRecorder(self.api_reader, controller=name)
+        `record()` works from plain `def` reconcilers' threads too, and aggregates similar
+        events and rate limits each object's as client-go's recorder does (unless
+        `correlate=False`)."""
+        recorder = EventRecorder(self.api_reader, controller=name, correlate=correlate)
         self._recorders.append(recorder)
         return recorder
 
