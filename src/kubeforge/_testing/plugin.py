@@ -20,20 +20,30 @@ Every test works in a namespace of its own (`testenv.namespace`, `test-<name>-<r
 default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run
 the same tests against the current kubeconfig's cluster instead of a development cluster
 started per test; what a test made there is removed after it (docs/testing.md).
+
+`--kubeforge-explore` explores each test that uses the `manager` fixture: it is run again
+under perturbations learned from a reference run, and fails with what the oracles find
+(testing/explore/; docs/testing.md, "Exploration"). `--kubeforge-explore-jobs`,
+`--kubeforge-explore-budget` and `--kubeforge-explore-actions` tune it;
+`--kubeforge-perturb=SPEC` replays one perturbation (what a finding's command does).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import inspect
 import logging
 import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import pytest
+
+from kubeforge._testing.explore.keys import EXPLORATION, EXPLORE_RUN
 
 # Only pytest is imported up front: the rest loads when a test asks for a fixture.
 if TYPE_CHECKING:
@@ -53,7 +63,12 @@ __all__ = [
     "manager",
     "pytest_addoption",
     "pytest_configure",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
+    "pytest_runtestloop",
+    "pytest_terminal_summary",
+    "pytest_unconfigure",
     "testenv",
 ]
 
@@ -98,6 +113,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "built-in controllers of the test cluster, as kube-controller-manager's --controllers",
         default="*",
     )
+    group = parser.getgroup("kubeforge", "kubeforge exploration")
+    group.addoption(
+        "--kubeforge-explore",
+        action="store_true",
+        help="explore each test that uses the manager fixture under perturbations",
+    )
+    group.addoption(
+        "--kubeforge-explore-jobs",
+        metavar="N",
+        default=None,
+        help="runs at once while exploring (default: the number of CPUs, at most 4)",
+    )
+    group.addoption(
+        "--kubeforge-explore-budget",
+        metavar="N",
+        default="60",
+        help="perturbed runs per test at most (default 60)",
+    )
+    group.addoption(
+        "--kubeforge-explore-actions",
+        metavar="LIST",
+        default=None,
+        help="the perturbations to try, comma-separated "
+        "(default crash,error,stale,coalesce,delete,revert)",
+    )
+    group.addoption(
+        "--kubeforge-perturb",
+        metavar="SPEC",
+        default=None,
+        help="run each selected test under this one perturbation (a finding's replay)",
+    )
+    group.addoption("--kubeforge-explore-worker", default=None, help=argparse.SUPPRESS)
 
 
 CONTROLLERS_MARKER = "kubeforge_controllers"
@@ -113,6 +160,92 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{CONTROLLERS_MARKER}(*entries): the built-in controllers of this test's cluster, as "
         "kube-controller-manager's --controllers (e.g. '*', '-job')",
     )
+    worker = config.getoption("kubeforge_explore_worker", None)
+    exploring = config.getoption("kubeforge_explore", False) or config.getoption(
+        "kubeforge_perturb", None
+    )
+    if exploring and worker is None:
+        from kubeforge._testing.explore.session import Exploration
+
+        config.stash[EXPLORATION] = Exploration(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the exploration's workers."""
+    exploration = config.stash.get(EXPLORATION, None)
+    if exploration is not None:
+        exploration.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """In an exploration's worker: run the tests asked for, one run at a time."""
+    pipes = session.config.getoption("kubeforge_explore_worker", None)
+    if pipes is None or session.config.option.collectonly:
+        return None
+    from kubeforge._testing.explore.session import worker_loop
+
+    config = session.config
+
+    def load_setup() -> Callable[[Manager], Any]:
+        return _load_setup(_root(config), str(config.getini("kubeforge_setup")))
+
+    worker_loop(session, str(pipes), load_setup)
+    return True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """While exploring: a test that runs the project's controllers is explored, and its
+    report is the exploration's."""
+    exploration = item.config.stash.get(EXPLORATION, None)
+    if exploration is None:
+        return None
+    from kubeforge._testing.explore.session import explorable
+
+    if not explorable(item):
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    explored = exploration.explore(item)
+    keywords = dict.fromkeys(item.keywords, 1)
+    whens: tuple[Literal["setup", "call", "teardown"], ...] = ("setup", "call", "teardown")
+    for when in whens:
+        failed = when == "call" and not explored.passed
+        report = pytest.TestReport(
+            item.nodeid,
+            item.location,
+            keywords,  # type: ignore[arg-type]
+            "failed" if failed else "passed",
+            explored.text if failed else None,
+            when,
+            sections=[("kubeforge exploration", explored.text)] if when == "call" else (),
+            duration=explored.row.seconds if when == "call" else 0.0,
+        )
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The exploration's summary table."""
+    exploration = config.stash.get(EXPLORATION, None)
+    if exploration is not None and exploration.rows:
+        terminalreporter.write_sep("=", "kubeforge exploration")
+        terminalreporter.write_line(exploration.summary())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """In an exploration's run, the test's body runs inside the run's harness."""
+    run = item.stash.get(EXPLORE_RUN, None)
+    function = getattr(item, "obj", None)
+    if run is None or function is None or not inspect.iscoroutinefunction(function):
+        return (yield)
+    item.obj = run.wrap(function)  # type: ignore[attr-defined]
+    try:
+        return (yield)
+    finally:
+        item.obj = function  # type: ignore[attr-defined]
 
 
 def _controllers(*entries: str, where: str) -> tuple[str, ...]:
@@ -205,11 +338,19 @@ async def testenv(
 
     root = _root(request.config)
     paths = [root / p for p in request.config.getini("kubeforge_crd_paths")]
-    env = TestEnv(
-        crd_paths=paths,
-        options=kubeforge_cluster_options,
-        namespace=_namespace_for(request.node.name),
-    )
+    settings: dict[str, Any] = {
+        "crd_paths": paths,
+        "options": kubeforge_cluster_options,
+        "namespace": _namespace_for(request.node.name),
+    }
+    run = request.node.stash.get(EXPLORE_RUN, None)
+    if run is None:
+        env = TestEnv(**settings)
+    else:
+        from kubeforge._testing.explore.harness import ExploringEnv
+
+        env = ExploringEnv(run, **settings)
+        run.begin(env)
     async with env:
         yield env
 

@@ -1,0 +1,259 @@
+"""The cluster's state at the end of a run, in a form two runs can be compared in.
+
+A snapshot holds every object of every listable kind in the namespaces a test uses (all but
+kube-system, kube-public and kube-node-lease) and the cluster-scoped objects of the
+project's CRDs, except the runtime's bookkeeping (Events, Leases, Endpoints and
+EndpointSlices). Each object is normalised, as Sieve's differential oracle does, so that
+what differs between two runs by nature does not count: uids, resourceVersions, generations,
+managedFields and timestamps go; the test's namespace (new each run) reads `<ns>`, a
+generated name its prefix and `*` (wherever it appears, a status field included), IP
+addresses `<ip>` and allocated node ports `<port>`; of a pod's status only the phase stays.
+Objects are keyed `Kind/namespace/name`, several of one generated prefix numbered by age.
+
+Two reference runs of the same test give the noise: the objects and fields in which they
+differ are left out of every comparison (`Noise`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubeforge._client.client import Client
+from kubeforge._client.discovery import APIResource
+from kubeforge._client.errors import ApiError
+
+__all__ = ["Difference", "Noise", "Snapshot", "capture", "differences", "noise_between"]
+
+SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
+SKIPPED_KINDS = frozenset({"Event", "Lease", "Endpoints", "EndpointSlice"})
+_DROPPED_METADATA = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionGracePeriodSeconds",
+)
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+_IP = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$")
+_PORT_FIELDS = frozenset({"nodePort", "healthCheckNodePort"})
+
+Objects = dict[str, dict[str, Any]]
+
+
+@dataclass
+class Snapshot:
+    """Normalised objects by key, and each key's resourceVersion as it was."""
+
+    objects: Objects = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    # Objects still being deleted (finalizers or graceful termination pending).
+    deleting: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"objects": self.objects, "versions": self.versions, "deleting": self.deleting}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Snapshot:
+        return cls(dict(data["objects"]), dict(data["versions"]), list(data["deleting"]))
+
+
+async def listable(client: Client, crds: Iterable[str]) -> list[APIResource]:
+    """The kinds a snapshot lists: namespaced ones, and the CRDs' cluster-scoped ones."""
+    installed = set(crds)
+    found = []
+    for group, version in await client.discovery.server_groups():
+        for resource in await client.discovery.resources(group, version):
+            if "list" not in resource.verbs or resource.kind in SKIPPED_KINDS:
+                continue
+            if resource.namespaced or f"{resource.plural}.{resource.group}" in installed:
+                found.append(resource)
+    return found
+
+
+async def capture(client: Client, kinds: Iterable[APIResource], namespace: str) -> Snapshot:
+    """The state of the cluster now, normalised (see the module)."""
+    raw: list[dict[str, Any]] = []
+    for resource in kinds:
+        try:
+            items = await client.list(
+                f"{resource.api_version}/{resource.kind}", all_namespaces=resource.namespaced
+            )
+        except ApiError:
+            continue  # a kind that went away (its CRD deleted) meanwhile
+        for item in items:
+            meta = item.get("metadata") or {}
+            if meta.get("namespace") in SYSTEM_NAMESPACES:
+                continue
+            item.setdefault("kind", resource.kind)
+            raw.append(item)
+    generated = _generated_names(raw)
+    snapshot = Snapshot()
+    raw.sort(key=_age)
+    for item in raw:
+        meta = item.get("metadata") or {}
+        key = _key(item, namespace, generated)
+        if key.endswith("*"):
+            # Objects of one generated prefix are told apart by age.
+            number = 1
+            while f"{key}#{number}" in snapshot.objects:
+                number += 1
+            key = f"{key}#{number}"
+        snapshot.objects[key] = normalise(item, namespace, generated)
+        snapshot.versions[key] = str(meta.get("resourceVersion") or "")
+        if meta.get("deletionTimestamp"):
+            snapshot.deleting.append(key)
+    return snapshot
+
+
+def _age(item: Mapping[str, Any]) -> tuple[str, str]:
+    meta = item.get("metadata") or {}
+    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+
+
+def _generated_names(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    names = {}
+    for item in items:
+        meta = item.get("metadata") or {}
+        prefix, name = meta.get("generateName"), meta.get("name") or ""
+        if prefix and name.startswith(prefix) and name != prefix:
+            names[name] = f"{prefix}*"
+    return names
+
+
+def _key(item: Mapping[str, Any], namespace: str, generated: Mapping[str, str]) -> str:
+    meta = item.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    where = meta.get("namespace") or ""
+    where = "<ns>" if where == namespace else where
+    shown = generated.get(name, name)
+    return f"{item.get('kind')}/{where}/{shown}" if where else f"{item.get('kind')}/{shown}"
+
+
+def normalise(
+    item: Mapping[str, Any], namespace: str, generated: Mapping[str, str]
+) -> dict[str, Any]:
+    """One object with what differs between runs by nature taken out (see the module)."""
+    obj = dict(item)
+    meta = dict(obj.get("metadata") or {})
+    for name in _DROPPED_METADATA:
+        meta.pop(name, None)
+    if "deletionTimestamp" in meta:
+        meta["deletionTimestamp"] = "<deleting>"
+    if meta.get("ownerReferences"):
+        meta["ownerReferences"] = [
+            {k: v for k, v in ref.items() if k != "uid"} for ref in meta["ownerReferences"]
+        ]
+    obj["metadata"] = meta
+    if obj.get("kind") == "Pod":
+        obj["status"] = {"phase": (obj.get("status") or {}).get("phase")}
+    words = sorted({namespace: "<ns>", **generated}.items(), key=lambda pair: -len(pair[0]))
+    result: dict[str, Any] = _clean(obj, words)
+    return result
+
+
+def _clean(value: Any, words: list[tuple[str, str]], field_name: str = "") -> Any:
+    if isinstance(value, dict):
+        return {
+            key: _clean(item, words, key)
+            for key, item in value.items()
+            if key != "observedGeneration"
+        }
+    if isinstance(value, list):
+        return [_clean(item, words) for item in value]
+    if field_name in _PORT_FIELDS and isinstance(value, int):
+        return "<port>"
+    if isinstance(value, str):
+        if _TIME.match(value):
+            return "<time>"
+        if _IP.match(value):
+            return "<ip>"
+        for word, shown in words:
+            if word and word in value:
+                value = value.replace(word, shown)
+    return value
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """`{"a": {"b": [1]}}` -> `{"a.b[0]": 1}`; empty containers are leaves."""
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    if isinstance(value, list) and value:
+        out = {}
+        for index, item in enumerate(value):
+            out.update(flatten(item, f"{prefix}[{index}]"))
+        return out
+    return {prefix: value}
+
+
+@dataclass
+class Noise:
+    """What differed between the reference runs: objects, and fields of an object."""
+
+    objects: set[str] = field(default_factory=set)
+    fields: set[tuple[str, str]] = field(default_factory=set)
+
+
+def noise_between(first: Objects, second: Objects) -> Noise:
+    noise = Noise(objects=set(first) ^ set(second))
+    for key in set(first) & set(second):
+        one, two = flatten(first[key]), flatten(second[key])
+        for path in set(one) | set(two):
+            if one.get(path, _ABSENT) != two.get(path, _ABSENT):
+                noise.fields.add((key, path))
+    return noise
+
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class Difference:
+    """How a run's end state differs from the reference's: `missing` (the reference has the
+    object, the run not), `leaked` (the other way) or `changed` (a field), with values."""
+
+    what: str
+    key: str
+    path: str = ""
+    expected: Any = None
+    found: Any = None
+
+    def __str__(self) -> str:
+        if self.what == "missing":
+            return f"missing: {self.key}"
+        if self.what == "leaked":
+            return f"leaked:  {self.key}"
+        return f"changed: {self.key} {self.path}: {self.expected!r} -> {self.found!r}"
+
+
+def differences(reference: Objects, run: Objects, noise: Noise) -> list[Difference]:
+    """What `run` has that `reference` has not, and the other way, noise left out."""
+    found: list[Difference] = []
+    for key in sorted(set(reference) - set(run) - noise.objects):
+        found.append(Difference("missing", key))
+    for key in sorted(set(run) - set(reference) - noise.objects):
+        found.append(Difference("leaked", key))
+    for key in sorted((set(reference) & set(run)) - noise.objects):
+        expected, got = flatten(reference[key]), flatten(run[key])
+        for path in sorted(set(expected) | set(got)):
+            if (key, path) in noise.fields:
+                continue
+            one, two = expected.get(path, _ABSENT), got.get(path, _ABSENT)
+            if one != two:
+                found.append(
+                    Difference(
+                        "changed",
+                        key,
+                        path,
+                        None if one is _ABSENT else one,
+                        None if two is _ABSENT else two,
+                    )
+                )
+    return found

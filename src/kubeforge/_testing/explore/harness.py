@@ -1,0 +1,512 @@
+"""One run of a test under exploration, inside the pytest process that runs it.
+
+The `testenv` fixture of a run is an `ExploringEnv`: every manager it starts
+(`run_manager`, so the `manager` fixture's too) is observed by the run's recorder, gives its
+reconcilers the perturbing client, and is kept running by a supervisor that starts a new
+one when the perturbation crashes it. The test's body runs as usual (abandoned, for a
+`delete`, once the object it made is gone); then, while the managers still run, the run:
+
+1. lets everything settle (no reconcile for a while, the cluster's objects unchanged);
+2. for a `revert`, changes the object's spec and changes it back, settling after each;
+3. takes the end state (endstate.py);
+4. checks convergence: every controller is asked to reconcile everything again, and what
+   that writes, and which reconciles keep failing, are noted;
+5. deletes the objects of the reconciled kinds the test made, lets the operator clean up,
+   and takes the end state again.
+
+`Run.result` is what is kept of it (the trace, the end states, the checks), as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import functools
+import inspect
+import logging
+import time
+import traceback
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, cast
+
+from kubeforge._client.client import Client
+from kubeforge._client.config import ClusterConfig
+from kubeforge._client.discovery import APIResource
+from kubeforge._client.errors import ApiError, Invalid, NotFound
+from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.watcher import EventSink
+from kubeforge._testing.env import TestEnv
+from kubeforge._testing.explore.endstate import Snapshot, capture, listable
+from kubeforge._testing.explore.inject import HeldEvents, PerturbingClient
+from kubeforge._testing.explore.points import Perturbation
+from kubeforge._testing.explore.trace import FAILED, ErrorLog, Recorder, short_kind
+
+__all__ = ["ExploringEnv", "Run"]
+
+log = logging.getLogger("kubeforge.testing.explore")
+
+Setup = Callable[[Manager], Any]
+
+QUIET = 0.3
+"""Seconds without a reconcile, a delivered event or a write that count as settled."""
+SETTLE_TIMEOUT = 10.0
+DELETE_TIMEOUT = 20.0
+
+
+class Run:
+    """What one run of a test does and keeps (see the module)."""
+
+    def __init__(
+        self, perturbation: Perturbation | None, load_setup: Callable[[], Setup] | None
+    ) -> None:
+        self.perturbation = perturbation
+        self.load_setup = load_setup
+        self.notes: list[str] = []
+        self.errors = ErrorLog()
+        self.result: dict[str, Any] = {
+            "perturbation": None if perturbation is None else str(perturbation),
+        }
+        self._recorder: Recorder | None = None
+        self._env: ExploringEnv | None = None
+        self._abandon: asyncio.Event | None = None
+        self.supervisors: list[Supervisor] = []
+        self._started = time.monotonic()
+
+    # set up by the testenv fixture ----------------------------------------------------------
+
+    def begin(self, env: ExploringEnv) -> None:
+        """Start the run in `env` (on the test's event loop)."""
+        self._env = env
+        self._recorder = Recorder(env.namespace)
+        self._abandon = asyncio.Event()
+        logging.getLogger("kubeforge").addHandler(self.errors)
+
+    def end(self) -> None:
+        logging.getLogger("kubeforge").removeHandler(self.errors)
+        self.result["seconds"] = round(time.monotonic() - self._started, 2)
+
+    @property
+    def recorder(self) -> Recorder:
+        assert self._recorder is not None, "the run has not begun"
+        return self._recorder
+
+    @property
+    def env(self) -> ExploringEnv:
+        assert self._env is not None, "the run has not begun"
+        return self._env
+
+    # what the perturbations ask (inject.Perturber) ------------------------------------------
+
+    def applied(self, what: str) -> None:
+        self.notes.append(what)
+        self.recorder.note("perturbation", detail=what)
+
+    def crash(self, incarnation: int) -> None:
+        for supervisor in self.supervisors:
+            if supervisor.incarnation == incarnation:
+                supervisor.restart()
+
+    async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None:
+        with contextlib.suppress(NotFound):
+            await self.env.client.delete(kind, name, namespace=namespace or None)
+        assert self._abandon is not None
+        self._abandon.set()
+
+    # the test's body ------------------------------------------------------------------------
+
+    def wrap(self, test: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        """The test function, run as a run runs it (see the module)."""
+
+        @functools.wraps(test)
+        async def explored(*args: Any, **kwargs: Any) -> Any:
+            body = asyncio.ensure_future(test(*args, **kwargs))
+            assert self._abandon is not None
+            abandon = asyncio.ensure_future(self._abandon.wait())
+            await asyncio.wait({body, abandon}, return_when=asyncio.FIRST_COMPLETED)
+            abandon.cancel()
+            failure: BaseException | None = None
+            if body.done():
+                failure = body.exception()
+            else:
+                body.cancel()
+                await asyncio.gather(body, return_exceptions=True)
+                self.result["abandoned"] = True
+            await self.finish()
+            if failure is not None:
+                raise failure
+            return None
+
+        return explored
+
+    # after the body -------------------------------------------------------------------------
+
+    async def finish(self) -> None:
+        """Settle, perturb a spec, take the end states and check convergence (the module's
+        steps), keeping what was found in `result`."""
+        started_here: contextlib.AsyncExitStack | None = None
+        try:
+            kinds = await listable(self.env.client, self.env.installed)
+            if not self._alive():
+                started_here = await self._start_for_checks()
+            end = await self.settled(kinds)
+            wanted = self.perturbation
+            if (
+                wanted is not None
+                and wanted.action == "revert"
+                and await self._revert(wanted, kinds)
+            ):
+                end = await self.settled(kinds)
+            self.result["end"] = end.to_json()
+            self.result["primaries"] = self._primaries(end)
+            if self._alive():
+                self.result["convergence"] = await self._converge(kinds, end)
+                self.result["deleted"] = await self._delete_primaries(end)
+                deleted = await self.settled(kinds, timeout=DELETE_TIMEOUT)
+                self.result["end_deleted"] = deleted.to_json()
+        except Exception:
+            self.result["harness_error"] = traceback.format_exc()
+            log.exception("exploration: the run could not be judged")
+        finally:
+            if started_here is not None:
+                await started_here.aclose()
+            self.result["applied"] = list(self.notes)
+            self.result["steps"] = self.recorder.steps
+            self.result["errors"] = list(self.errors.found)
+            self.result["namespace"] = self.env.namespace
+
+    def _alive(self) -> list[Manager]:
+        return [s.manager for s in self.supervisors if s.manager is not None]
+
+    async def _start_for_checks(self) -> contextlib.AsyncExitStack | None:
+        """The test ran its managers itself and stopped them: start the project's for the
+        checks that need one (convergence, and finalizers during deletion)."""
+        if self.load_setup is None:
+            return None
+        try:
+            setup = self.load_setup()
+        except Exception as exc:
+            self.notes.append(f"no manager for the checks after the test: {exc}")
+            return None
+        stack = contextlib.AsyncExitStack()
+        await stack.enter_async_context(self.env.run_manager(setup))
+        self.result["manager_started_for_checks"] = True
+        return stack
+
+    async def quiet(self, *, timeout: float = SETTLE_TIMEOUT) -> bool:
+        """Wait until no manager has done anything for QUIET seconds (and none restarts)."""
+        # Real time: this waits for the system to go quiet, as an I/O timeout does.
+        deadline = time.monotonic() + timeout
+        while True:
+            busy = self.recorder.in_flight > 0 or any(s.restarting for s in self.supervisors)
+            if not busy and self.recorder.quiet_for() >= QUIET:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            await asyncio.sleep(0.05)
+
+    async def settled(
+        self, kinds: list[APIResource], *, timeout: float = SETTLE_TIMEOUT
+    ) -> Snapshot:
+        """The end state once the managers are quiet and two snapshots in a row agree with
+        nothing being deleted (or when `timeout` runs out)."""
+        deadline = time.monotonic() + timeout
+        last: Snapshot | None = None
+        while True:
+            await self.quiet(timeout=max(deadline - time.monotonic(), 0.0))
+            snapshot = await capture(self.env.client, kinds, self.env.namespace)
+            if (
+                last is not None
+                and snapshot.versions == last.versions
+                and not snapshot.deleting
+                and self.recorder.quiet_for() >= QUIET
+            ):
+                return snapshot
+            if time.monotonic() > deadline:
+                self.notes.append(f"the cluster did not settle within {timeout:.0f} s")
+                return snapshot
+            last = snapshot
+            await asyncio.sleep(0.1)
+
+    def _reconciled_kinds(self) -> dict[str, str]:
+        """Short kind -> `group/version/Kind` of what the managers' controllers reconcile."""
+        kinds = {}
+        for manager in self._alive():
+            for controller in manager.controllers.values():
+                if controller.for_informer is not None:
+                    name = controller.for_informer.name
+                    kinds[short_kind(name)] = name
+        return kinds
+
+    def _made_by_managers(self) -> set[str]:
+        return {
+            str(step["object"])
+            for step in self.recorder.steps
+            if step["type"] == "write" and step["verb"] == "create" and not step["error"]
+        }
+
+    def _primaries(self, end: Snapshot) -> list[str]:
+        """The objects of reconciled kinds in the test's namespace that the test made
+        (not the managers), as `Kind/name`."""
+        kinds = self._reconciled_kinds()
+        made = self._made_by_managers()
+        found = []
+        for key in end.objects:
+            kind, _, rest = key.partition("/")
+            where, _, name = rest.partition("/")
+            if kind in kinds and where == "<ns>" and f"{kind}/{name}" not in made:
+                found.append(f"{kind}/{name}")
+        return found
+
+    async def _converge(self, kinds: list[APIResource], end: Snapshot) -> dict[str, Any]:
+        """Have every controller reconcile everything once more; what changes then."""
+        mark = self.recorder.step_index()
+        self.recorder.note("phase", detail="reconcile everything again")
+        for manager in self._alive():
+            for controller in manager.controllers.values():
+                with contextlib.suppress(RuntimeError):
+                    controller.reconcile_all()
+        await self.quiet()
+        after = await capture(self.env.client, kinds, self.env.namespace)
+        steps = self.recorder.steps[mark:]
+        writes = [s["point"] for s in steps if s["type"] == "write" and not s["error"]]
+        changed = sorted(
+            key
+            for key in set(end.versions) | set(after.versions)
+            if end.versions.get(key) != after.versions.get(key)
+        )
+        last: dict[tuple[str, str], dict[str, Any]] = {}
+        current = {s.incarnation for s in self.supervisors if s.manager is not None}
+        for step in self.recorder.steps:
+            if step["type"] == "reconciled" and step["incarnation"] in current:
+                last[(step["controller"], step["request"])] = step
+        failing = [
+            f"{controller} {request}: {step['outcome']}: {step['error']}"
+            for (controller, request), step in sorted(last.items())
+            if step["outcome"] in FAILED
+        ]
+        return {"writes": writes if changed else [], "changed": changed, "failing": failing}
+
+    async def _delete_primaries(self, end: Snapshot) -> list[str]:
+        """Delete what the test made of the reconciled kinds (the operator cleans up)."""
+        kinds = self._reconciled_kinds()
+        self.recorder.note("phase", detail="delete what the test made")
+        deleted = []
+        for primary in self._primaries(end):
+            kind, _, name = primary.partition("/")
+            with contextlib.suppress(NotFound):
+                await self.env.client.delete(kinds[kind], name, namespace=self.env.namespace)
+                deleted.append(primary)
+        return deleted
+
+    # A -> B -> A ------------------------------------------------------------------------------
+
+    async def _revert(self, wanted: Perturbation, kinds: list[APIResource]) -> bool:
+        target = wanted.object
+        kind, _, name = target.partition("/")
+        resource = next((r for r in kinds if r.kind == kind), None)
+        if resource is None:
+            self.notes.append(f"{target}: no such kind to change")
+            return False
+        what = f"{resource.api_version}/{kind}"
+        client = self.env.client
+        namespace = self.env.namespace if resource.namespaced else None
+        try:
+            obj = await client.get(what, name, namespace=namespace)
+        except NotFound:
+            self.notes.append(f"{target}: gone before its spec could be changed")
+            return False
+        original = dict(obj.get("spec") or {})
+        changed = await self._other_spec(client, resource, what, name, namespace, original)
+        if not changed:
+            self.notes.append(f"{target}: no valid change of its spec found")
+            return False
+        self.applied(f"revert@{target}: spec {_show(original, changed)}, then back")
+        await client.patch(what, name, {"spec": changed}, namespace=namespace)
+        await self.settled(kinds)
+        back = {field: original.get(field) for field in changed}
+        await client.patch(what, name, {"spec": back}, namespace=namespace)
+        return True
+
+    async def _other_spec(
+        self,
+        client: Client,
+        resource: APIResource,
+        what: str,
+        name: str,
+        namespace: str | None,
+        spec: Mapping[str, Any],
+    ) -> dict[str, Any]:
+        """Spec fields changed to other values the server accepts (a dry run decides)."""
+        schema = await _spec_schema(client, resource)
+        candidates = {
+            field: value
+            for field, prop in (schema.get("properties") or {}).items()
+            if (value := _other_value(prop, spec.get(field, prop.get("default")))) is not None
+        }
+
+        async def accepted(fields: dict[str, Any]) -> bool:
+            try:
+                await client.patch(what, name, {"spec": fields}, namespace=namespace, dry_run=True)
+            except (Invalid, ApiError):
+                return False
+            return True
+
+        if candidates and await accepted(candidates):
+            return candidates
+        return {f: v for f, v in candidates.items() if await accepted({f: v})}
+
+
+def _show(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{field} {before.get(field)!r} -> {value!r}" for field, value in after.items()
+    )
+
+
+async def _spec_schema(client: Client, resource: APIResource) -> dict[str, Any]:
+    """The structural schema of the spec of a CRD's served version ({} for built-ins)."""
+    try:
+        crd = await client.get(
+            "apiextensions.k8s.io/v1/CustomResourceDefinition",
+            f"{resource.plural}.{resource.group}",
+        )
+    except NotFound:
+        return {}
+    for version in crd["spec"]["versions"]:
+        if version["name"] == resource.version:
+            root = (version.get("schema") or {}).get("openAPIV3Schema") or {}
+            spec: dict[str, Any] = (root.get("properties") or {}).get("spec") or {}
+            return spec
+    return {}
+
+
+def _other_value(schema: Mapping[str, Any], value: Any) -> Any:
+    """Another value a scalar field's schema allows (None: no simple one)."""
+    enum = schema.get("enum")
+    if enum:
+        others = [choice for choice in enum if choice != value]
+        return others[0] if others else None
+    kind = schema.get("type")
+    if kind == "boolean":
+        return not value
+    if kind == "integer" and isinstance(value, int):
+        up, down = value + 1, value - 1
+        if schema.get("maximum") is None or up <= schema["maximum"]:
+            return up
+        if schema.get("minimum") is None or down >= schema["minimum"]:
+            return down
+        return None
+    if kind == "string" and isinstance(value, str):
+        if schema.get("pattern") or schema.get("format"):
+            return None
+        longest = schema.get("maxLength")
+        if longest is None or len(value) < longest:
+            return value + "x"
+        return value[:-1] if len(value) > int(schema.get("minLength") or 0) else None
+    return None
+
+
+class Supervisor:
+    """The manager of one `run_manager` block, restarted when the perturbation crashes
+    it: the block goes on with the new one, as a restarted pod would."""
+
+    def __init__(self, env: ExploringEnv, setup: Setup | None, **options: Any) -> None:
+        self.env = env
+        self.run = env.run
+        self.setup = setup
+        self.options = options
+        self.manager: Manager | None = None
+        self.incarnation = 0
+        self.restarting: asyncio.Task[None] | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    async def start(self) -> Manager:
+        self.manager = await self._stack.enter_async_context(
+            TestEnv.run_manager(self.env, self._setup, **self.options)
+        )
+        return self.manager
+
+    async def _setup(self, manager: Manager) -> None:
+        run = self.run
+        run.recorder.attach(manager)
+        self.incarnation = run.recorder.incarnation
+
+        def reconciled_kind(controller: str) -> str | None:
+            found = manager.controllers.get(controller)
+            informer = found.for_informer if found is not None else None
+            return informer.name if informer is not None else None
+
+        perturbing = PerturbingClient(manager.client, run, self.incarnation, reconciled_kind)
+        manager.client = cast(CachedClient, perturbing)
+        if self.setup is not None:
+            pending = self.setup(manager)
+            if inspect.isawaitable(pending):
+                await pending
+        wanted = run.perturbation
+        if wanted is not None and wanted.action == "coalesce":
+            for informer in manager.cache.informers():
+                if short_kind(informer.name) == wanted.kind:
+                    informer.intercept_events(functools.partial(_held, run=run, kind=informer.name))
+
+    def restart(self) -> None:
+        """Stop the crashed manager and start a new one (in the background)."""
+        if self.restarting is None:
+            # A context of its own: not the crashed reconcile's, which the new manager's
+            # tasks would otherwise carry.
+            self.restarting = asyncio.get_running_loop().create_task(
+                self._restart(), context=contextvars.Context()
+            )
+
+    async def _restart(self) -> None:
+        crashed, self._stack = self._stack, contextlib.AsyncExitStack()
+        self.manager = None
+        self.run.errors.muted = True
+        try:
+            with contextlib.suppress(Exception):
+                await crashed.aclose()
+        finally:
+            self.run.errors.muted = False
+        self.run.recorder.note("phase", detail="a new manager starts")
+        try:
+            await self.start()
+        finally:
+            self.restarting = None
+
+    async def stop(self) -> None:
+        if self.restarting is not None:
+            with contextlib.suppress(Exception):
+                await self.restarting
+        self.manager = None
+        await self._stack.aclose()
+
+
+def _held(sink: EventSink, *, run: Run, kind: str) -> EventSink:
+    return HeldEvents(sink, run, kind)
+
+
+class ExploringEnv(TestEnv):
+    """The test environment of a run: its managers observed, perturbed and supervised."""
+
+    __test__ = False
+
+    def __init__(self, run: Run, **options: Any) -> None:
+        super().__init__(**options)
+        self.run = run
+
+    @contextlib.asynccontextmanager
+    async def run_manager(
+        self,
+        setup: Setup | None = None,
+        *,
+        config: ClusterConfig | None = None,
+        webhooks: bool = True,
+        **options: Any,
+    ) -> AsyncIterator[Manager]:
+        supervisor = Supervisor(self, setup, config=config, webhooks=webhooks, **options)
+        self.run.supervisors.append(supervisor)
+        try:
+            yield await supervisor.start()
+        finally:
+            await supervisor.stop()
+            self.run.supervisors.remove(supervisor)
