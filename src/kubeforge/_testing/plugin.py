@@ -218,7 +218,6 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             "failed" if failed else "passed",
             explored.text if failed else None,
             when,
-            sections=[("kubeforge exploration", explored.text)] if when == "call" else (),
             duration=explored.row.seconds if when == "call" else 0.0,
         )
         item.ihook.pytest_runtest_logreport(report=report)

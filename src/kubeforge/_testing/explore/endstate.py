@@ -5,7 +5,8 @@ kube-system, kube-public and kube-node-lease) and the cluster-scoped objects of 
 project's CRDs, except the runtime's bookkeeping (Events, Leases, Endpoints and
 EndpointSlices). Each object is normalised, as Sieve's differential oracle does, so that
 what differs between two runs by nature does not count: uids, resourceVersions, generations,
-managedFields and timestamps go; the test's namespace (new each run) reads `<ns>`, a
+managedFields and timestamps go; the test's namespace (new each run) reads `<ns>` (in
+names too, as in a cluster-scoped object named after it), a
 generated name its prefix and `*` (wherever it appears, a status field included), IP
 addresses `<ip>` and allocated node ports `<port>`; of a pod's status only the phase stays.
 Objects are keyed `Kind/namespace/name`, several of one generated prefix numbered by age.
@@ -130,7 +131,7 @@ def _key(item: Mapping[str, Any], namespace: str, generated: Mapping[str, str]) 
     name = str(meta.get("name") or "")
     where = meta.get("namespace") or ""
     where = "<ns>" if where == namespace else where
-    shown = generated.get(name, name)
+    shown = generated.get(name, name).replace(namespace, "<ns>")
     return f"{item.get('kind')}/{where}/{shown}" if where else f"{item.get('kind')}/{shown}"
 
 

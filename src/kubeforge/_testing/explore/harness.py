@@ -270,7 +270,13 @@ class Run:
         await self.quiet()
         after = await capture(self.env.client, kinds, self.env.namespace)
         steps = self.recorder.steps[mark:]
-        writes = [s["point"] for s in steps if s["type"] == "write" and not s["error"]]
+        # A write answered with a version the end state already had changed nothing.
+        before = set(end.versions.values())
+        writes = [
+            s["point"]
+            for s in steps
+            if s["type"] == "write" and not s["error"] and (not s["rv"] or s["rv"] not in before)
+        ]
         changed = sorted(
             key
             for key in set(end.versions) | set(after.versions)

@@ -25,7 +25,13 @@ from kubeforge._runtime.cached_client import CachedClient
 from kubeforge._runtime.logs import ReconcileContext, current_reconcile
 from kubeforge._runtime.watcher import EventSink
 from kubeforge._testing.explore.points import Perturbation
-from kubeforge._testing.explore.trace import Recorder, Step, short_kind, write_key
+from kubeforge._testing.explore.trace import (
+    Recorder,
+    Step,
+    may_be_stale,
+    short_kind,
+    write_key,
+)
 
 __all__ = ["Crashed", "HeldEvents", "Perturber", "PerturbingClient"]
 
@@ -48,9 +54,9 @@ _WRITES_BY_NAME = {
 }
 _READS = frozenset({"get", "list", "get_metadata", "list_metadata"})
 
-HOLD_SECONDS = 1.0
+HOLD_SECONDS = 2.5
 """How long held events wait for another before the last of them is delivered."""
-HOLD_AT_MOST = 5.0
+HOLD_AT_MOST = 8.0
 
 
 class Crashed(Exception):
@@ -318,6 +324,10 @@ class PerturbingClient:
             return None  # the reconciled object itself is as new as the event that queued it
         versions = recorder.versions.get((kind, namespace, name))
         if versions is None or versions.ordinal(_version(item)) != wanted.number:
+            return None
+        if not may_be_stale(
+            recorder.reconciles.get(context.reconcile_id), wanted.object, wanted.number
+        ):
             return None
         if self._stale_reconcile is None:
             self._stale_reconcile = context.reconcile_id

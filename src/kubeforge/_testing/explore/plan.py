@@ -5,8 +5,9 @@ kept (the pruning Sieve does with its reference trace):
 
 - `crash` and `error` after/at each distinct write a reconcile made (bookkeeping kinds, and
   the writes of the convergence check, aside);
-- `stale` at each version of an object a controller read from its cache (not the object
-  the reconcile was for: the event that queued it was at least that new);
+- `stale` at each version of an object a controller read from its cache, unless an event
+  of that version (or a later one) queued the reconcile, or it is the object the reconcile
+  is for (the informer's store holds what it delivers before its handlers hear of it);
 - `coalesce` from each version of an object that a controller's watch delivered and a
   reconcile then read, when later versions followed (and the version was not the manager's
   own write, which its cache holds at once);
@@ -25,6 +26,7 @@ from itertools import zip_longest
 from typing import Any
 
 from kubeforge._testing.explore.points import Perturbation
+from kubeforge._testing.explore.trace import may_be_stale
 
 __all__ = ["make_plan"]
 
@@ -108,10 +110,12 @@ def _stale(steps: Sequence[Step]) -> list[Perturbation]:
     """A stale read at each version a controller read of an object other than the one
     its reconcile was for; reads of reconciles that then wrote come first."""
     reconciled: dict[str, str] = {}
+    reconciles: dict[str, Step] = {}
     wrote: set[str] = set()
     for step in steps:
         if step["type"] == "reconcile":
             reconciled[str(step["id"])] = f"{step['kind']}/{step['request']}"
+            reconciles[str(step["id"])] = step
         elif step["type"] == "write" and not step["error"]:
             wrote.add(str(step["id"]))
     first: list[Perturbation] = []
@@ -124,7 +128,7 @@ def _stale(steps: Sequence[Step]) -> list[Perturbation]:
         if not targets and step.get("error") and "/" in str(step["target"]):
             continue  # a NotFound: an older view of nothing is nothing
         for obj, version in targets:
-            if obj == own:
+            if obj == own or not may_be_stale(reconciles.get(str(step["id"])), obj, version):
                 continue
             found = Perturbation("stale", str(step["controller"]), object=obj, number=version)
             (first if str(step["id"]) in wrote else later).append(found)

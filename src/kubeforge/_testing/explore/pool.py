@@ -7,6 +7,9 @@ file) from ASKS, runs that test once in-process with the run's harness (harness.
 what the run kept to the file as JSON and answers on ANSWERS. A worker pays for
 imports once and then runs test after test (each still on a cluster of its own).
 
+Each run's record stays in the pool's directory (`logs`), beside the workers' logs, for
+whoever wants to look at a run more closely.
+
 A worker that dies or goes silent for RUN_TIMEOUT seconds is replaced, and its run reported
 as not judged. The worker's own output goes to a log file whose end is shown then.
 """
@@ -131,7 +134,7 @@ class _Worker:
                 "harness_error": f"the worker running it {why}:\n{tail}",
             }
         result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-        out.unlink()
+        result["record"] = str(out)
         return result
 
     def log_tail(self, lines: int = 40) -> str:

@@ -49,11 +49,17 @@ def replay_command(args: Sequence[str], nodeid: str, perturbation: str, cd: str 
     return f"cd {shlex.quote(cd)} && {command}" if cd else command
 
 
+def _trigger(trigger: Step) -> str:
+    if trigger["cause"] != "event":
+        return str(trigger["cause"])
+    return f"{trigger['event']} {trigger['object']} v{trigger['version']}"
+
+
 def _step_line(step: Step) -> str:
     kind = step["type"]
     when = f"{step['t']:8.3f}"
     if kind == "reconcile":
-        why = ", ".join(step["triggers"]) or "?"
+        why = ", ".join(_trigger(t) for t in step["triggers"]) or "?"
         return f"{when} reconcile {step['controller']} {step['request']} ({why})"
     if kind == "reconciled":
         ended = step["outcome"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,7 +152,8 @@ class Exploration:
         return "\n\n".join(parts)
 
     def summary(self) -> str:
-        return summary_table(self.rows)
+        table = summary_table(self.rows)
+        return f"{table}\nthe runs' records and the workers' logs: {self.pool.logs}"
 
 
 def _unusable(reference: dict[str, Any]) -> str | None:
@@ -212,5 +214,16 @@ def _run_once(
     if any(r.skipped for r in reports) and not failed:
         result["outcome"] = "skipped"
     if failed:
-        result["failure"] = "\n".join(r.longreprtext for r in failed)[-6000:]
+        result["failure"] = _failure("\n".join(r.longreprtext for r in failed))
     return result
+
+
+def _failure(text: str) -> str:
+    """What a failed test reported, shortened to its error lines (`E ...`) and where it
+    failed, or its last lines."""
+    lines = text.splitlines()
+    errors = [line for line in lines if line.startswith("E ")]
+    if not errors:
+        return "\n".join(lines[-15:])
+    located = [line for line in lines if re.match(r"^\S+:\d+: \w", line)]
+    return "\n".join(errors[:12] + located[-1:])

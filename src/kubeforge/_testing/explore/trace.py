@@ -6,7 +6,7 @@ seconds since the run began and the manager's incarnation (a restart is a new on
 
 Perturbations and findings name things so that the same thing has the same name in every
 run of the test: an object is `Kind/name` (a generated name is its prefix and `*`; the
-test's own namespace is left out, being new in every run); a write is
+test's own namespace, new in every run, is left out, and reads `<ns>` within a name); a write is
 `controller:verb:Kind/name#n`, the n-th such write of the run; an object's versions are
 numbered in the order the managers saw them (written, or delivered by a watch), so
 `Kind/name#2` is its second version.
@@ -30,10 +30,11 @@ from kubeforge._runtime.observer import (
     ReconcileFinished,
     ReconcileStarted,
     Record,
+    Trigger,
     Write,
 )
 
-__all__ = ["ObjectKey", "Recorder", "Versions", "short_kind", "write_key"]
+__all__ = ["ObjectKey", "Recorder", "Versions", "may_be_stale", "short_kind", "write_key"]
 
 Step = dict[str, Any]
 ObjectKey = tuple[str, str, str]
@@ -48,6 +49,16 @@ FAILED = frozenset({"error", "panic", "timeout", "terminal"})
 def short_kind(kind: str) -> str:
     """`apps/v1/Deployment` -> `Deployment`."""
     return kind.rpartition("/")[2]
+
+
+def may_be_stale(reconcile: Mapping[str, Any] | None, obj: str, version: int) -> bool:
+    """Whether a reconcile could have read an older version than `version` of `obj` from
+    its cache: not when an event of that version (or a later one) queued it, since an
+    informer's store holds what it delivers before its handlers hear of it."""
+    for trigger in (reconcile or {}).get("triggers") or ():
+        if trigger.get("object") == obj and int(trigger.get("version") or 0) >= version:
+            return False
+    return True
 
 
 def write_key(controller: str, verb: str, obj: str) -> str:
@@ -111,6 +122,8 @@ class Recorder:
         # Real time: how long the managers have been quiet is waited for as I/O is.
         self.last_activity = time.monotonic()
         self.writes = Counter[str]()
+        # The reconcile steps by reconcile id.
+        self.reconciles: dict[str, Step] = {}
         # Generated names seen, with how they are shown (`prefix*`).
         self.generated: dict[str, str] = {}
         # Told about each step as it is kept (perturbations that wait for a point).
@@ -125,7 +138,7 @@ class Recorder:
             prefix = (obj.get("metadata") or {}).get("generateName")
             if prefix and name.startswith(prefix) and name != prefix:
                 self.generated.setdefault(name, f"{prefix}*")
-        shown = self.generated.get(name, name)
+        shown = self.generated.get(name, name).replace(self.namespace, "<ns>")
         if namespace and namespace != self.namespace:
             return f"{namespace}/{shown}"
         return shown
@@ -156,19 +169,15 @@ class Recorder:
         if isinstance(record, ReconcileStarted):
             self.in_flight += 1
             context = record.context
-            return {
+            step = self.reconciles[context.reconcile_id] = {
                 "type": "reconcile",
                 "id": context.reconcile_id,
                 "controller": context.controller,
                 "kind": context.kind,
                 "request": self.name_of(record.request.namespace, record.request.name),
-                "triggers": [
-                    t.cause
-                    if t.cause != "event"
-                    else f"{t.type} {self.object_name(t.kind, t.namespace, t.name)}"
-                    for t in record.triggers
-                ],
+                "triggers": [self._trigger(t) for t in record.triggers],
             }
+            return step
         if isinstance(record, ReconcileFinished):
             self.in_flight -= 1
             return {
@@ -226,6 +235,21 @@ class Recorder:
                 "error": record.error,
             }
         return self._write(record)
+
+    def _trigger(self, trigger: Trigger) -> Step:
+        if trigger.cause != "event":
+            return {"cause": trigger.cause}
+        kind = short_kind(trigger.kind)
+        versions = self.versions.get((kind, trigger.namespace, trigger.name), Versions())
+        version = trigger.resource_version or "0"
+        if trigger.type == "DELETED":
+            version = f"{version}-deleted"
+        return {
+            "cause": "event",
+            "event": trigger.type,
+            "object": self.object_name(trigger.kind, trigger.namespace, trigger.name),
+            "version": versions.ordinal(version),
+        }
 
     def _write(self, record: Write) -> Step | None:
         kind = short_kind(record.kind)

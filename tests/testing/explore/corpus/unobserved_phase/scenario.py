@@ -15,4 +15,4 @@ async def test_a_widget_is_done_when_its_pod_is(
     async def done() -> bool:
         return status_of(await read_widget(testenv, "w"))[0] == "Done"
 
-    await eventually(done, timeout=15)
+    await eventually(done, timeout=10)
