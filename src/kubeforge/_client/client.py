@@ -267,7 +267,7 @@ class Client:
         self._call_observers = (*self._call_observers, observer)
 
     def remove_call_observer(self, observer: CallObserver) -> None:
-        self._call_observers = tuple(o for o in self._call_observers if o is not observer)
+        self._call_observers = tuple(o for o in self._call_observers if o != observer)
 
     def _written(
         self, target: _Target, name: str, reply: Response, *, deleted: bool = False

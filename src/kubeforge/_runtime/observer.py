@@ -173,7 +173,7 @@ class Observers:
         """Stop telling `observer` (nothing if it was not observing)."""
         if observer not in self._observers:
             return
-        self._observers = tuple(o for o in self._observers if o is not observer)
+        self._observers = tuple(o for o in self._observers if o != observer)
         if not self._observers and self._changed is not None:
             self._changed(False)
 
