@@ -165,6 +165,46 @@ def test_a_project_test_uses_every_fixture(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+INTERCEPTED_TESTS = """
+import pytest
+
+from kubeforge.testing import Interceptors, conflict, eventually, fail_with
+from widgets import WIDGET, seen
+
+FAILED = []
+
+
+@pytest.fixture
+def kubeforge_interceptors():
+    conflict_once = fail_with(conflict(), times=1)
+
+    async def hook(client, call):
+        try:
+            return await conflict_once(client, call)
+        except Exception as exc:
+            FAILED.append(exc)
+            raise
+
+    return Interceptors(patch_status=hook)
+
+
+async def test_the_controller_retries_a_conflict(manager, kubectl, kubeforge_client) -> None:
+    await kubectl.apply(WIDGET)
+    await eventually(lambda: seen(kubeforge_client), timeout=20)
+    assert [type(error).__name__ for error in FAILED] == ["Conflict"]
+
+
+async def test_other_tests_get_their_own_interceptors(manager) -> None:
+    assert manager.client.interceptors.patch_status is not None
+"""
+
+
+def test_the_manager_fixture_takes_the_interceptors_fixture(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    pytester.makepyfile(test_intercepted=INTERCEPTED_TESTS)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
 def test_the_fixtures_come_from_the_plugin(pytester: pytest.Pytester) -> None:
     project(pytester)
     pytester.makepyfile(test_widgets=WIDGET_TESTS)

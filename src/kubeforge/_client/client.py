@@ -252,6 +252,10 @@ class Client:
     async def close(self) -> None:
         await self.transport.close()
 
+    def abort(self) -> None:
+        """Send nothing more and drop every connection and watch now (`close()` after)."""
+        self.transport.abort()
+
     def add_write_observer(self, observer: WriteObserver) -> None:
         """Call `observer` with every object a write through this client returns (not for
         dry runs), before the write's caller sees it."""

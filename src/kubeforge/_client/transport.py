@@ -17,7 +17,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -91,6 +91,7 @@ class Transport:
         self.on_retry = on_retry
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        self._aborted: Awaitable[None] | None = None
         self._host = config.server.split("://", 1)[-1]
         self._pool: ConnectionPool | None = None
         url = urlsplit(config.server)
@@ -132,12 +133,25 @@ class Transport:
 
     async def close(self) -> None:
         """Close the connections; the transport cannot be used afterwards."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
+        self.abort()
+        if self._aborted is not None:
+            await self._aborted
+            self._aborted = None
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    def abort(self) -> None:
+        """Refuse every request from now on (ClientClosed) and drop the connections at
+        once, streams included, as a process that dies does; `close()` still releases
+        what is left."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
+        connector = self._session.connector if self._session is not None else None
+        if connector is not None and self._aborted is None:
+            # aiohttp closes the sockets here; what it returns finishes the closing.
+            self._aborted = connector.close(abort_ssl=True)
 
     async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {"Accept": accept or "application/json"}

@@ -376,6 +376,13 @@ class Controller:
         self._workers.clear()
         self.started = False
 
+    def kill(self) -> None:
+        """Cancel the running reconciles where they stand and take no more work, at once (a
+        manager killed as a process is); `stop()` then only collects what was cancelled."""
+        self.queue.shutdown()
+        for task in (*self._workers, *self._stream_tasks):
+            task.cancel()
+
     # generic events -------------------------------------------------------------------------
 
     def _consume(self, stream: _Stream) -> asyncio.Task[None]:

@@ -9,8 +9,9 @@ Between the webhook server and the caches come the webhook registrations
 caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIGINT or
 `stop()`) lets in-flight reconciles finish within the graceful-shutdown timeout, releases the
 lease, stops the caches, ends the registrations and, last, stops the webhook server (the API
-server may call it until then). Losing leadership stops everything and `start()`
-raises LeadershipLost: another process is in charge now, so this one must not keep
+server may call it until then). `kill()` is the other end, a `kill -9`: nothing more reaches
+the cluster, and nothing is finished or handed over. Losing leadership stops everything and
+`start()` raises LeadershipLost: another process is in charge now, so this one must not keep
 reconciling.
 """
 
@@ -169,6 +170,7 @@ class Manager:
         self._webhooks_started = False
         self._webhook_registrations: list[WebhookRegistrationHook] = []
         self._registered = contextlib.AsyncExitStack()
+        self._killed = False
 
     # setup ----------------------------------------------------------------------------------
 
@@ -380,6 +382,27 @@ class Manager:
         """Begin a graceful shutdown (what SIGTERM does)."""
         self._stopping.set()
 
+    def kill(self) -> None:
+        """Stop at once, as `kill -9` of the process does: from this call on nothing reaches
+        the cluster (the client refuses to send, its connections and watches drop), running
+        reconciles are cancelled where they stand, and nothing is handed over (the leader
+        lease stays held until it expires). `start()` then returns; what is only this
+        process's (its servers and sockets) is released as the process's end would."""
+        if self._killed:
+            return
+        self._killed = True
+        self.api_reader.abort()
+        for controller in self.controllers.values():
+            controller.kill()
+        if self.elector is not None:
+            self.elector.release_on_cancel = False
+        self._stopping.set()
+
+    @property
+    def killed(self) -> bool:
+        """Whether `kill()` stopped this manager."""
+        return self._killed
+
     async def start(self) -> None:
         """Run until stop() (or leadership is lost, raising LeadershipLost)."""
         lost = asyncio.Event()
@@ -415,6 +438,8 @@ class Manager:
         finally:
             self.running.clear()
             await self._shutdown(tasks)
+        if self._killed:
+            return  # what failed after the kill is its consequence, not news
         if self._failure is not None:
             raise self._failure
         if lost.is_set():
@@ -504,7 +529,8 @@ class Manager:
 
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
-        deadline = asyncio.get_running_loop().time() + self.graceful_shutdown_timeout
+        grace = 0.0 if self._killed else self.graceful_shutdown_timeout
+        deadline = asyncio.get_running_loop().time() + grace
 
         def remaining() -> float:
             return max(deadline - asyncio.get_running_loop().time(), 0.0)

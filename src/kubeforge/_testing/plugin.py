@@ -16,6 +16,10 @@ installed. ini options (relative paths are from the rootdir):
   kube-controller-manager's `--controllers` (default `*`; `*,-job` leaves Jobs alone). The
   marker `@pytest.mark.kubeforge_controllers("*", "-job")` sets it for one test.
 
+The `manager` fixture's controllers get their client through the interceptors the
+`kubeforge_interceptors` fixture returns (none by default; override it in a test module or
+conftest.py to fail, delay or watch their calls).
+
 Every test works in a namespace of its own (`testenv.namespace`, `test-<name>-<random>`), the
 default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run
 the same tests against the current kubeconfig's cluster instead of a development cluster
@@ -37,7 +41,7 @@ import logging
 import re
 import secrets
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -52,12 +56,14 @@ if TYPE_CHECKING:
     from kubeforge._cluster.options import ClusterOptions
     from kubeforge._runtime.manager import Manager
     from kubeforge._testing.env import TestEnv
+    from kubeforge._testing.interceptors import Interceptors
     from kubeforge._testing.kubectl import Kubectl
 
 __all__ = [
     "kubectl",
     "kubeforge_client",
     "kubeforge_cluster_options",
+    "kubeforge_interceptors",
     "kubeforge_manager_config",
     "kubeforge_setup",
     "manager",
@@ -417,16 +423,32 @@ async def kubeforge_manager_config(
         pytest.fail(refusals.summary(), pytrace=False)
 
 
+@pytest.fixture
+def kubeforge_interceptors() -> Interceptors | Sequence[Interceptors]:
+    """The interceptors the `manager` fixture's controllers get their client through: none.
+    Override it to inject client-side faults into the project's controllers:
+
+        @pytest.fixture
+        def kubeforge_interceptors():
+            return Interceptors(update_status=fail_with(conflict(), times=1))
+    """
+    return ()
+
+
 @_async_fixture
 async def manager(
     kubeforge_setup: Callable[[Manager], Any],
     testenv: TestEnv,
     kubeforge_manager_config: ClusterConfig | None,
+    kubeforge_interceptors: Interceptors | Sequence[Interceptors],
 ) -> AsyncIterator[Manager]:
     """The project's controllers (kubeforge_setup), running against `testenv` (as the
-    project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
-    served on this machine and registered with the cluster."""
-    async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as running:
+    project's ServiceAccount when `kubeforge_as_service_account` is set, their client
+    through `kubeforge_interceptors`), and its webhooks, served on this machine and
+    registered with the cluster."""
+    async with testenv.run_manager(
+        kubeforge_setup, config=kubeforge_manager_config, interceptors=kubeforge_interceptors
+    ) as running:
         try:
             yield running
         finally:
