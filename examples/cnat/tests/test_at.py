@@ -9,10 +9,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import kubeforge
+import pytest
 from kubeforge.models import Pod
 from kubeforge.testing import FlakyReconciler, Kubectl, TestEnv, eventually, metric_value
 
-from api.v1 import At
+from api.v1 import At, AtSpec
 from controllers.at import FINALIZER, AtReconciler
 from main import setup
 
@@ -102,6 +103,42 @@ async def test_the_controller_waits_for_the_schedule(
     # An hour ahead: the reconciler asked to come back then, and made no pod meanwhile.
     pods = await testenv.client.list(Pod, namespace=testenv.namespace)
     assert [p.metadata.name for p in pods] == []
+
+
+@pytest.mark.kubeforge_virtual_time
+async def test_an_at_an_hour_ahead_runs_once_the_clock_has_moved_an_hour(
+    manager: kubeforge.Manager, testenv: TestEnv
+) -> None:
+    """On virtual time the hour passes when the test says, and at once: the controller asked
+    to come back at the schedule, and nothing runs before."""
+    client, namespace = testenv.client, testenv.namespace
+    schedule = testenv.clock.now().replace(microsecond=0) + timedelta(hours=1)
+    await client.create(
+        At(
+            metadata=kubeforge.ObjectMeta(name="hourly"),
+            spec=AtSpec(schedule=schedule, command=["echo", "an hour later"]),
+        )
+    )
+
+    async def phase() -> str | None:
+        at = await client.get(At, "hourly", namespace=namespace)
+        return at.status.phase if at.status is not None else None
+
+    assert await eventually(phase) == "PENDING"
+    await testenv.clock.advance(minutes=59, seconds=59)
+    assert await phase() == "PENDING"
+    assert await client.list(Pod, namespace=namespace) == []
+
+    # The hour's last second, and the one a simulated pod takes to start and run.
+    await testenv.clock.advance(seconds=2)
+
+    async def done() -> bool:
+        return await phase() == "DONE"
+
+    await eventually(done)
+    pod = await client.get(Pod, "hourly", namespace=namespace)
+    assert pod.status is not None and pod.status.phase == "Succeeded"
+    assert await client.logs("hourly", namespace=namespace) == "an hour later\n"
 
 
 async def test_quoted_arguments_stay_together(manager: kubeforge.Manager, kubectl: Kubectl) -> None:

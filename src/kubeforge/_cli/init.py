@@ -69,7 +69,7 @@ def boilerplate_header(root: Path) -> str:
 
 
 def _boilerplate(license_: str, owner: str) -> str:
-    year = dt.datetime.now(dt.UTC).year
+    year = dt.datetime.now(dt.UTC).year  # the machine's year, for a license header
     owner = owner.strip()
     if license_ == "apache2":
         return _APACHE.format(year=year, owner=owner).replace(f"{year} .", f"{year}.")

@@ -858,6 +858,7 @@ class Client:
                     if cond.get("type") == "Established" and cond.get("status") == "True":
                         self.discovery.invalidate()
                         return
+                # The machine's time: waiting for the server to act, not for time to pass.
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(asyncio.gather(*(established(n) for n in crd_names)), timeout)

@@ -32,6 +32,7 @@ from kubeforge._client.errors import error_from_status
 from kubeforge._client.http1 import Answer, ConnectionPool
 from kubeforge._client.refusals import report_refusal
 from kubeforge._version import __version__
+from kubeforge.clock import activity
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 
@@ -190,6 +191,24 @@ class Transport:
         timeout: float | None = None,
     ) -> Response:
         """Send a request and read the whole answer; non-2xx answers raise ApiError."""
+        # Counted from the first attempt to the answer, waits between retries included: a
+        # virtual clock waits for it before it calls the process quiet.
+        activity.requests += 1
+        try:
+            return await self._request(method, path, params, body, content_type, accept, timeout)
+        finally:
+            activity.requests -= 1
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        accept: str | None,
+        timeout: float | None,
+    ) -> Response:
         attempt = 0
         refreshed = False
         seconds = timeout or self.timeout
@@ -197,6 +216,8 @@ class Transport:
         direct = not self.config.proxy_url and method != "HEAD"
         target = self._target(path, params) if direct else ""
         while True:
+            # The machine's clock, here and below: these time and pace I/O (latency metrics,
+            # retries of a failed exchange, as client-go's), not the cluster's objects.
             started = time.monotonic()
             headers = await self._headers(accept, content_type)
             try:

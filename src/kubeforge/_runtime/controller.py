@@ -50,6 +50,7 @@ from kubeforge._runtime.predicate import Predicate
 from kubeforge._runtime.ratelimiter import RateLimiter
 from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
 from kubeforge._runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
+from kubeforge.clock import activity
 
 __all__ = ["PANICS", "Controller", "ControllerOptions", "ControllerOptionsArgs"]
 
@@ -442,6 +443,8 @@ class Controller:
     async def _call(self, request: Request) -> Result | None:
         reconciler = self.reconciler
         timeout = self.options.reconcile_timeout
+        # reconcile_timeout is the machine's time, as a context deadline is in Go: it guards
+        # against work that hangs, whatever clock the cluster runs on.
         if not self._sync:
             call: Awaitable[Result | None] = reconciler.reconcile(request)  # type: ignore[assignment]
             if timeout:
@@ -451,9 +454,19 @@ class Controller:
         context = contextvars.copy_context()
         reconcile: Callable[[Request], Result | None] = reconciler.reconcile  # type: ignore[assignment]
         run = functools.partial(context.run, reconcile, request)
-        thread = asyncio.get_running_loop().run_in_executor(None, run)
-        if not timeout:
-            return await thread
+        # Counted while it runs: a virtual clock waits for it before calling the process quiet.
+        activity.threads += 1
+        try:
+            thread = asyncio.get_running_loop().run_in_executor(None, run)
+            if not timeout:
+                return await thread
+            return await self._within(thread, timeout, request)
+        finally:
+            activity.threads -= 1
+
+    async def _within(
+        self, thread: asyncio.Future[Result | None], timeout: float, request: Request
+    ) -> Result | None:
         try:
             return await asyncio.wait_for(asyncio.shield(thread), timeout)
         except TimeoutError:
@@ -477,7 +490,7 @@ class Controller:
             return
         triggers = tuple(self._triggers.pop(request, ()))
         self.observers.emit(ReconcileStarted(context, request, triggers))
-        started = time.perf_counter()
+        started = time.perf_counter()  # how long the work took: the machine's time
         try:
             outcome = await self._reconcile(context, request, priority)
         except BaseException as exc:  # an unrecovered panic, or the worker cancelled
@@ -505,7 +518,7 @@ class Controller:
     ) -> tuple[str, float, str | None]:
         """Call the reconciler and act on how it ended; returns the outcome (one of
         ReconcileFinished's), the requeue delay and the error's text."""
-        started = time.perf_counter()
+        started = time.perf_counter()  # how long the work took: the machine's time
         try:
             with reconciling(context):
                 result = await self._call(request) or Result()

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from kubeforge import clock as process_clock
 from kubeforge._api.machinery.timestamps import now_micro_time
 from kubeforge._api.meta import KubeObject
 from kubeforge._client.errors import NotFound
@@ -90,7 +91,8 @@ class EventRecorder:
     """Writes Events reported by one controller instance (see the module documentation).
 
     At most `cache_size` series are remembered (the least recently seen are forgotten
-    first); `clock` (monotonic seconds) measures their six-minute lifetime.
+    first); `clock` (monotonic seconds, the process's clock by default) measures their
+    six-minute lifetime.
     """
 
     def __init__(
@@ -100,7 +102,7 @@ class EventRecorder:
         controller: str,
         instance: str | None = None,
         cache_size: int = CACHE_SIZE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = process_clock.monotonic,
     ) -> None:
         if not controller:
             raise ValueError("an event recorder needs a controller name")
@@ -275,6 +277,8 @@ class EventRecorder:
         action: str,
         related: dict[str, str] | None,
     ) -> dict[str, Any]:
+        # The machine's nanoseconds: part of a name that must not repeat (on a virtual
+        # clock that stands still, recorders of several controllers would meet), not a time.
         stamp = max(time.time_ns(), self._last_stamp + 1)
         self._last_stamp = stamp
         suffix = f".{stamp:x}"

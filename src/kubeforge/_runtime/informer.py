@@ -243,7 +243,8 @@ class Informer:
             self._task = None
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
-        """Wait until the first list is in the store; False on timeout."""
+        """Wait until the first list is in the store; False after `timeout` seconds of the
+        machine's time (a list takes I/O, not cluster time)."""
         try:
             await asyncio.wait_for(self.synced.wait(), timeout)
         except TimeoutError:

@@ -530,6 +530,7 @@ class Manager:
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
         grace = 0.0 if self._killed else self.graceful_shutdown_timeout
+        # The machine's time: shutting down is bounded in real seconds on any clock.
         deadline = asyncio.get_running_loop().time() + grace
 
         def remaining() -> float:

@@ -18,6 +18,10 @@ delays, holds back or records what the API server answers (serverfaults.py), and
 `run_manager` can intercept its controllers' client (interceptors.py) or kill the manager
 right after a chosen write (crashpoints.py). Managers it starts there authenticate as a user
 of their own (`manager_user`), so that faults can tell their requests from the test's.
+
+With `virtual_time`, the process runs on a VirtualClock from start to stop: the cluster, the
+managers and the test read one clock that stands still until `env.clock.advance(...)` moves it
+(docs/testing.md, "Virtual time").
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kubeforge import clock as process_clock
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig, kubeconfig_context, load_config
 from kubeforge._client.errors import AlreadyExists, NotFound
@@ -90,6 +95,7 @@ class TestEnv:
         kubeconfig: str | None = None,
         error_if_crd_path_missing: bool = False,
         namespace: str | None = None,
+        virtual_time: bool | process_clock.VirtualClock = False,
     ) -> None:
         self.crd_paths = [Path(p) for p in crd_paths]
         self.options = options or ClusterOptions()
@@ -112,6 +118,23 @@ class TestEnv:
         self._managers = 0  # run_manager blocks running now
         self._faults: ServerFaults | None = None
         self._manager_config: ClusterConfig | None = None
+        self._virtual = (
+            process_clock.VirtualClock()
+            if virtual_time is True
+            else virtual_time
+            if isinstance(virtual_time, process_clock.VirtualClock)
+            else None
+        )
+        self._real = process_clock.RealClock()
+        # The block of clock.use() the environment is in while it runs on virtual time.
+        self._on_clock: contextlib.ExitStack | None = None
+
+    @property
+    def clock(self) -> process_clock.VirtualClock | process_clock.RealClock:
+        """The environment's clock: the VirtualClock the process runs on while the
+        environment is started with `virtual_time`, else a RealClock (which refuses
+        `advance`)."""
+        return self._virtual if self._virtual is not None else self._real
 
     @property
     def namespace(self) -> str:
@@ -205,6 +228,10 @@ class TestEnv:
         documents = self._crd_documents()
         self.installed = []
         try:
+            if self._virtual is not None:
+                # Before anything is made: every part reads the clock it was made under.
+                self._on_clock = contextlib.ExitStack()
+                self._on_clock.enter_context(process_clock.use(self._virtual))
             if self.use_existing:
                 config = load_config(kubeconfig=self.kubeconfig)
             else:
@@ -478,6 +505,9 @@ class TestEnv:
         if self.cluster is not None:
             await self.cluster.stop()
             self.cluster = None
+        if self._on_clock is not None:
+            self._on_clock.close()
+            self._on_clock = None
 
     async def __aenter__(self) -> TestEnv:
         await self.start()

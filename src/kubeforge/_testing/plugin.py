@@ -20,6 +20,10 @@ The `manager` fixture's controllers get their client through the interceptors th
 `kubeforge_interceptors` fixture returns (none by default; override it in a test module or
 conftest.py to fail, delay or watch their calls).
 
+The marker `@pytest.mark.kubeforge_virtual_time` runs a test's `testenv` (and so `manager`) on
+a VirtualClock (`testenv.clock`), which stands still until the test advances it
+(`await testenv.clock.advance(hours=1)`); `start=` (an aware datetime) sets where it starts.
+
 Every test works in a namespace of its own (`testenv.namespace`, `test-<name>-<random>`), the
 default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run
 the same tests against the current kubeconfig's cluster instead of a development cluster
@@ -42,6 +46,7 @@ import re
 import secrets
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
@@ -58,6 +63,7 @@ if TYPE_CHECKING:
     from kubeforge._testing.env import TestEnv
     from kubeforge._testing.interceptors import Interceptors
     from kubeforge._testing.kubectl import Kubectl
+    from kubeforge.clock import VirtualClock
 
 __all__ = [
     "kubectl",
@@ -154,17 +160,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 CONTROLLERS_MARKER = "kubeforge_controllers"
+VIRTUAL_TIME_MARKER = "kubeforge_virtual_time"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Reject a malformed `kubeforge_setup` or `kubeforge_controllers` before any test
-    runs; declare the marker."""
+    runs; declare the markers."""
     _split_setup(str(config.getini("kubeforge_setup")))
     _controllers(str(config.getini("kubeforge_controllers")), where="kubeforge_controllers")
     config.addinivalue_line(
         "markers",
         f"{CONTROLLERS_MARKER}(*entries): the built-in controllers of this test's cluster, as "
         "kube-controller-manager's --controllers (e.g. '*', '-job')",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{VIRTUAL_TIME_MARKER}(start=None): run this test's cluster and manager on a virtual "
+        "clock that only the test moves (testenv.clock.advance(...))",
     )
     worker = config.getoption("kubeforge_explore_worker", None)
     exploring = config.getoption("kubeforge_explore", False) or config.getoption(
@@ -333,12 +345,31 @@ def _namespace_for(test: str) -> str:
     return "-".join(part for part in parts if part)
 
 
+def _virtual_time(request: pytest.FixtureRequest) -> bool | VirtualClock:
+    """The clock the test's marker asks for: False without the marker."""
+    marker = request.node.get_closest_marker(VIRTUAL_TIME_MARKER)
+    if marker is None:
+        return False
+    from kubeforge.clock import VirtualClock
+
+    where = f"@pytest.mark.{VIRTUAL_TIME_MARKER}"
+    if marker.args or set(marker.kwargs) - {"start"}:
+        raise pytest.UsageError(f"{where} takes only start= (an aware datetime)")
+    start = marker.kwargs.get("start")
+    if start is None:
+        return True
+    if not isinstance(start, datetime) or start.tzinfo is None:
+        raise pytest.UsageError(f"{where}: start must be an aware datetime, not {start!r}")
+    return VirtualClock(start)
+
+
 @_async_fixture
 async def testenv(
     request: pytest.FixtureRequest, kubeforge_cluster_options: ClusterOptions
 ) -> AsyncIterator[TestEnv]:
     """A started test environment (a fresh development cluster per test), whose client,
-    kubectl and managers work in a namespace of the test's own."""
+    kubectl and managers work in a namespace of the test's own; on a virtual clock with the
+    `kubeforge_virtual_time` marker."""
     from kubeforge._testing.env import TestEnv
 
     root = _root(request.config)
@@ -347,6 +378,7 @@ async def testenv(
         "crd_paths": paths,
         "options": kubeforge_cluster_options,
         "namespace": _namespace_for(request.node.name),
+        "virtual_time": _virtual_time(request),
     }
     run = request.node.stash.get(EXPLORE_RUN, None)
     if run is None:

@@ -170,6 +170,8 @@ class WatchStreams:
             return response
 
         self.active[watcher] = call
+        # The machine's time: a watch's timeout and its bookmarks pace a connection, as
+        # kube-apiserver's do; a virtual clock a test advances leaves them be.
         deadline = time.monotonic() + timeout
         next_bookmark = time.monotonic() + self.bookmark_interval
         first_table = True
