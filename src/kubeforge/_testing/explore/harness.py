@@ -27,21 +27,22 @@ import inspect
 import logging
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.discovery import APIResource
 from kubeforge._client.errors import ApiError, Invalid, NotFound
-from kubeforge._runtime.cached_client import CachedClient
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.watcher import EventSink
+from kubeforge._testing.crashpoints import CrashAfter, ManagerCrashed
 from kubeforge._testing.env import TestEnv
 from kubeforge._testing.explore.endstate import Snapshot, capture, listable
-from kubeforge._testing.explore.inject import HeldEvents, PerturbingClient
+from kubeforge._testing.explore.inject import HeldEvents, Perturbing
 from kubeforge._testing.explore.points import Perturbation
 from kubeforge._testing.explore.trace import FAILED, ErrorLog, Recorder, short_kind
+from kubeforge._testing.interceptors import Interceptors
 
 __all__ = ["ExploringEnv", "Run"]
 
@@ -102,11 +103,6 @@ class Run:
     def applied(self, what: str) -> None:
         self.notes.append(what)
         self.recorder.note("perturbation", detail=what)
-
-    def crash(self, incarnation: int) -> None:
-        for supervisor in self.supervisors:
-            if supervisor.incarnation == incarnation:
-                supervisor.restart()
 
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None:
         with contextlib.suppress(NotFound):
@@ -415,36 +411,104 @@ def _other_value(schema: Mapping[str, Any], value: Any) -> Any:
 
 class Supervisor:
     """The manager of one `run_manager` block, restarted when the perturbation crashes
-    it: the block goes on with the new one, as a restarted pod would."""
+    it: the block goes on with the new one, as with a restarted pod. The manager runs in a
+    task of the supervisor's own, which is what a crash point interrupts."""
 
-    def __init__(self, env: ExploringEnv, setup: Setup | None, **options: Any) -> None:
+    def __init__(
+        self,
+        env: ExploringEnv,
+        setup: Setup | None,
+        *,
+        interceptors: list[Interceptors],
+        own_crash: CrashAfter | None,
+        **options: Any,
+    ) -> None:
         self.env = env
         self.run = env.run
         self.setup = setup
+        self.interceptors = interceptors
+        self.own_crash = own_crash
         self.options = options
         self.manager: Manager | None = None
         self.incarnation = 0
-        self.restarting: asyncio.Task[None] | None = None
-        self._stack = contextlib.AsyncExitStack()
+        self.restarting = False
+        self._stopping = asyncio.Event()
+        self._ready: asyncio.Future[Manager] | None = None
+        self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> Manager:
-        self.manager = await self._stack.enter_async_context(
-            TestEnv.run_manager(self.env, self._setup, **self.options)
-        )
-        return self.manager
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        # A context of its own: the managers' tasks must not carry the caller's (a
+        # reconcile's, when a crash restarts one).
+        self._task = loop.create_task(self._hold(), context=contextvars.Context())
+        try:
+            return await asyncio.shield(self._ready)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _hold(self) -> None:
+        """Run the manager until stopped, starting a new one after a crash."""
+        assert self._ready is not None
+        wanted = self.run.perturbation
+        crash_armed = wanted is not None and wanted.action == "crash"
+        while True:
+            perturbing = Perturbing(self.run, self._reconciled_kind)
+            crash = perturbing.crashes_after if crash_armed else None
+            try:
+                async with TestEnv.run_manager(
+                    self.env,
+                    self._setup,
+                    interceptors=[perturbing.interceptors, *self.interceptors],
+                    crash_after_writes=crash,
+                    **self.options,
+                ) as manager:
+                    self.manager, self.restarting = manager, False
+                    if not self._ready.done():
+                        self._ready.set_result(manager)
+                    await self._stopping.wait()
+                return
+            except ManagerCrashed:
+                crash_armed = False
+                self.manager, self.restarting = None, True
+                self.run.recorder.note("phase", detail="a new manager starts")
+            except BaseException as exc:
+                self.manager, self.restarting = None, False
+                if not self._ready.done():
+                    self._ready.set_exception(exc)
+                    return
+                raise
+
+    @contextlib.asynccontextmanager
+    async def in_block(self) -> AsyncIterator[Manager]:
+        """The manager in the caller's own block, with the caller's crash point (which
+        interrupts that block, as the test expects): observed and perturbed, not
+        restarted."""
+        perturbing = Perturbing(self.run, self._reconciled_kind)
+        async with TestEnv.run_manager(
+            self.env,
+            self._setup,
+            interceptors=[perturbing.interceptors, *self.interceptors],
+            crash_after_writes=self.own_crash,
+            **self.options,
+        ) as manager:
+            self.manager = manager
+            try:
+                yield manager
+            finally:
+                self.manager = None
+
+    def _reconciled_kind(self, controller: str) -> str | None:
+        found = self.manager.controllers.get(controller) if self.manager is not None else None
+        informer = found.for_informer if found is not None else None
+        return informer.name if informer is not None else None
 
     async def _setup(self, manager: Manager) -> None:
         run = self.run
         run.recorder.attach(manager)
         self.incarnation = run.recorder.incarnation
-
-        def reconciled_kind(controller: str) -> str | None:
-            found = manager.controllers.get(controller)
-            informer = found.for_informer if found is not None else None
-            return informer.name if informer is not None else None
-
-        perturbing = PerturbingClient(manager.client, run, self.incarnation, reconciled_kind)
-        manager.client = cast(CachedClient, perturbing)
+        self.manager = manager
         if self.setup is not None:
             pending = self.setup(manager)
             if inspect.isawaitable(pending):
@@ -455,36 +519,14 @@ class Supervisor:
                 if short_kind(informer.name) == wanted.kind:
                     informer.intercept_events(functools.partial(_held, run=run, kind=informer.name))
 
-    def restart(self) -> None:
-        """Stop the crashed manager and start a new one (in the background)."""
-        if self.restarting is None:
-            # A context of its own: not the crashed reconcile's, which the new manager's
-            # tasks would otherwise carry.
-            self.restarting = asyncio.get_running_loop().create_task(
-                self._restart(), context=contextvars.Context()
-            )
-
-    async def _restart(self) -> None:
-        crashed, self._stack = self._stack, contextlib.AsyncExitStack()
-        self.manager = None
-        self.run.errors.muted = True
-        try:
-            with contextlib.suppress(Exception):
-                await crashed.aclose()
-        finally:
-            self.run.errors.muted = False
-        self.run.recorder.note("phase", detail="a new manager starts")
-        try:
-            await self.start()
-        finally:
-            self.restarting = None
-
     async def stop(self) -> None:
-        if self.restarting is not None:
-            with contextlib.suppress(Exception):
-                await self.restarting
-        self.manager = None
-        await self._stack.aclose()
+        """End the block: stop the manager (a dead one's error is raised here)."""
+        self._stopping.set()
+        if self._task is not None:
+            try:
+                await self._task
+            finally:
+                self.manager = None
 
 
 def _held(sink: EventSink, *, run: Run, kind: str) -> EventSink:
@@ -507,12 +549,30 @@ class ExploringEnv(TestEnv):
         *,
         config: ClusterConfig | None = None,
         webhooks: bool = True,
+        interceptors: Interceptors | Sequence[Interceptors] = (),
+        crash_after_writes: CrashAfter | None = None,
         **options: Any,
     ) -> AsyncIterator[Manager]:
-        supervisor = Supervisor(self, setup, config=config, webhooks=webhooks, **options)
+        """TestEnv.run_manager, its manager observed, perturbed and restarted after a
+        crash. A test that sets its own crash point gets its block interrupted as it
+        expects, and no crash of the run's there."""
+        layers = [interceptors] if isinstance(interceptors, Interceptors) else list(interceptors)
+        supervisor = Supervisor(
+            self,
+            setup,
+            config=config,
+            webhooks=webhooks,
+            interceptors=layers,
+            own_crash=crash_after_writes,
+            **options,
+        )
         self.run.supervisors.append(supervisor)
         try:
-            yield await supervisor.start()
+            if crash_after_writes is None:
+                yield await supervisor.start()
+            else:
+                async with supervisor.in_block() as manager:
+                    yield manager
         finally:
             await supervisor.stop()
             self.run.supervisors.remove(supervisor)

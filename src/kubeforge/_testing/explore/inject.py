@@ -1,11 +1,12 @@
 """How a perturbation is done inside a run (points.py says what each one is).
 
-The managers a run starts give their reconcilers a `PerturbingClient` in front of the cached
-client, which fails a chosen write (`error`), stops the manager after one (`crash`: the
-reconcile gets `Crashed`, every later call of that manager too, and the run starts another
-manager), deletes the reconciled object after one (`delete`), or serves an older version of
-an object from the cache (`stale`). `HeldEvents` sits between an informer's watchers and its
-store and holds back the events of one object (`coalesce`).
+The managers a run starts have their controllers' clients go through `Perturbing`'s hooks
+(client interceptors, interceptors.py), which fail a chosen write (`error`: 409 Conflict for
+an update, 500 for any other write), delete the reconciled object right after one
+(`delete`), or serve an older version of an object from the cache (`stale`); a `crash` is
+the crash point after a chosen write (crashpoints.py, `crashes_after`), and the run starts a
+new manager. `HeldEvents` sits between an informer's watchers and its store and holds back
+the events of one object (`coalesce`), as a watch that coalesces events would.
 
 Everything is keyed by the names the run's recorder gives (trace.py), so a place found in
 one run is found in the next.
@@ -15,13 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kubeforge._api.meta import gvk_of
-from kubeforge._client.errors import ApiError, NotFound, error_from_status
-from kubeforge._runtime.cache import kind_key
-from kubeforge._runtime.cached_client import CachedClient
+from kubeforge._client.client import to_dict
 from kubeforge._runtime.logs import ReconcileContext, current_reconcile
 from kubeforge._runtime.watcher import EventSink
 from kubeforge._testing.explore.points import Perturbation
@@ -32,35 +30,21 @@ from kubeforge._testing.explore.trace import (
     short_kind,
     write_key,
 )
+from kubeforge._testing.interceptors import (
+    InterceptedCall,
+    Interceptors,
+    conflict,
+    not_found,
+    server_error,
+)
 
-__all__ = ["Crashed", "HeldEvents", "Perturber", "PerturbingClient"]
+__all__ = ["HeldEvents", "Perturber", "Perturbing"]
 
 log = logging.getLogger("kubeforge.testing.explore")
-
-# The client's calls that write, and how the trace names each (the client's call names).
-_WRITES_OF_OBJECTS = {
-    "create": "create",
-    "update": "update",
-    "update_status": "update_status",
-    "apply": "apply",
-    "apply_status": "apply_status",
-    "delete_object": "delete",
-}
-_WRITES_BY_NAME = {
-    "patch": "patch",
-    "patch_status": "patch_status",
-    "delete": "delete",
-    "scale": "scale",
-}
-_READS = frozenset({"get", "list", "get_metadata", "list_metadata"})
 
 HOLD_SECONDS = 2.5
 """How long held events wait for another before the last of them is delivered."""
 HOLD_AT_MOST = 8.0
-
-
-class Crashed(Exception):
-    """The manager crashed (a perturbation): its reconciles' calls fail from then on."""
 
 
 class Perturber(Protocol):
@@ -71,15 +55,7 @@ class Perturber(Protocol):
     @property
     def recorder(self) -> Recorder: ...
     def applied(self, what: str) -> None: ...
-    def crash(self, incarnation: int) -> None: ...
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None: ...
-
-
-def object_kind(obj: Any) -> str:
-    """An object's kind as the cache keys it (`group/version/Kind`)."""
-    if isinstance(obj, Mapping):
-        return str(gvk_of(obj))
-    return kind_key(type(obj))
 
 
 def _meta(obj: Any) -> tuple[str, str, str]:
@@ -105,208 +81,96 @@ def _version(obj: Any) -> str:
     return str(getattr(getattr(obj, "metadata", None), "resource_version", None) or "")
 
 
-def injected_error(verb: str, what: str) -> ApiError:
-    """The error a failed write gets: Conflict for an update, 500 for the rest."""
-    code = 409 if verb.startswith("update") else 500
-    reason = "Conflict" if code == 409 else "InternalError"
-    message = f"{verb} {what}: injected by exploration ({reason})"
-    status = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    return error_from_status(code, status)
+class Perturbing:
+    """The run's perturbation as hooks on its managers' clients (`interceptors`, for
+    `run_manager(interceptors=...)`), and the write a crash follows (`crashes_after`, for
+    `run_manager(crash_after_writes=...)`)."""
 
-
-class PerturbingClient:
-    """A manager's cached client with the run's perturbation applied to its reconcilers'
-    calls. Anything else is the cached client's."""
-
-    def __init__(
-        self,
-        inner: CachedClient,
-        run: Perturber,
-        incarnation: int,
-        for_kinds: Callable[[str], str | None],
-    ) -> None:
-        self._inner = inner
+    def __init__(self, run: Perturber, reconciled_kind: Callable[[str], str | None]) -> None:
         self._run = run
-        self._incarnation = incarnation
-        self._for_kinds = for_kinds
-        self.dead = False
+        self._reconciled_kind = reconciled_kind
         self._done = False
         # The reconcile that is served stale reads, once one is.
         self._stale_reconcile: str | None = None
+        # The write each task made last, as the trace names it (its point).
+        self._written: dict[asyncio.Task[Any] | None, str] = {}
+        run.recorder.listeners.append(self._heard)
+        self.interceptors = Interceptors(default=self._hook)
 
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._inner, name)
-        if name in _READS:
-            return self._reader(name, attribute)
-        if name in _WRITES_OF_OBJECTS:
-            return self._object_writer(_WRITES_OF_OBJECTS[name], attribute)
-        if name in _WRITES_BY_NAME:
-            return self._name_writer(_WRITES_BY_NAME[name], attribute)
-        if name in ("delete_all_of", "create_subresource"):
-            return self._guarded(attribute)
-        return attribute
+    def _heard(self, step: Step) -> None:
+        if step.get("type") == "write" and not step.get("error"):
+            self._written[asyncio.current_task()] = str(step["point"])
 
-    # writes ---------------------------------------------------------------------------------
+    def _wrote_the_point(self) -> bool:
+        """Whether the write this task just made is the perturbation's place."""
+        wanted = self._run.perturbation
+        made = self._written.pop(asyncio.current_task(), None)
+        return wanted is not None and not self._done and made == wanted.point
 
-    def _object_writer(self, verb: str, call: Callable[..., Awaitable[Any]]) -> Any:
-        async def write(obj: Any, *args: Any, **options: Any) -> Any:
-            namespace, name, prefix = _meta(obj)
-            namespace = str(options.get("namespace") or namespace)
-            shown = f"{prefix}*" if not name and prefix else name
-            return await self._write(
-                verb, object_kind(obj), namespace, shown, call, obj, args, options
-            )
+    def crashes_after(self, call: InterceptedCall) -> bool:
+        """Whether the manager crashes after this write (it is the `crash` place)."""
+        if not self._wrote_the_point():
+            return False
+        self._done = True
+        self._run.applied(f"{self._run.perturbation}: the manager crashed after it")
+        return True
 
-        return write
-
-    def _name_writer(self, verb: str, call: Callable[..., Awaitable[Any]]) -> Any:
-        async def write(kind: Any, name: str, *args: Any, **options: Any) -> Any:
-            namespace = str(options.get("namespace") or "")
-            return await self._write(
-                verb, kind_key(kind), namespace, name, call, kind, (name, *args), options
-            )
-
-        return write
-
-    def _guarded(self, call: Callable[..., Awaitable[Any]]) -> Any:
-        async def write(*args: Any, **options: Any) -> Any:
-            self._check_alive()
-            return await call(*args, **options)
-
-        return write
-
-    def _check_alive(self) -> None:
-        if self.dead:
-            raise Crashed(f"manager {self._incarnation} crashed")
-
-    async def _write(
-        self,
-        verb: str,
-        kind: str,
-        namespace: str,
-        name: str,
-        call: Callable[..., Awaitable[Any]],
-        first: Any,
-        args: tuple[Any, ...],
-        options: dict[str, Any],
-    ) -> Any:
-        self._check_alive()
+    async def _hook(self, client: Any, call: InterceptedCall) -> Any:
         wanted = self._run.perturbation
         context = current_reconcile()
-        if (
-            wanted is None
-            or self._done
-            or context is None
-            or wanted.action not in ("crash", "error", "delete")
-        ):
-            return await call(first, *args, **options)
+        if wanted is None or context is None or self._done:
+            return await call.proceed()
+        if wanted.action == "stale" and call.verb in ("get", "list"):
+            return await self._read(context, call)
+        if not call.write or wanted.action not in ("error", "delete"):
+            return await call.proceed()
         recorder = self._run.recorder
-        shown = f"{short_kind(kind)}/{recorder.name_of(namespace, name)}"
-        key = write_key(context.controller, verb, shown)
+        shown = f"{short_kind(call.kind)}/{recorder.name_of(call.namespace or '', _name(call))}"
+        key = write_key(context.controller, call.verb, shown)
         if wanted.action == "error":
             if f"{key}#{recorder.writes[key] + 1}" != wanted.point:
-                return await call(first, *args, **options)
+                return await call.proceed()
             self._done = True
-            error = injected_error(verb, shown)
-            self._run.applied(f"{wanted}: {verb} {shown} answered {error.code}")
+            make = conflict() if call.verb.startswith("update") else server_error()
+            error = make(call)
+            self._run.applied(f"{wanted}: {call.verb} {shown} failed: {error}")
             recorder.writes[key] += 1
             raise error
-        hit: list[Step] = []
-
-        def listen(step: Step) -> None:
-            if (
-                step.get("type") == "write"
-                and step.get("point") == wanted.point
-                and not step.get("error")
-            ):
-                hit.append(step)
-
-        recorder.listeners.append(listen)
-        try:
-            result = await call(first, *args, **options)
-        finally:
-            recorder.listeners.remove(listen)
-        if not hit or self._done:
-            return result
-        self._done = True
-        if wanted.action == "crash":
-            self._run.applied(f"{wanted}: the manager crashed after {hit[0]['point']}")
-            self.dead = True
-            self._run.crash(self._incarnation)
-            raise Crashed(f"manager {self._incarnation} crashed after {hit[0]['point']}")
-        await self._delete_reconciled(context)
+        result = await call.proceed()
+        if self._wrote_the_point():
+            self._done = True
+            kind = self._reconciled_kind(context.controller)
+            if kind is not None:
+                self._run.applied(f"{wanted}: deleted {short_kind(kind)}/{context.name} meanwhile")
+                await self._run.delete_during_creation(kind, context.namespace, context.name)
         return result
 
-    async def _delete_reconciled(self, context: ReconcileContext) -> None:
-        kind = self._for_kinds(context.controller)
-        if kind is None:
-            return
-        self._run.applied(
-            f"{self._run.perturbation}: deleted {short_kind(kind)}/{context.name} being reconciled"
-        )
-        await self._run.delete_during_creation(kind, context.namespace, context.name)
+    # stale reads ------------------------------------------------------------------------------
 
-    # reads ----------------------------------------------------------------------------------
-
-    def _reader(self, verb: str, call: Callable[..., Awaitable[Any]]) -> Any:
-        async def read(*args: Any, **options: Any) -> Any:
-            self._check_alive()
-            wanted = self._run.perturbation
-            if wanted is None or wanted.action != "stale":
-                return await call(*args, **options)
-            context = current_reconcile()
-            if context is None or context.controller != wanted.controller:
-                return await call(*args, **options)
-            kind = short_kind(kind_key(args[0]))
-            if kind != wanted.kind:
-                return await call(*args, **options)
-            if verb.startswith("get"):
-                return await self._stale_get(context, kind, call, args, options)
-            result = await call(*args, **options)
-            kept = []
-            for item in result:
-                stale = self._stale_version(context, kind, item)
-                if stale is None:
-                    kept.append(item)
-                elif stale[0]:
-                    kept.append(self._as(item, stale[1]))
-            result[:] = kept
+    async def _read(self, context: ReconcileContext, call: InterceptedCall) -> Any:
+        wanted = self._run.perturbation
+        assert wanted is not None
+        result = await call.proceed()
+        kind = short_kind(call.kind)
+        if context.controller != wanted.controller or kind != wanted.kind:
             return result
-
-        return read
-
-    async def _stale_get(
-        self,
-        context: ReconcileContext,
-        kind: str,
-        call: Callable[..., Awaitable[Any]],
-        args: tuple[Any, ...],
-        options: dict[str, Any],
-    ) -> Any:
-        found = await call(*args, **options)
-        stale = self._stale_version(context, kind, found)
-        if stale is None:
-            return found
-        exists, obj = stale
-        if not exists:
-            raise NotFound(
-                {
-                    "kind": "Status",
-                    "status": "Failure",
-                    "reason": "NotFound",
-                    "message": f'{kind.lower()} "{args[1]}" not found',
-                    "code": 404,
-                },
-                404,
-            )
-        return self._as(found, obj)
+        if call.verb == "get":
+            stale = self._stale_version(context, kind, result)
+            if stale is None:
+                return result
+            exists, obj = stale
+            if not exists:
+                raise not_found()(call)
+            return _as(result, obj)
+        kept = []
+        for item in result:
+            stale = self._stale_version(context, kind, item)
+            if stale is None:
+                kept.append(item)
+            elif stale[0]:
+                kept.append(_as(item, stale[1]))
+        result[:] = kept
+        return result
 
     def _stale_version(
         self, context: ReconcileContext, kind: str, item: Any
@@ -325,23 +189,33 @@ class PerturbingClient:
         versions = recorder.versions.get((kind, namespace, name))
         if versions is None or versions.ordinal(_version(item)) != wanted.number:
             return None
-        if not may_be_stale(
-            recorder.reconciles.get(context.reconcile_id), wanted.object, wanted.number
-        ):
+        triggers = recorder.reconciles.get(context.reconcile_id)
+        if not may_be_stale(triggers, wanted.object, wanted.number):
             return None
         if self._stale_reconcile is None:
             self._stale_reconcile = context.reconcile_id
             self._run.applied(f"{wanted}: {context.controller} read the version before")
         return versions.before(_version(item))
 
-    @staticmethod
-    def _as(like: Any, obj: Mapping[str, Any] | None) -> Any:
-        """`obj` in the form `like` has (a dict, or the same typed class)."""
-        assert obj is not None
-        if isinstance(like, Mapping):
-            return dict(obj)
-        from_dict = getattr(type(like), "from_dict", None)
-        return from_dict(dict(obj)) if callable(from_dict) else like
+
+def _name(call: InterceptedCall) -> str:
+    """The object's name, or its generated name's prefix and `*`."""
+    if call.name:
+        return call.name
+    obj = call.obj
+    if obj is None:
+        return ""
+    prefix = (to_dict(obj).get("metadata") or {}).get("generateName")
+    return f"{prefix}*" if prefix else ""
+
+
+def _as(like: Any, obj: Mapping[str, Any] | None) -> Any:
+    """`obj` in the form `like` has (a dict, or the same typed class)."""
+    assert obj is not None
+    if isinstance(like, Mapping):
+        return dict(obj)
+    from_dict = getattr(type(like), "from_dict", None)
+    return from_dict(dict(obj)) if callable(from_dict) else like
 
 
 class HeldEvents:
