@@ -74,6 +74,7 @@ __all__ = [
     "kubeforge_setup",
     "manager",
     "pytest_addoption",
+    "pytest_collection_finish",
     "pytest_configure",
     "pytest_runtest_call",
     "pytest_runtest_makereport",
@@ -210,6 +211,17 @@ def pytest_runtestloop(session: pytest.Session) -> bool | None:
 
     worker_loop(session, str(pipes), load_setup)
     return True
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """While exploring, start the workers as soon as there is something to explore."""
+    exploration = session.config.stash.get(EXPLORATION, None)
+    if exploration is None:
+        return
+    from kubeforge._testing.explore.session import explorable
+
+    if any(explorable(item) for item in session.items):
+        exploration.start()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -171,6 +171,10 @@ class Pool:
         self._idle: queue.Queue[_Worker] = queue.Queue()
         self._workers: list[_Worker] = []
 
+    def start(self) -> None:
+        """Start the workers now (they collect while this process does)."""
+        self._ensure()
+
     def _ensure(self) -> None:
         while len(self._workers) < self.jobs:
             worker = _Worker(self.args, self.cwd, self.logs, len(self._workers) + 1)

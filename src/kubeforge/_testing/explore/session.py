@@ -79,6 +79,10 @@ class Exploration:
         self.pool = Pool(self.args, self.cwd, self.jobs)
         self.rows: list[Row] = []
 
+    def start(self) -> None:
+        """Start the workers, once the run is known to explore something."""
+        self.pool.start()
+
     def close(self) -> None:
         self.pool.close()
 
@@ -177,6 +181,10 @@ def worker_loop(session: pytest.Session, pipes: str, load_setup: Callable[[], Se
     """Run the tests asked for on the first pipe, one run at a time, answering on the
     second (pool.py)."""
     items = {item.nodeid: item for item in session.items}
+    # What every run needs, loaded before the first request rather than in it.
+    import kubeforge._cluster.devcluster
+    import kubeforge._testing.env  # noqa: F401
+
     asks_fd, _, answers_fd = pipes.partition(",")
     with (
         os.fdopen(int(asks_fd), "r", encoding="utf-8") as asks,
