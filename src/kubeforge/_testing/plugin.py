@@ -149,7 +149,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="LIST",
         default=None,
         help="the perturbations to try, comma-separated "
-        "(default crash,error,stale,coalesce,delete,revert)",
+        "(default crash,error,stale,coalesce,delete,revert,advance)",
     )
     group.addoption(
         "--kubeforge-perturb",
@@ -220,8 +220,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     from kubeforge._testing.explore.session import explorable
 
-    if any(explorable(item) for item in session.items):
-        exploration.start()
+    explored = [item for item in session.items if explorable(item)]
+    if not explored:
+        return
+    if session.config.pluginmanager.hasplugin("timeout"):
+        # pytest-timeout's limit is for one run of a test (the workers keep it); exploring
+        # one here runs it many times over.
+        for item in explored:
+            item.add_marker(pytest.mark.timeout(0))
+    exploration.start()
 
 
 @pytest.hookimpl(tryfirst=True)

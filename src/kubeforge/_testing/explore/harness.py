@@ -7,7 +7,8 @@ one when the perturbation crashes it. The test's body runs as usual (abandoned, 
 `delete`, once the object it made is gone); then, while the managers still run, the run:
 
 1. lets everything settle (no reconcile for a while, the cluster's objects unchanged);
-2. for a `revert`, changes the object's spec and changes it back, settling after each;
+2. for a `revert`, changes the object's spec and changes it back, settling after each; for
+   an `advance`, moves the virtual clock past the requeue it names;
 3. takes the end state (endstate.py);
 4. checks convergence: every controller is asked to reconcile everything again, and what
    that writes, and which reconciles keep failing, are noted;
@@ -30,6 +31,7 @@ import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.discovery import APIResource
@@ -148,12 +150,9 @@ class Run:
                 started_here = await self._start_for_checks()
             end = await self.settled(kinds)
             wanted = self.perturbation
-            if (
-                wanted is not None
-                and wanted.action == "revert"
-                and await self._revert(wanted, kinds)
-            ):
+            if wanted is not None and await self._after_test(wanted, kinds):
                 end = await self.settled(kinds)
+            self.result["virtual_time"] = isinstance(self.env.clock, clock.VirtualClock)
             self.result["end"] = end.to_json()
             self.result["primaries"] = self._primaries(end)
             if self._alive():
@@ -301,6 +300,40 @@ class Run:
                 await self.env.client.delete(kinds[kind], name, namespace=self.env.namespace)
                 deleted.append(primary)
         return deleted
+
+    async def _after_test(self, wanted: Perturbation, kinds: list[APIResource]) -> bool:
+        """The perturbations done once the test is over: whether one was."""
+        if wanted.action == "revert":
+            return await self._revert(wanted, kinds)
+        if wanted.action == "advance":
+            return await self._advance(wanted)
+        return False
+
+    # time passes ----------------------------------------------------------------------------
+
+    async def _advance(self, wanted: Perturbation) -> bool:
+        """Move the virtual clock past the requeue the place names (its delay, and a
+        second), letting everything that fell due run."""
+        if not isinstance(self.env.clock, clock.VirtualClock):
+            self.notes.append(f"{wanted}: the test does not run on virtual time")
+            return False
+        kinds: dict[str, str] = {}
+        seen = 0
+        for step in self.recorder.steps:
+            if step["type"] == "reconcile":
+                kinds[str(step["id"])] = str(step["kind"])
+            if step["type"] != "reconciled" or step["outcome"] != "requeue_after":
+                continue
+            where = f"{kinds.get(str(step['id']), '')}/{step['request']}"
+            if step["controller"] != wanted.controller or where != wanted.object:
+                continue
+            seen += 1
+            if seen == wanted.number:
+                delay = float(step["requeue_after"]) + 1.0
+                self.applied(f"{wanted}: the clock moved {delay:g} s")
+                await self.env.clock.advance(seconds=delay)
+                return True
+        return False
 
     # A -> B -> A ------------------------------------------------------------------------------
 

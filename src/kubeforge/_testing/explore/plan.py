@@ -13,7 +13,8 @@ kept (the pruning Sieve does with its reference trace):
   own write, which its cache holds at once);
 - `delete` after each write a reconcile of an object the test made did while the test ran;
 - `revert` for each object of a reconciled kind the test made;
-- `advance` after each `requeue_after` (with virtual time).
+- `advance` for each `requeue_after` a reconcile asked for: after the test, the virtual
+  clock moves past it (only for a test on virtual time).
 
 The plan interleaves the actions, so that a budget smaller than the plan still tries some
 of each.
@@ -59,7 +60,7 @@ def make_plan(
     steps: Sequence[Step],
     primaries: Iterable[str],
     *,
-    actions: Iterable[str] = ("crash", "error", "stale", "coalesce", "delete", "revert"),
+    actions: Iterable[str] = ("crash", "error", "stale", "coalesce", "delete", "revert", "advance"),
 ) -> list[Perturbation]:
     """The perturbations to try, most varied first (see the module)."""
     during, deleting = _test_steps(steps)

@@ -14,8 +14,8 @@ finding's replay command carries):
   (B -> A), letting the operator settle after each;
 - `delete@widget:create:Record/ns.w#1`: right after that write, the object the reconcile
   was working on is deleted, and the test itself is abandoned;
-- `advance@widget:Widget/w#1`: right after that reconcile asked to come back later
-  (`requeue_after`), the clock is moved past that time (virtual time only).
+- `advance@widget:Widget/w#1`: after the test, the virtual clock moves past the first
+  `requeue_after` controller `widget` asked for Widget/w (a test on virtual time only).
 """
 
 from __future__ import annotations
@@ -126,8 +126,8 @@ class Perturbation:
         if self.action == "revert":
             return f"the spec of {self.object} was changed and changed back after the test"
         return (
-            f"the clock was moved past the {nth} requeue_after of {self.controller} for "
-            f"{self.object}"
+            f"after the test, the clock moved past the {nth} requeue_after {self.controller} "
+            f"asked for {self.object}"
         )
 
 

@@ -36,7 +36,7 @@ from kubeforge._testing.explore.report import Row, format_findings, replay_comma
 
 __all__ = ["Exploration", "Explored", "explorable", "worker_loop"]
 
-DEFAULT_ACTIONS = ("crash", "error", "stale", "coalesce", "delete", "revert")
+DEFAULT_ACTIONS = ("crash", "error", "stale", "coalesce", "delete", "revert", "advance")
 
 
 def explorable(item: pytest.Item) -> bool:
@@ -101,10 +101,12 @@ class Exploration:
         found = judge_reference(references)
         if found:
             findings.append(("(none)", found, dict(first)))
+        actions = self.actions
+        if not first.get("virtual_time"):
+            actions = tuple(a for a in actions if a != "advance")  # moves virtual time only
+        primaries = first.get("primaries") or []
         plan = (
-            [self.replay]
-            if self.replay
-            else make_plan(first["steps"], first.get("primaries") or [], actions=self.actions)
+            [self.replay] if self.replay else make_plan(first["steps"], primaries, actions=actions)
         )
         plan = plan[: self.budget]
         results = self.pool.run([Job(nodeid, str(p)) for p in plan])
