@@ -3,13 +3,15 @@
 A snapshot holds every object of every listable kind in the namespaces a test uses (all but
 kube-system, kube-public and kube-node-lease) and the cluster-scoped objects of the
 project's CRDs, except the runtime's bookkeeping (Events, Leases, Endpoints and
-EndpointSlices). Each object is normalised, as Sieve's differential oracle does, so that
-what differs between two runs by nature does not count: uids, resourceVersions, generations,
-managedFields and timestamps go; the test's namespace (new each run) reads `<ns>` (in
-names too, as in a cluster-scoped object named after it), a
-generated name its prefix and `*` (wherever it appears, a status field included), IP
-addresses `<ip>` and allocated node ports `<port>`; of a pod's status only the phase stays.
-Objects are keyed `Kind/namespace/name`, several of one generated prefix numbered by age.
+EndpointSlices) and the built-in controllers' rollout history (ControllerRevisions, a
+Deployment's ReplicaSets scaled to nothing, the revision annotations). Each object is
+normalised, as Sieve's differential oracle does, so that what differs between two runs by
+nature does not count: uids, resourceVersions, generations, managedFields and timestamps
+go; the test's namespace (new each run) reads `<ns>` (in names too, as in a cluster-scoped
+object named after it), a generated name its prefix and `*` (wherever it appears, a status
+field included), IP addresses `<ip>` and allocated node ports `<port>`; of a pod's status
+only the phase stays. Objects are keyed `Kind/namespace/name`, several of one generated
+prefix numbered by age.
 
 Two reference runs of the same test give the noise: the objects and fields in which they
 differ are left out of every comparison (`Noise`).
@@ -29,7 +31,13 @@ from kubeforge._client.errors import ApiError
 __all__ = ["Difference", "Noise", "Snapshot", "capture", "differences", "noise_between"]
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
-SKIPPED_KINDS = frozenset({"Event", "Lease", "Endpoints", "EndpointSlice"})
+SKIPPED_KINDS = frozenset({"Event", "Lease", "Endpoints", "EndpointSlice", "ControllerRevision"})
+# Annotations the built-in controllers keep their rollout history in.
+_HISTORY_ANNOTATIONS = (
+    "deployment.kubernetes.io/revision",
+    "deployment.kubernetes.io/revision-history",
+    "deprecated.daemonset.template.generation",
+)
 _DROPPED_METADATA = (
     "uid",
     "resourceVersion",
@@ -88,7 +96,7 @@ async def capture(client: Client, kinds: Iterable[APIResource], namespace: str) 
             continue  # a kind that went away (its CRD deleted) meanwhile
         for item in items:
             meta = item.get("metadata") or {}
-            if meta.get("namespace") in SYSTEM_NAMESPACES:
+            if meta.get("namespace") in SYSTEM_NAMESPACES or _history(resource.kind, item):
                 continue
             item.setdefault("kind", resource.kind)
             raw.append(item)
@@ -109,6 +117,16 @@ async def capture(client: Client, kinds: Iterable[APIResource], namespace: str) 
         if meta.get("deletionTimestamp"):
             snapshot.deleting.append(key)
     return snapshot
+
+
+def _history(kind: str, item: Mapping[str, Any]) -> bool:
+    """A Deployment's old ReplicaSet, scaled to nothing: its rollout history, which the
+    Deployment controller keeps (revisionHistoryLimit), not an object left behind."""
+    if kind != "ReplicaSet":
+        return False
+    owners = (item.get("metadata") or {}).get("ownerReferences") or []
+    replicas = (item.get("spec") or {}).get("replicas")
+    return replicas == 0 and any(o.get("kind") == "Deployment" for o in owners)
 
 
 def _age(item: Mapping[str, Any]) -> tuple[str, str]:
@@ -145,6 +163,14 @@ def normalise(
         meta.pop(name, None)
     if "deletionTimestamp" in meta:
         meta["deletionTimestamp"] = "<deleting>"
+    if meta.get("annotations"):
+        annotations = {
+            k: v for k, v in meta["annotations"].items() if k not in _HISTORY_ANNOTATIONS
+        }
+        if annotations:
+            meta["annotations"] = annotations
+        else:
+            del meta["annotations"]
     if meta.get("ownerReferences"):
         meta["ownerReferences"] = [
             {k: v for k, v in ref.items() if k != "uid"} for ref in meta["ownerReferences"]

@@ -3,8 +3,8 @@
 Only places where the reference run read or wrote something the perturbation changes are
 kept (the pruning Sieve does with its reference trace):
 
-- `crash` and `error` after/at each distinct write a reconcile made (bookkeeping kinds, and
-  the writes of the convergence check, aside);
+- `crash` and `error` after/at each write a reconcile made that changed something
+  (bookkeeping kinds, and the writes of the convergence check, aside);
 - `stale` at each version of an object a controller read from its cache, unless an event
   of that version (or a later one) queued the reconcile, or it is the object the reconcile
   is for (the informer's store holds what it delivers before its handlers hear of it);
@@ -69,9 +69,7 @@ def make_plan(
     for step in during + deleting:
         if step["type"] == "reconcile":
             kinds[str(step["id"])] = str(step["kind"])
-    writes = [
-        s for s in during + deleting if s["type"] == "write" and s["controller"] and not s["error"]
-    ]
+    writes = [s for s in during + deleting if _made_a_change(s)]
     points = list(dict.fromkeys(str(s["point"]) for s in writes))
     crashes = [_at("crash", p) for p in points] if "crash" in wanted else []
     errors = [_at("error", p) for p in points] if "error" in wanted else []
@@ -82,10 +80,7 @@ def make_plan(
         during_points = dict.fromkeys(
             str(s["point"])
             for s in during
-            if s["type"] == "write"
-            and s["controller"]
-            and not s["error"]
-            and f"{kinds.get(str(s['id']), '')}/{s['request']}" in owned
+            if _made_a_change(s) and f"{kinds.get(str(s['id']), '')}/{s['request']}" in owned
         )
         deletes = [_at("delete", p) for p in during_points]
     stale = _stale(during) if "stale" in wanted else []
@@ -100,6 +95,17 @@ def make_plan(
     for row in zip_longest(crashes, errors, stale, coalesce, deletes, reverts, advances):
         plan.extend(p for p in row if p is not None)
     return list(dict.fromkeys(plan))
+
+
+def _made_a_change(step: Step) -> bool:
+    """Whether a step is a reconcile's write that changed something (a write that found
+    everything as it asked is no place of its own)."""
+    return (
+        step["type"] == "write"
+        and bool(step["controller"])
+        and not step["error"]
+        and step.get("changed", True) is not False
+    )
 
 
 def _at(action: str, point: str) -> Perturbation:

@@ -262,9 +262,13 @@ class Recorder:
         self.writes[key] += 1
         ordinal = self.writes[key]
         version = 0
+        changed = record.error is None
         if record.error is None:
             versions = self.versions.setdefault((kind, record.namespace, record.name), Versions())
             if record.obj is not None and record.resource_version:
+                # A write answered with a version already seen changed nothing (an apply
+                # or a patch that found everything as it asked).
+                changed = versions.ordinal(record.resource_version) > len(versions.seen)
                 versions.add(record.resource_version, record.obj, written=True)
                 version = versions.ordinal(record.resource_version)
         return {
@@ -280,6 +284,7 @@ class Recorder:
             "field_manager": record.field_manager,
             "code": record.code,
             "error": record.error,
+            "changed": changed,
         }
 
     # reading ----------------------------------------------------------------------------------
