@@ -75,6 +75,8 @@ STEPS: list[dict[str, Any]] = [
     write("r3", "update_status", "Widget/w", 2, 3),
     reconcile("r4", "w", {"cause": "requeue_after"}),
     read("r4", ("Pod/w", 3)),
+    # an apply that found everything as it asked: no place of its own
+    {**write("r4", "apply", "Service/w", 1, 1), "changed": False},
     {"type": "note", "what": "phase", "detail": "reconcile everything again"},
     reconcile("r5", "w", {"cause": "reconcile_all"}),
     write("r5", "update_status", "Widget/w", 3, 4),
@@ -87,8 +89,8 @@ STEPS: list[dict[str, Any]] = [
 def test_the_plan_follows_the_reference_run() -> None:
     plan = {str(p) for p in make_plan(STEPS, ["Widget/w"])}
     assert plan == {
-        # every write while the test ran, and during the deletion after it (not those of
-        # the convergence check)
+        # every write that changed something while the test ran, and during the deletion
+        # after it (not those of the convergence check)
         "crash@widget:create:Pod/w#1",
         "crash@widget:update_status:Widget/w#1",
         "crash@widget:update_status:Widget/w#2",
