@@ -33,7 +33,9 @@ started per test; what a test made there is removed after it (docs/testing.md).
 under perturbations learned from a reference run, and fails with what the oracles find
 (testing/explore/; docs/testing.md, "Exploration"). `--kubeforge-explore-jobs`,
 `--kubeforge-explore-budget` and `--kubeforge-explore-actions` tune it;
-`--kubeforge-perturb=SPEC` replays one perturbation (what a finding's command does).
+`--kubeforge-perturb=SPEC` replays one perturbation (what a finding's command does). The
+marker `@pytest.mark.kubeforge_explore(skip=["crash"], reason="...")` leaves perturbations
+out for one test (`kubeforge_explore(False)`: the test is not explored).
 """
 
 from __future__ import annotations
@@ -178,6 +180,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{VIRTUAL_TIME_MARKER}(start=None): run this test's cluster and manager on a virtual "
         "clock that only the test moves (testenv.clock.advance(...))",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kubeforge_explore(explore=True, skip=(), reason=''): how --kubeforge-explore treats "
+        "this test: False leaves it unexplored, skip= names perturbations not to try",
     )
     worker = config.getoption("kubeforge_explore_worker", None)
     exploring = config.getoption("kubeforge_explore", False) or config.getoption(

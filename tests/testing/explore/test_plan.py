@@ -35,8 +35,11 @@ def read(rid: str, *objects: tuple[str, int], target: str = "x") -> dict[str, An
     }
 
 
-def write(rid: str, verb: str, obj: str, number: int, version: int) -> dict[str, Any]:
+def write(
+    rid: str, verb: str, obj: str, number: int, version: int, digest: str = ""
+) -> dict[str, Any]:
     return {
+        "digest": digest or f"{verb} {obj} {number}",
         "type": "write",
         "id": rid,
         "controller": "widget",
@@ -77,9 +80,11 @@ STEPS: list[dict[str, Any]] = [
     read("r4", ("Pod/w", 3)),
     # an apply that found everything as it asked: no place of its own
     {**write("r4", "apply", "Service/w", 1, 1), "changed": False},
+    # a status written again as it was before: no new place either
+    write("r4", "update_status", "Widget/w", 3, 5, digest="update_status Widget/w 2"),
     {"type": "note", "what": "phase", "detail": "reconcile everything again"},
     reconcile("r5", "w", {"cause": "reconcile_all"}),
-    write("r5", "update_status", "Widget/w", 3, 4),
+    write("r5", "update_status", "Widget/w", 4, 6),
     {"type": "note", "what": "phase", "detail": "delete what the test made"},
     reconcile("r6", "w", event("Widget/w", 5)),
     write("r6", "patch", "Widget/w", 1, 6),

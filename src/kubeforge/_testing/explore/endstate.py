@@ -9,9 +9,9 @@ normalised, as Sieve's differential oracle does, so that what differs between tw
 nature does not count: uids, resourceVersions, generations, managedFields and timestamps
 go; the test's namespace (new each run) reads `<ns>` (in names too, as in a cluster-scoped
 object named after it), a generated name its prefix and `*` (wherever it appears, a status
-field included), IP addresses `<ip>` and allocated node ports `<port>`; of a pod's status
-only the phase stays. Objects are keyed `Kind/namespace/name`, several of one generated
-prefix numbered by age.
+field included), IP addresses `<ip>` and allocated node ports `<port>`; conditions are
+ordered by type; of a pod's status only the phase stays. Objects are keyed
+`Kind/namespace/name`, several of one generated prefix numbered by age.
 
 Two reference runs of the same test give the noise: the objects and fields in which they
 differ are left out of every comparison (`Noise`).
@@ -191,7 +191,11 @@ def _clean(value: Any, words: list[tuple[str, str]], field_name: str = "") -> An
             if key != "observedGeneration"
         }
     if isinstance(value, list):
-        return [_clean(item, words) for item in value]
+        items = [_clean(item, words) for item in value]
+        if field_name == "conditions" and all(isinstance(i, dict) and "type" in i for i in items):
+            # A map keyed by type (listType=map): its order says nothing.
+            items.sort(key=lambda condition: str(condition["type"]))
+        return items
     if field_name in _PORT_FIELDS and isinstance(value, int):
         return "<port>"
     if isinstance(value, str):

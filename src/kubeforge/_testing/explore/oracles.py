@@ -7,7 +7,8 @@ None needs code from the user:
 - the end state against the reference's (Sieve's differential oracle, endstate.py): objects
   missing, leaked or changed, after the test and again after the objects the test made were
   deleted (for `delete`, only after; not for `advance`, after which time has rightly moved
-  the state on);
+  the state on; after a `revert`, the status other controllers keep of what the operator
+  made may differ, as a Deployment's names its latest rollout);
 - convergence: after everything settled, asking every controller to reconcile everything
   again changes nothing, no reconcile is left failing, and no kubeforge component logged an
   error (that the reference runs did not).
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubeforge._testing.explore.endstate import Noise, differences, noise_between
+from kubeforge._testing.explore.endstate import Difference, Noise, differences, noise_between
 
 __all__ = ["Finding", "References", "judge", "judge_reference"]
 
@@ -100,6 +101,8 @@ def judge(run: Result, references: References) -> list[Finding]:
         run = {k: v for k, v in run.items() if k not in ("end", "end_deleted")}
     if action != "delete" and "end" in run:
         diff = differences(reference["end"]["objects"], run["end"]["objects"], references.noise)
+        if action == "revert":
+            diff = _operators_part(diff, run.get("reconciled_kinds") or [])
         if diff:
             found.append(
                 Finding(
@@ -129,6 +132,21 @@ def judge(run: Result, references: References) -> list[Finding]:
     if new_errors:
         found.append(Finding(perturbation, "errors logged", _unique(new_errors)))
     return found
+
+
+def _operators_part(diff: list[Difference], reconciled: Sequence[str]) -> list[Difference]:
+    """What a spec changed and changed back may rightly leave different: the status other
+    controllers keep of the objects the operator made (a Deployment's conditions name the
+    ReplicaSet of its latest rollout). The status of the reconciled kinds still counts."""
+    return [
+        d
+        for d in diff
+        if not (
+            d.what == "changed"
+            and d.path.startswith("status.")
+            and d.key.partition("/")[0] not in reconciled
+        )
+    ]
 
 
 def _unique(items: Sequence[str]) -> list[str]:

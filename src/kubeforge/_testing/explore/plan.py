@@ -3,8 +3,9 @@
 Only places where the reference run read or wrote something the perturbation changes are
 kept (the pruning Sieve does with its reference trace):
 
-- `crash` and `error` after/at each write a reconcile made that changed something
-  (bookkeeping kinds, and the writes of the convergence check, aside);
+- `crash` and `error` after/at each distinct write a reconcile made that changed something:
+  one that left its object as an earlier one did is no new place (bookkeeping kinds, and
+  the writes of the convergence check, aside);
 - `stale` at each version of an object a controller read from its cache, unless an event
   of that version (or a later one) queued the reconcile, or it is the object the reconcile
   is for (the informer's store holds what it delivers before its handlers hear of it);
@@ -70,17 +71,19 @@ def make_plan(
         if step["type"] == "reconcile":
             kinds[str(step["id"])] = str(step["kind"])
     writes = [s for s in during + deleting if _made_a_change(s)]
-    points = list(dict.fromkeys(str(s["point"]) for s in writes))
+    points = _distinct(writes)
     crashes = [_at("crash", p) for p in points] if "crash" in wanted else []
     errors = [_at("error", p) for p in points] if "error" in wanted else []
     made = {str(s["object"]) for s in writes if s["verb"] == "create"}
     owned = set(primaries) - made
     deletes = []
     if "delete" in wanted:
-        during_points = dict.fromkeys(
-            str(s["point"])
-            for s in during
-            if _made_a_change(s) and f"{kinds.get(str(s['id']), '')}/{s['request']}" in owned
+        during_points = _distinct(
+            [
+                s
+                for s in during
+                if _made_a_change(s) and f"{kinds.get(str(s['id']), '')}/{s['request']}" in owned
+            ]
         )
         deletes = [_at("delete", p) for p in during_points]
     stale = _stale(during) if "stale" in wanted else []
@@ -106,6 +109,21 @@ def _made_a_change(step: Step) -> bool:
         and not step["error"]
         and step.get("changed", True) is not False
     )
+
+
+def _distinct(writes: Sequence[Step]) -> list[str]:
+    """The first place of each distinct write: a write that left its object as an earlier
+    one of the same controller and verb did (the same digest) is no new place."""
+    seen: dict[tuple[str, str, str, str], str] = {}
+    for step in writes:
+        key = (
+            str(step["controller"]),
+            str(step["verb"]),
+            str(step["object"]),
+            str(step.get("digest")),
+        )
+        seen.setdefault(key, str(step["point"]))
+    return list(seen.values())
 
 
 def _at(action: str, point: str) -> Perturbation:

@@ -77,9 +77,9 @@ def _step_line(step: Step) -> str:
             outcome = f"failed {step['code']}: {step['error']}"
         else:
             outcome = f"rv {step['rv']} (v{step['version']})"
+        manager = f" as {step['field_manager']}" if step["field_manager"] else ""
         return (
-            f"{when}   write {step['verb']} {step['object']} as {step['field_manager'] or '-'}: "
-            f"{outcome}  [{step['point']}]"
+            f"{when}   write {step['verb']} {step['object']}{manager}: {outcome}  [{step['point']}]"
         )
     if kind == "delivered":
         queued = ", ".join(step["queued"]) or "nothing"

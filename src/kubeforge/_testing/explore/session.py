@@ -34,14 +34,27 @@ from kubeforge._testing.explore.points import ACTIONS, Perturbation
 from kubeforge._testing.explore.pool import Job, Pool
 from kubeforge._testing.explore.report import Row, format_findings, replay_command, summary_table
 
-__all__ = ["Exploration", "Explored", "explorable", "worker_loop"]
+__all__ = ["MARKER", "Exploration", "Explored", "explorable", "skipped_actions", "worker_loop"]
 
 DEFAULT_ACTIONS = ("crash", "error", "stale", "coalesce", "delete", "revert", "advance")
 
 
+MARKER = "kubeforge_explore"
+
+
 def explorable(item: pytest.Item) -> bool:
-    """Whether exploring `item` makes sense: it runs the project's controllers."""
+    """Whether exploring `item` makes sense: it runs the project's controllers, and its
+    `kubeforge_explore` marker (if any) does not say False."""
+    marker = item.get_closest_marker(MARKER)
+    if marker is not None and marker.args and marker.args[0] is False:
+        return False
     return "manager" in getattr(item, "fixturenames", ())
+
+
+def skipped_actions(item: pytest.Item) -> tuple[str, ...]:
+    """The perturbations a test's `kubeforge_explore(skip=[...])` marker leaves out."""
+    marker = item.get_closest_marker(MARKER)
+    return tuple(marker.kwargs.get("skip") or ()) if marker is not None else ()
 
 
 @dataclass
@@ -101,7 +114,8 @@ class Exploration:
         found = judge_reference(references)
         if found:
             findings.append(("(none)", found, dict(first)))
-        actions = self.actions
+        skipped = skipped_actions(item)
+        actions = tuple(a for a in self.actions if a not in skipped)
         if not first.get("virtual_time"):
             actions = tuple(a for a in actions if a != "advance")  # moves virtual time only
         primaries = first.get("primaries") or []

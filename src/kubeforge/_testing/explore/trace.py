@@ -14,6 +14,7 @@ numbered in the order the managers saw them (written, or delivered by a watch), 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -21,6 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from kubeforge import clock
 from kubeforge._runtime.manager import Manager
@@ -273,6 +276,7 @@ class Recorder:
                 version = versions.ordinal(record.resource_version)
         return {
             "type": "write",
+            "digest": _digest(record),
             "id": context.reconcile_id if context is not None else "",
             "controller": controller,
             "request": self.name_of(context.namespace, context.name) if context else "",
@@ -305,6 +309,28 @@ class Recorder:
             step["t"] = round(clock.monotonic() - self.started, 4)
             step["incarnation"] = self.incarnation
             self.steps.append(step)
+
+
+def _digest(record: Write) -> str:
+    """What a write left the part of the object it wrote as (the status for a status write,
+    else the spec and what metadata a controller sets): two writes with one digest left the
+    object alike, whatever the others changed meanwhile."""
+    obj = record.obj or {}
+    if record.verb.endswith("_status"):
+        part: Any = obj.get("status")
+    else:
+        meta = obj.get("metadata") or {}
+        kept = ("labels", "annotations", "finalizers", "ownerReferences", "deletionTimestamp")
+        part = [
+            {k: meta.get(k) for k in kept},
+            {k: v for k, v in obj.items() if k not in _NOT_DECLARED},
+        ]
+    text = orjson.dumps([record.verb, part], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+# Parts of an object a write does not declare.
+_NOT_DECLARED = frozenset({"metadata", "status", "apiVersion", "kind"})
 
 
 class ErrorLog(logging.Handler):
