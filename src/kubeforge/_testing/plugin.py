@@ -535,4 +535,6 @@ def kubectl(testenv: TestEnv, tmp_path: Path, request: pytest.FixtureRequest) ->
     kubeconfig = testenv.kubeconfig_variable(tmp_path / "kubeconfig")
     cache = tmp_path / "kubectl-cache"
     cache.mkdir(exist_ok=True)
-    return Kubectl(kubeconfig, version=version, cache_dir=cache)
+    found = Kubectl(kubeconfig, version=version, cache_dir=cache)
+    run = request.node.stash.get(EXPLORE_RUN, None)
+    return found if run is None else run.gate(found)

@@ -47,7 +47,7 @@ _DROPPED_METADATA = (
     "selfLink",
     "deletionGracePeriodSeconds",
 )
-_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _IP = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$")
 _PORT_FIELDS = frozenset({"nodePort", "healthCheckNodePort"})
 
@@ -199,8 +199,8 @@ def _clean(value: Any, words: list[tuple[str, str]], field_name: str = "") -> An
     if field_name in _PORT_FIELDS and isinstance(value, int):
         return "<port>"
     if isinstance(value, str):
-        if _TIME.match(value):
-            return "<time>"
+        # Times anywhere in a string (a manifest kubectl kept in an annotation has them).
+        value = _TIME.sub("<time>", value)
         if _IP.match(value):
             return "<ip>"
         for word, shown in words:

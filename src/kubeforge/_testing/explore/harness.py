@@ -44,7 +44,8 @@ from kubeforge._testing.explore.endstate import Snapshot, capture, listable
 from kubeforge._testing.explore.inject import HeldEvents, Perturbing
 from kubeforge._testing.explore.points import Perturbation
 from kubeforge._testing.explore.trace import FAILED, ErrorLog, Recorder, short_kind
-from kubeforge._testing.interceptors import Interceptors
+from kubeforge._testing.interceptors import InterceptedCall, Interceptors, intercept
+from kubeforge._testing.kubectl import Kubectl, KubectlResult
 
 __all__ = ["ExploringEnv", "Run"]
 
@@ -55,6 +56,9 @@ Setup = Callable[[Manager], Any]
 QUIET = 0.3
 """Seconds without a reconcile, a delivered event or a write that count as settled."""
 SETTLE_TIMEOUT = 10.0
+
+# Set in the tasks of the harness itself (the managers it runs): they never wait on a restart.
+_HARNESS: contextvars.ContextVar[bool] = contextvars.ContextVar("explore_harness", default=False)
 DELETE_TIMEOUT = 20.0
 
 
@@ -74,6 +78,7 @@ class Run:
         self._recorder: Recorder | None = None
         self._env: ExploringEnv | None = None
         self._abandon: asyncio.Event | None = None
+        self._steady = asyncio.Event()
         self.supervisors: list[Supervisor] = []
         self._started = time.monotonic()
 
@@ -84,7 +89,35 @@ class Run:
         self._env = env
         self._recorder = Recorder(env.namespace)
         self._abandon = asyncio.Event()
+        self._steady = asyncio.Event()
+        self._steady.set()
         logging.getLogger("kubeforge").addHandler(self.errors)
+
+    # a restart, seen from the test ------------------------------------------------------------
+
+    def pause(self) -> None:
+        """A manager crashed: the test's requests wait until its successor runs."""
+        self._steady.clear()
+
+    def resume(self) -> None:
+        self._steady.set()
+
+    async def steady(self) -> None:
+        """Wait while a crashed manager is being replaced (not inside the harness's own
+        tasks, which do the replacing)."""
+        if not _HARNESS.get():
+            await self._steady.wait()
+
+    def gate(self, kubectl: Kubectl) -> Kubectl:
+        """`kubectl` whose commands wait while a crashed manager is being replaced."""
+        run_command = kubectl.run
+
+        async def gated(*args: Any, **options: Any) -> KubectlResult:
+            await self.steady()
+            return await run_command(*args, **options)
+
+        kubectl.run = gated  # type: ignore[method-assign]
+        return kubectl
 
     def end(self) -> None:
         logging.getLogger("kubeforge").removeHandler(self.errors)
@@ -474,8 +507,10 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         self._ready = loop.create_future()
         # A context of its own: the managers' tasks must not carry the caller's (a
-        # reconcile's, when a crash restarts one).
-        self._task = loop.create_task(self._hold(), context=contextvars.Context())
+        # reconcile's, when a crash restarts one), and they are the harness's own.
+        context = contextvars.Context()
+        context.run(_HARNESS.set, True)
+        self._task = loop.create_task(self._hold(), context=context)
         try:
             return await asyncio.shield(self._ready)
         except BaseException:
@@ -499,6 +534,7 @@ class Supervisor:
                     **self.options,
                 ) as manager:
                     self.manager, self.restarting = manager, False
+                    self.run.resume()
                     if not self._ready.done():
                         self._ready.set_result(manager)
                     await self._stopping.wait()
@@ -509,6 +545,7 @@ class Supervisor:
                 self.run.recorder.note("phase", detail="a new manager starts")
             except BaseException as exc:
                 self.manager, self.restarting = None, False
+                self.run.resume()
                 if not self._ready.done():
                     self._ready.set_exception(exc)
                     return
@@ -575,6 +612,21 @@ class ExploringEnv(TestEnv):
     def __init__(self, run: Run, **options: Any) -> None:
         super().__init__(**options)
         self.run = run
+        self._gated: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        """The environment's client, whose calls wait while a crashed manager is being
+        replaced: to the test, a restart takes no time (webhooks served by the manager
+        are back when its requests go on)."""
+        real = super().client
+        if self._gated is None or self._gated.wrapped is not real:  # type: ignore[attr-defined]
+            self._gated = intercept(real, Interceptors(default=self._wait_steady))
+        return self._gated
+
+    async def _wait_steady(self, client: Any, call: InterceptedCall) -> Any:
+        await self.run.steady()
+        return await call.proceed()
 
     @contextlib.asynccontextmanager
     async def run_manager(

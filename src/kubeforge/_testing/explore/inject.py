@@ -55,6 +55,7 @@ class Perturber(Protocol):
     @property
     def recorder(self) -> Recorder: ...
     def applied(self, what: str) -> None: ...
+    def pause(self) -> None: ...
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None: ...
 
 
@@ -113,6 +114,7 @@ class Perturbing:
             return False
         self._done = True
         self._run.applied(f"{self._run.perturbation}: the manager crashed after it")
+        self._run.pause()
         return True
 
     async def _hook(self, client: Any, call: InterceptedCall) -> Any:
