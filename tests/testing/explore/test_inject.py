@@ -59,9 +59,13 @@ class Run:
         self.perturbation = Perturbation.parse(perturbation)
         self.recorder = Recorder("test-ns")
         self.notes: list[str] = []
+        self.held: list[HeldEvents] = []
 
     def applied(self, what: str) -> None:
         self.notes.append(what)
+
+    def pause(self) -> None:
+        raise AssertionError("not asked for")
 
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None:
         raise AssertionError("not asked for")
@@ -85,7 +89,9 @@ async def test_events_from_the_version_on_are_held_and_coalesced(
     held.apply(pod("other", 13))
     held.apply(pod("w", 14))
     assert sink.seen == [("apply", "w", "10"), ("apply", "other", "11"), ("apply", "other", "13")]
+    assert held.holding and run.held == [held]
     await asyncio.sleep(0.2)
+    assert not held.holding
     # Only the last of the held ones, once no more came.
     assert sink.seen[-1] == ("apply", "w", "14") and len(sink.seen) == 4
     held.apply(pod("w", 15))  # once delivered, events flow again

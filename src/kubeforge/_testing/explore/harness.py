@@ -80,6 +80,8 @@ class Run:
         self._abandon: asyncio.Event | None = None
         self._steady = asyncio.Event()
         self.supervisors: list[Supervisor] = []
+        # Event sinks holding back watch events (coalesce): not settled while they hold.
+        self.held: list[HeldEvents] = []
         self._started = time.monotonic()
 
     # set up by the testenv fixture ----------------------------------------------------------
@@ -224,11 +226,16 @@ class Run:
         return stack
 
     async def quiet(self, *, timeout: float = SETTLE_TIMEOUT) -> bool:
-        """Wait until no manager has done anything for QUIET seconds (and none restarts)."""
+        """Wait until no manager has done anything for QUIET seconds (and none restarts,
+        and no watch event is held back)."""
         # Real time: this waits for the system to go quiet, as an I/O timeout does.
         deadline = time.monotonic() + timeout
         while True:
-            busy = self.recorder.in_flight > 0 or any(s.restarting for s in self.supervisors)
+            busy = (
+                self.recorder.in_flight > 0
+                or any(s.restarting for s in self.supervisors)
+                or any(h.holding for h in self.held)
+            )
             if not busy and self.recorder.quiet_for() >= QUIET:
                 return True
             if time.monotonic() > deadline:

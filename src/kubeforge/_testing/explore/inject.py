@@ -54,6 +54,8 @@ class Perturber(Protocol):
     def perturbation(self) -> Perturbation | None: ...
     @property
     def recorder(self) -> Recorder: ...
+    @property
+    def held(self) -> list[HeldEvents]: ...
     def applied(self, what: str) -> None: ...
     def pause(self) -> None: ...
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None: ...
@@ -230,9 +232,15 @@ class HeldEvents:
         self._run = run
         self._kind = short_kind(kind)
         self._held: tuple[bool, dict[str, Any]] | None = None
+        run.held.append(self)
         self._timer: asyncio.TimerHandle | None = None
         self._holding_since = 0.0
         self._done = False
+
+    @property
+    def holding(self) -> bool:
+        """Whether events are held back now (the run is not settled while they are)."""
+        return self._held is not None
 
     def init(self, scope: str | None) -> None:
         self._drop()

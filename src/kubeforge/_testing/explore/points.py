@@ -114,9 +114,14 @@ class Perturbation:
                 f"{self.verb} of {self.object}"
             )
         if self.action == "stale":
+            if self.number == 1:
+                return (
+                    f"{self.controller}'s cache did not show {self.object} yet, where its "
+                    "version 1 was current"
+                )
             return (
-                f"{self.controller} read version {self.number - 1 or 'none'} of {self.object} "
-                f"from its cache where version {self.number} was current"
+                f"{self.controller} read version {self.number - 1} of {self.object} from its "
+                f"cache, where version {self.number} was current"
             )
         if self.action == "coalesce":
             return (
