@@ -410,7 +410,7 @@ async def testenv(
     if run is None:
         env = TestEnv(**settings)
     else:
-        from kubeforge._testing.explore.harness import ExploringEnv
+        from kubeforge._testing.explore.supervisor import ExploringEnv
 
         env = ExploringEnv(run, **settings)
         run.begin(env)

@@ -1,6 +1,6 @@
 """One run of a test under exploration, inside the pytest process that runs it.
 
-The `testenv` fixture of a run is an `ExploringEnv`: every manager it starts
+The `testenv` fixture of a run is an `ExploringEnv` (supervisor.py): every manager it starts
 (`run_manager`, so the `manager` fixture's too) is observed by the run's recorder, gives its
 reconcilers the perturbing client, and is kept running by a supervisor that starts a new
 one when the perturbation crashes it. The test's body runs as usual (abandoned, for a
@@ -24,30 +24,26 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-import inspect
 import logging
 import time
 import traceback
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 from kubeforge import clock
 from kubeforge._client.client import Client
-from kubeforge._client.config import ClusterConfig
 from kubeforge._client.discovery import APIResource
-from kubeforge._client.errors import ApiError, Invalid, NotFound
+from kubeforge._client.errors import NotFound
 from kubeforge._runtime.manager import Manager
-from kubeforge._runtime.watcher import EventSink
-from kubeforge._testing.crashpoints import CrashAfter, ManagerCrashed
-from kubeforge._testing.env import TestEnv
 from kubeforge._testing.explore.endstate import Snapshot, capture, listable
-from kubeforge._testing.explore.inject import HeldEvents, Perturbing
+from kubeforge._testing.explore.inject import HeldEvents
 from kubeforge._testing.explore.points import Perturbation
+from kubeforge._testing.explore.specchange import other_spec, show_change
 from kubeforge._testing.explore.trace import FAILED, ErrorLog, Recorder, short_kind
-from kubeforge._testing.interceptors import InterceptedCall, Interceptors, intercept
 from kubeforge._testing.kubectl import Kubectl, KubectlResult
 
-__all__ = ["ExploringEnv", "Run"]
+__all__ = ["HARNESS", "Environment", "Run", "Setup", "Supervised"]
 
 log = logging.getLogger("kubeforge.testing.explore")
 
@@ -58,8 +54,33 @@ QUIET = 0.3
 SETTLE_TIMEOUT = 10.0
 
 # Set in the tasks of the harness itself (the managers it runs): they never wait on a restart.
-_HARNESS: contextvars.ContextVar[bool] = contextvars.ContextVar("explore_harness", default=False)
+HARNESS: contextvars.ContextVar[bool] = contextvars.ContextVar("explore_harness", default=False)
 DELETE_TIMEOUT = 20.0
+
+
+class Supervised(Protocol):
+    """What a run needs of the supervisor of one of its managers (supervisor.py)."""
+
+    @property
+    def manager(self) -> Manager | None: ...
+    @property
+    def restarting(self) -> bool: ...
+    @property
+    def incarnation(self) -> int: ...
+
+
+class Environment(Protocol):
+    """What a run needs of its test environment (supervisor.py's ExploringEnv)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def client(self) -> Client: ...
+    @property
+    def installed(self) -> list[str]: ...
+    @property
+    def clock(self) -> clock.VirtualClock | clock.RealClock: ...
+    def run_manager(self, setup: Setup | None = None) -> AbstractAsyncContextManager[Manager]: ...
 
 
 class Run:
@@ -76,17 +97,17 @@ class Run:
             "perturbation": None if perturbation is None else str(perturbation),
         }
         self._recorder: Recorder | None = None
-        self._env: ExploringEnv | None = None
+        self._env: Environment | None = None
         self._abandon: asyncio.Event | None = None
         self._steady = asyncio.Event()
-        self.supervisors: list[Supervisor] = []
+        self.supervisors: list[Supervised] = []
         # Event sinks holding back watch events (coalesce): not settled while they hold.
         self.held: list[HeldEvents] = []
         self._started = time.monotonic()
 
     # set up by the testenv fixture ----------------------------------------------------------
 
-    def begin(self, env: ExploringEnv) -> None:
+    def begin(self, env: Environment) -> None:
         """Start the run in `env` (on the test's event loop)."""
         self._env = env
         self._recorder = Recorder(env.namespace)
@@ -107,7 +128,7 @@ class Run:
     async def steady(self) -> None:
         """Wait while a crashed manager is being replaced (not inside the harness's own
         tasks, which do the replacing)."""
-        if not _HARNESS.get():
+        if not HARNESS.get():
             await self._steady.wait()
 
     def gate(self, kubectl: Kubectl) -> Kubectl:
@@ -131,7 +152,7 @@ class Run:
         return self._recorder
 
     @property
-    def env(self) -> ExploringEnv:
+    def env(self) -> Environment:
         assert self._env is not None, "the run has not begun"
         return self._env
 
@@ -394,278 +415,13 @@ class Run:
             self.notes.append(f"{target}: gone before its spec could be changed")
             return False
         original = dict(obj.get("spec") or {})
-        changed = await self._other_spec(client, resource, what, name, namespace, original)
+        changed = await other_spec(client, resource, name, namespace, original)
         if not changed:
             self.notes.append(f"{target}: no valid change of its spec found")
             return False
-        self.applied(f"revert@{target}: spec {_show(original, changed)}, then back")
+        self.applied(f"revert@{target}: spec {show_change(original, changed)}, then back")
         await client.patch(what, name, {"spec": changed}, namespace=namespace)
         await self.settled(kinds)
         back = {field: original.get(field) for field in changed}
         await client.patch(what, name, {"spec": back}, namespace=namespace)
         return True
-
-    async def _other_spec(
-        self,
-        client: Client,
-        resource: APIResource,
-        what: str,
-        name: str,
-        namespace: str | None,
-        spec: Mapping[str, Any],
-    ) -> dict[str, Any]:
-        """Spec fields changed to other values the server accepts (a dry run decides)."""
-        schema = await _spec_schema(client, resource)
-        candidates = {
-            field: value
-            for field, prop in (schema.get("properties") or {}).items()
-            if (value := _other_value(prop, spec.get(field, prop.get("default")))) is not None
-        }
-
-        async def accepted(fields: dict[str, Any]) -> bool:
-            try:
-                await client.patch(what, name, {"spec": fields}, namespace=namespace, dry_run=True)
-            except (Invalid, ApiError):
-                return False
-            return True
-
-        if candidates and await accepted(candidates):
-            return candidates
-        return {f: v for f, v in candidates.items() if await accepted({f: v})}
-
-
-def _show(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
-    return ", ".join(
-        f"{field} {before.get(field)!r} -> {value!r}" for field, value in after.items()
-    )
-
-
-async def _spec_schema(client: Client, resource: APIResource) -> dict[str, Any]:
-    """The structural schema of the spec of a CRD's served version ({} for built-ins)."""
-    try:
-        crd = await client.get(
-            "apiextensions.k8s.io/v1/CustomResourceDefinition",
-            f"{resource.plural}.{resource.group}",
-        )
-    except NotFound:
-        return {}
-    for version in crd["spec"]["versions"]:
-        if version["name"] == resource.version:
-            root = (version.get("schema") or {}).get("openAPIV3Schema") or {}
-            spec: dict[str, Any] = (root.get("properties") or {}).get("spec") or {}
-            return spec
-    return {}
-
-
-def _other_value(schema: Mapping[str, Any], value: Any) -> Any:
-    """Another value a scalar field's schema allows (None: no simple one)."""
-    enum = schema.get("enum")
-    if enum:
-        others = [choice for choice in enum if choice != value]
-        return others[0] if others else None
-    kind = schema.get("type")
-    if kind == "boolean":
-        return not value
-    if kind == "integer" and isinstance(value, int):
-        up, down = value + 1, value - 1
-        if schema.get("maximum") is None or up <= schema["maximum"]:
-            return up
-        if schema.get("minimum") is None or down >= schema["minimum"]:
-            return down
-        return None
-    if kind == "string" and isinstance(value, str):
-        if schema.get("pattern") or schema.get("format"):
-            return None
-        longest = schema.get("maxLength")
-        if longest is None or len(value) < longest:
-            return value + "x"
-        return value[:-1] if len(value) > int(schema.get("minLength") or 0) else None
-    return None
-
-
-class Supervisor:
-    """The manager of one `run_manager` block, restarted when the perturbation crashes
-    it: the block goes on with the new one, as with a restarted pod. The manager runs in a
-    task of the supervisor's own, which is what a crash point interrupts."""
-
-    def __init__(
-        self,
-        env: ExploringEnv,
-        setup: Setup | None,
-        *,
-        interceptors: list[Interceptors],
-        own_crash: CrashAfter | None,
-        **options: Any,
-    ) -> None:
-        self.env = env
-        self.run = env.run
-        self.setup = setup
-        self.interceptors = interceptors
-        self.own_crash = own_crash
-        self.options = options
-        self.manager: Manager | None = None
-        self.incarnation = 0
-        self.restarting = False
-        self._stopping = asyncio.Event()
-        self._ready: asyncio.Future[Manager] | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> Manager:
-        loop = asyncio.get_running_loop()
-        self._ready = loop.create_future()
-        # A context of its own: the managers' tasks must not carry the caller's (a
-        # reconcile's, when a crash restarts one), and they are the harness's own.
-        context = contextvars.Context()
-        context.run(_HARNESS.set, True)
-        self._task = loop.create_task(self._hold(), context=context)
-        try:
-            return await asyncio.shield(self._ready)
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def _hold(self) -> None:
-        """Run the manager until stopped, starting a new one after a crash."""
-        assert self._ready is not None
-        wanted = self.run.perturbation
-        crash_armed = wanted is not None and wanted.action == "crash"
-        while True:
-            perturbing = Perturbing(self.run, self._reconciled_kind)
-            crash = perturbing.crashes_after if crash_armed else None
-            try:
-                async with TestEnv.run_manager(
-                    self.env,
-                    self._setup,
-                    interceptors=[perturbing.interceptors, *self.interceptors],
-                    crash_after_writes=crash,
-                    **self.options,
-                ) as manager:
-                    self.manager, self.restarting = manager, False
-                    self.run.resume()
-                    if not self._ready.done():
-                        self._ready.set_result(manager)
-                    await self._stopping.wait()
-                return
-            except ManagerCrashed:
-                crash_armed = False
-                self.manager, self.restarting = None, True
-                self.run.recorder.note("phase", detail="a new manager starts")
-            except BaseException as exc:
-                self.manager, self.restarting = None, False
-                self.run.resume()
-                if not self._ready.done():
-                    self._ready.set_exception(exc)
-                    return
-                raise
-
-    @contextlib.asynccontextmanager
-    async def in_block(self) -> AsyncIterator[Manager]:
-        """The manager in the caller's own block, with the caller's crash point (which
-        interrupts that block, as the test expects): observed and perturbed, not
-        restarted."""
-        perturbing = Perturbing(self.run, self._reconciled_kind)
-        async with TestEnv.run_manager(
-            self.env,
-            self._setup,
-            interceptors=[perturbing.interceptors, *self.interceptors],
-            crash_after_writes=self.own_crash,
-            **self.options,
-        ) as manager:
-            self.manager = manager
-            try:
-                yield manager
-            finally:
-                self.manager = None
-
-    def _reconciled_kind(self, controller: str) -> str | None:
-        found = self.manager.controllers.get(controller) if self.manager is not None else None
-        informer = found.for_informer if found is not None else None
-        return informer.name if informer is not None else None
-
-    async def _setup(self, manager: Manager) -> None:
-        run = self.run
-        run.recorder.attach(manager)
-        self.incarnation = run.recorder.incarnation
-        self.manager = manager
-        if self.setup is not None:
-            pending = self.setup(manager)
-            if inspect.isawaitable(pending):
-                await pending
-        wanted = run.perturbation
-        if wanted is not None and wanted.action == "coalesce":
-            for informer in manager.cache.informers():
-                if short_kind(informer.name) == wanted.kind:
-                    informer.intercept_events(functools.partial(_held, run=run, kind=informer.name))
-
-    async def stop(self) -> None:
-        """End the block: stop the manager (a dead one's error is raised here)."""
-        self._stopping.set()
-        if self._task is not None:
-            try:
-                await self._task
-            finally:
-                self.manager = None
-
-
-def _held(sink: EventSink, *, run: Run, kind: str) -> EventSink:
-    return HeldEvents(sink, run, kind)
-
-
-class ExploringEnv(TestEnv):
-    """The test environment of a run: its managers observed, perturbed and supervised."""
-
-    __test__ = False
-
-    def __init__(self, run: Run, **options: Any) -> None:
-        super().__init__(**options)
-        self.run = run
-        self._gated: Client | None = None
-
-    @property
-    def client(self) -> Client:
-        """The environment's client, whose calls wait while a crashed manager is being
-        replaced: to the test, a restart takes no time (webhooks served by the manager
-        are back when its requests go on)."""
-        real = super().client
-        if self._gated is None or self._gated.wrapped is not real:  # type: ignore[attr-defined]
-            self._gated = intercept(real, Interceptors(default=self._wait_steady))
-        return self._gated
-
-    async def _wait_steady(self, client: Any, call: InterceptedCall) -> Any:
-        await self.run.steady()
-        return await call.proceed()
-
-    @contextlib.asynccontextmanager
-    async def run_manager(
-        self,
-        setup: Setup | None = None,
-        *,
-        config: ClusterConfig | None = None,
-        webhooks: bool = True,
-        interceptors: Interceptors | Sequence[Interceptors] = (),
-        crash_after_writes: CrashAfter | None = None,
-        **options: Any,
-    ) -> AsyncIterator[Manager]:
-        """TestEnv.run_manager, its manager observed, perturbed and restarted after a
-        crash. A test that sets its own crash point gets its block interrupted as it
-        expects, and no crash of the run's there."""
-        layers = [interceptors] if isinstance(interceptors, Interceptors) else list(interceptors)
-        supervisor = Supervisor(
-            self,
-            setup,
-            config=config,
-            webhooks=webhooks,
-            interceptors=layers,
-            own_crash=crash_after_writes,
-            **options,
-        )
-        self.run.supervisors.append(supervisor)
-        try:
-            if crash_after_writes is None:
-                yield await supervisor.start()
-            else:
-                async with supervisor.in_block() as manager:
-                    yield manager
-        finally:
-            await supervisor.stop()
-            self.run.supervisors.remove(supervisor)
