@@ -9,9 +9,10 @@ normalised, as Sieve's differential oracle does, so that what differs between tw
 nature does not count: uids, resourceVersions, generations, managedFields and timestamps
 go; the test's namespace (new each run) reads `<ns>` (in names too, as in a cluster-scoped
 object named after it), a generated name its prefix and `*` (wherever it appears, a status
-field included), IP addresses `<ip>` and allocated node ports `<port>`; conditions are
-ordered by type; of a pod's status only the phase stays. Objects are keyed
-`Kind/namespace/name`, several of one generated prefix numbered by age.
+field included), IP addresses `<ip>`, allocated node ports `<port>` and the random suffix of
+a pod's token volume; conditions are ordered by type; of a pod's status only the phase
+stays. Objects are keyed `Kind/namespace/name`, several of one generated prefix numbered by
+age, and those made in one second by what they hold.
 
 Two reference runs of the same test give the noise: the objects and fields in which they
 differ are left out of every comparison (`Noise`).
@@ -19,10 +20,13 @@ differ are left out of every comparison (`Noise`).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from kubeforge._client.client import Client
 from kubeforge._client.discovery import APIResource
@@ -49,6 +53,8 @@ _DROPPED_METADATA = (
 )
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)")
 _IP = re.compile(r"^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$")
+# The projected token volume the API server adds to a pod, named with a random suffix.
+_TOKEN_VOLUME = re.compile(r"\bkube-api-access-[a-z0-9]{5}\b")
 _PORT_FIELDS = frozenset({"nodePort", "healthCheckNodePort"})
 
 Objects = dict[str, dict[str, Any]]
@@ -102,8 +108,11 @@ async def capture(client: Client, kinds: Iterable[APIResource], namespace: str) 
             raw.append(item)
     generated = _generated_names(raw)
     snapshot = Snapshot()
-    raw.sort(key=_age)
-    for item in raw:
+    shown = [(item, normalise(item, namespace, generated)) for item in raw]
+    # Oldest first; objects made in the same second (timestamps have no more) by what they
+    # hold, so that alike objects of two runs pair up whatever names they were given.
+    shown.sort(key=lambda pair: (_created(pair[0]), _digest(pair[1])))
+    for item, normal in shown:
         meta = item.get("metadata") or {}
         key = _key(item, namespace, generated)
         if key.endswith("*"):
@@ -112,11 +121,15 @@ async def capture(client: Client, kinds: Iterable[APIResource], namespace: str) 
             while f"{key}#{number}" in snapshot.objects:
                 number += 1
             key = f"{key}#{number}"
-        snapshot.objects[key] = normalise(item, namespace, generated)
+        snapshot.objects[key] = normal
         snapshot.versions[key] = str(meta.get("resourceVersion") or "")
         if meta.get("deletionTimestamp"):
             snapshot.deleting.append(key)
     return snapshot
+
+
+def _digest(obj: Mapping[str, Any]) -> str:
+    return hashlib.sha256(orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 def _history(kind: str, item: Mapping[str, Any]) -> bool:
@@ -129,9 +142,8 @@ def _history(kind: str, item: Mapping[str, Any]) -> bool:
     return replicas == 0 and any(o.get("kind") == "Deployment" for o in owners)
 
 
-def _age(item: Mapping[str, Any]) -> tuple[str, str]:
-    meta = item.get("metadata") or {}
-    return str(meta.get("creationTimestamp") or ""), str(meta.get("name") or "")
+def _created(item: Mapping[str, Any]) -> str:
+    return str((item.get("metadata") or {}).get("creationTimestamp") or "")
 
 
 def _generated_names(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
@@ -200,7 +212,7 @@ def _clean(value: Any, words: list[tuple[str, str]], field_name: str = "") -> An
         return "<port>"
     if isinstance(value, str):
         # Times anywhere in a string (a manifest kubectl kept in an annotation has them).
-        value = _TIME.sub("<time>", value)
+        value = _TOKEN_VOLUME.sub("kube-api-access-*", _TIME.sub("<time>", value))
         if _IP.match(value):
             return "<ip>"
         for word, shown in words:

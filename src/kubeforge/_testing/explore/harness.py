@@ -211,6 +211,7 @@ class Run:
             self.result["virtual_time"] = isinstance(self.env.clock, clock.VirtualClock)
             self.result["end"] = end.to_json()
             self.result["primaries"] = self._primaries(end)
+            self.result["created"] = sorted(self._made_by_managers())
             self.result["reconciled_kinds"] = sorted(self._reconciled_kinds())
             if self._alive():
                 self.result["convergence"] = await self._converge(kinds, end)

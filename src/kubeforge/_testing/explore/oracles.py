@@ -3,7 +3,7 @@
 None needs code from the user:
 
 - the test's own assertions (a perturbed run whose test fails; not for `delete`, which
-  abandons the test);
+  abandons the test, and after which only what the managers made and left behind counts);
 - the end state against the reference's (Sieve's differential oracle, endstate.py): objects
   missing, leaked or changed, after the test and again after the objects the test made were
   deleted (for `delete`, only after; not for `advance`, after which time has rightly moved
@@ -115,6 +115,11 @@ def judge(run: Result, references: References) -> list[Finding]:
             run["end_deleted"]["objects"],
             references.noise_deleted,
         )
+        if action == "delete":
+            # The test was abandoned: what it would have done after is not there. What the
+            # managers made and left behind is what counts.
+            made = set(run.get("created") or [])
+            diff = [d for d in diff if d.what == "leaked" and _made_by(d.key, made)]
         if diff:
             found.append(
                 Finding(
@@ -132,6 +137,14 @@ def judge(run: Result, references: References) -> list[Finding]:
     if new_errors:
         found.append(Finding(perturbation, "errors logged", _unique(new_errors)))
     return found
+
+
+def _made_by(key: str, made: set[str]) -> bool:
+    """Whether the end state's `key` (`Kind/<ns>/name`, `Kind/name`, a generated one with
+    `#n`) is an object the trace says the managers created (`Kind/name`)."""
+    kind, _, rest = key.partition("/")
+    name = rest.rpartition("/")[2].partition("#")[0]
+    return any(m.partition("/")[0] == kind and m.rpartition("/")[2] == name for m in made)
 
 
 def _operators_part(diff: list[Difference], reconciled: Sequence[str]) -> list[Difference]:
