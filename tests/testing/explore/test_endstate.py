@@ -93,3 +93,22 @@ def test_what_the_references_disagree_on_is_noise() -> None:
 
 def test_flatten_names_each_leaf_by_its_path() -> None:
     assert flatten({"a": {"b": [1, {"c": 2}], "d": {}}}) == {"a.b[0]": 1, "a.b[1].c": 2, "a.d": {}}
+
+
+def test_objects_of_generated_names_pair_up_by_what_they_hold() -> None:
+    reference = {
+        "Switch/<ns>/switch-*#1": {"labels": {"machine": "a"}},
+        "Switch/<ns>/switch-*#2": {"labels": {}},
+        "Switch/<ns>/switch-*#3": {"labels": {"machine": "b"}, "spec": {"up": True}},
+    }
+    run = {  # made in another order, and one differs
+        "Switch/<ns>/switch-*#1": {"labels": {}},
+        "Switch/<ns>/switch-*#2": {"labels": {"machine": "b"}, "spec": {"up": False}},
+        "Switch/<ns>/switch-*#3": {"labels": {"machine": "a"}},
+        "Switch/<ns>/switch-*#4": {"labels": {"machine": "c"}},
+    }
+    noise = noise_between(reference, reference)
+    assert differences(reference, run, noise) == [
+        Difference("leaked", "Switch/<ns>/switch-*#4"),
+        Difference("changed", "Switch/<ns>/switch-*#3", "spec.up", True, False),
+    ]

@@ -12,7 +12,7 @@ object named after it), a generated name its prefix and `*` (wherever it appears
 field included), IP addresses `<ip>`, allocated node ports `<port>` and the random suffix of
 a pod's token volume; conditions are ordered by type; of a pod's status only the phase
 stays. Objects are keyed `Kind/namespace/name`, several of one generated prefix numbered by
-age, and those made in one second by what they hold.
+age; two runs' such objects are paired by what they hold before they are compared (`align`).
 
 Two reference runs of the same test give the noise: the objects and fields in which they
 differ are left out of every comparison (`Noise`).
@@ -32,7 +32,15 @@ from kubeforge._client.client import Client
 from kubeforge._client.discovery import APIResource
 from kubeforge._client.errors import ApiError
 
-__all__ = ["Difference", "Noise", "Snapshot", "capture", "differences", "noise_between"]
+__all__ = [
+    "Difference",
+    "Noise",
+    "Snapshot",
+    "align",
+    "capture",
+    "differences",
+    "noise_between",
+]
 
 SYSTEM_NAMESPACES = frozenset({"kube-system", "kube-public", "kube-node-lease"})
 SKIPPED_KINDS = frozenset({"Event", "Lease", "Endpoints", "EndpointSlice", "ControllerRevision"})
@@ -244,7 +252,45 @@ class Noise:
     fields: set[tuple[str, str]] = field(default_factory=set)
 
 
+def align(reference: Objects, run: Objects) -> Objects:
+    """`run` with its objects of generated names numbered as the reference's they are most
+    alike: the same content first, then the fewest different fields; what is left over is
+    numbered after the reference's. (Which of several such objects is the oldest depends on
+    the second each was made in, which differs between runs.)"""
+    groups: dict[str, list[str]] = {}
+    for key in run:
+        base, hash_, _ = key.rpartition("#")
+        if hash_ and base.endswith("*"):
+            groups.setdefault(base, []).append(key)
+    aligned = {key: obj for key, obj in run.items() if key.rpartition("#")[0] not in groups}
+    for base, keys in groups.items():
+        theirs = [key for key in reference if key.rpartition("#")[0] == base]
+        left = list(keys)
+        pairs: dict[str, str] = {}
+        for key in theirs:
+            same = next((k for k in left if run[k] == reference[key]), None)
+            if same is not None:
+                pairs[key] = same
+                left.remove(same)
+        for key in theirs:
+            if key not in pairs and left:
+                nearest = min(left, key=lambda k: _distance(reference[key], run[k]))
+                pairs[key] = nearest
+                left.remove(nearest)
+        for key, mine in pairs.items():
+            aligned[key] = run[mine]
+        for number, mine in enumerate(left, start=len(theirs) + 1):
+            aligned[f"{base}#{number}"] = run[mine]
+    return aligned
+
+
+def _distance(one: Any, two: Any) -> int:
+    first, second = flatten(one), flatten(two)
+    return sum(first.get(p, _ABSENT) != second.get(p, _ABSENT) for p in set(first) | set(second))
+
+
 def noise_between(first: Objects, second: Objects) -> Noise:
+    second = align(first, second)
     noise = Noise(objects=set(first) ^ set(second))
     for key in set(first) & set(second):
         one, two = flatten(first[key]), flatten(second[key])
@@ -278,6 +324,7 @@ class Difference:
 
 def differences(reference: Objects, run: Objects, noise: Noise) -> list[Difference]:
     """What `run` has that `reference` has not, and the other way, noise left out."""
+    run = align(reference, run)
     found: list[Difference] = []
     for key in sorted(set(reference) - set(run) - noise.objects):
         found.append(Difference("missing", key))
