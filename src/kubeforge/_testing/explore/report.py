@@ -55,9 +55,11 @@ def _trigger(trigger: Step) -> str:
     return f"{trigger['event']} {trigger['object']} v{trigger['version']}"
 
 
-def _step_line(step: Step) -> str:
+def _step_line(step: Step, names: Mapping[str, str]) -> str:
     kind = step["type"]
     when = f"{step['t']:8.3f}"
+    # Reconciles run side by side: each read, write and end says whose it is.
+    whose = names.get(str(step.get("id") or ""), "not in a reconcile")
     if kind == "reconcile":
         why = ", ".join(_trigger(t) for t in step["triggers"]) or "?"
         return f"{when} reconcile {step['controller']} {step['request']} ({why})"
@@ -67,20 +69,21 @@ def _step_line(step: Step) -> str:
             ended += f": {step['error']}"
         elif step.get("requeue_after"):
             ended += f" {step['requeue_after']:g}s"
-        return f"{when}   done {step['controller']} {step['request']}: {ended}"
+        return f"{when}   {whose}: done, {ended}"
     if kind == "read":
         seen = ", ".join(f"{o['object']} v{o['version']} (rv {o['rv']})" for o in step["objects"])
         seen = seen or step.get("error") or "none"
-        return f"{when}   read {step['source']} {step['target']}: {seen}"
+        return f"{when}   {whose}: read {step['source']} {step['target']}: {seen}"
     if kind == "write":
         if step.get("error"):
             outcome = f"failed {step['code']}: {step['error']}"
+        elif not step["rv"]:
+            outcome = "gone"
         else:
             outcome = f"rv {step['rv']} (v{step['version']})"
         manager = f" as {step['field_manager']}" if step["field_manager"] else ""
-        return (
-            f"{when}   write {step['verb']} {step['object']}{manager}: {outcome}  [{step['point']}]"
-        )
+        what = f"write {step['verb']} {step['object']}{manager}"
+        return f"{when}   {whose}: {what}: {outcome}  [{step['point']}]"
     if kind == "delivered":
         queued = ", ".join(step["queued"]) or "nothing"
         return (
@@ -105,7 +108,10 @@ def format_steps(steps: Sequence[Step], *, around: int = 12) -> list[str]:
         start -= 1
         if shown[start]["type"] == "reconcile":
             reconciles += 1
-    lines = [_step_line(s) for s in shown[start : at + around + 1]]
+    names = {
+        str(s["id"]): f"{s['controller']} {s['request']}" for s in steps if s["type"] == "reconcile"
+    }
+    lines = [_step_line(s, names) for s in shown[start : at + around + 1]]
     if at + around + 1 < len(shown):
         lines.append("         ...")
     return lines
