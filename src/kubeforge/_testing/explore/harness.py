@@ -103,6 +103,8 @@ class Run:
         self.supervisors: list[Supervised] = []
         # Event sinks holding back watch events (coalesce): not settled while they hold.
         self.held: list[HeldEvents] = []
+        # The kinds end states list (learned when the test is over).
+        self._kinds: list[APIResource] = []
         self._started = time.monotonic()
 
     # set up by the testenv fixture ----------------------------------------------------------
@@ -201,7 +203,7 @@ class Run:
         steps), keeping what was found in `result`."""
         started_here: contextlib.AsyncExitStack | None = None
         try:
-            kinds = await listable(self.env.client, self.env.installed)
+            kinds = self._kinds = await listable(self.env.client, self.env.installed)
             if not self._alive():
                 started_here = await self._start_for_checks()
             end = await self.settled(kinds)
@@ -288,8 +290,15 @@ class Run:
             await asyncio.sleep(0.1)
 
     def _reconciled_kinds(self) -> dict[str, str]:
-        """Short kind -> `group/version/Kind` of what the managers' controllers reconcile."""
-        kinds = {}
+        """Short kind -> `group/version/Kind` of what the managers' controllers reconcile,
+        and of the project's CRDs (a controller written by hand on the manager's informers,
+        with a queue of its own, has no Controller to say what it reconciles)."""
+        installed = set(self.env.installed)
+        kinds = {
+            r.kind: f"{r.api_version}/{r.kind}"
+            for r in self._kinds
+            if f"{r.plural}.{r.group}" in installed
+        }
         for manager in self._alive():
             for controller in manager.controllers.values():
                 if controller.for_informer is not None:
