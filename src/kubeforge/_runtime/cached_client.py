@@ -32,18 +32,6 @@ __all__ = ["CachedClient", "SyncClient"]
 T = TypeVar("T")
 
 
-def _version_of(item: Any) -> tuple[str, str, str]:
-    """(namespace, name, resourceVersion) of a dict or a typed object."""
-    if isinstance(item, dict):
-        return object_version(item)
-    meta = getattr(item, "metadata", None)
-    return (
-        str(getattr(meta, "namespace", None) or ""),
-        str(getattr(meta, "name", None) or ""),
-        str(getattr(meta, "resource_version", None) or ""),
-    )
-
-
 class CachedClient:
     """Cached reads, live writes: what `Reconciler.client` is. `observers` are told about
     every read (observer.py)."""
@@ -78,7 +66,7 @@ class CachedClient:
         except NotFound as exc:
             self._tell("get", kind, where, name, (), str(exc))
             raise
-        self._tell("get", kind, where, name, (_version_of(found),))
+        self._tell("get", kind, where, name, (object_version(found),))
         return found
 
     def _tell(
@@ -160,7 +148,7 @@ class CachedClient:
             items = read()
         informer = self.cache.informer_serving(kind, metadata_only=metadata_only)
         if self.observers:
-            self._tell("list", kind, namespace or "", "", tuple(_version_of(i) for i in items))
+            self._tell("list", kind, namespace or "", "", tuple(object_version(i) for i in items))
         return ObjectList(items, informer.last_resource_version)
 
     # writes: straight to the API server (whose client puts what they return in the cache) --

@@ -138,13 +138,20 @@ Observer = Callable[[Record], None]
 """Told about each record as it happens."""
 
 
-def object_version(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(namespace, name, resourceVersion) of an object."""
-    meta = obj.get("metadata") or {}
+def object_version(obj: Any) -> tuple[str, str, str]:
+    """(namespace, name, resourceVersion) of an object, a dict or a typed one."""
+    if isinstance(obj, Mapping):
+        meta = obj.get("metadata") or {}
+        return (
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            str(meta.get("resourceVersion") or ""),
+        )
+    meta = getattr(obj, "metadata", None)
     return (
-        str(meta.get("namespace") or ""),
-        str(meta.get("name") or ""),
-        str(meta.get("resourceVersion") or ""),
+        str(getattr(meta, "namespace", None) or ""),
+        str(getattr(meta, "name", None) or ""),
+        str(getattr(meta, "resource_version", None) or ""),
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from kubeforge._client.client import to_dict
 from kubeforge._runtime.logs import ReconcileContext, current_reconcile
+from kubeforge._runtime.observer import object_version
 from kubeforge._runtime.watcher import EventSink
 from kubeforge._testing.explore.points import Perturbation
 from kubeforge._testing.explore.trace import (
@@ -61,27 +62,8 @@ class Perturber(Protocol):
     async def delete_during_creation(self, kind: str, namespace: str, name: str) -> None: ...
 
 
-def _meta(obj: Any) -> tuple[str, str, str]:
-    """(namespace, name, generateName) of a dict or typed object."""
-    if isinstance(obj, Mapping):
-        meta = obj.get("metadata") or {}
-        return (
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("generateName") or ""),
-        )
-    meta = getattr(obj, "metadata", None)
-    return (
-        str(getattr(meta, "namespace", None) or ""),
-        str(getattr(meta, "name", None) or ""),
-        str(getattr(meta, "generate_name", None) or ""),
-    )
-
-
 def _version(obj: Any) -> str:
-    if isinstance(obj, Mapping):
-        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-    return str(getattr(getattr(obj, "metadata", None), "resource_version", None) or "")
+    return object_version(obj)[2]
 
 
 class Perturbing:
@@ -183,7 +165,7 @@ class Perturbing:
         wanted = self._run.perturbation
         assert wanted is not None
         recorder = self._run.recorder
-        namespace, name, _ = _meta(item)
+        namespace, name, _ = object_version(item)
         if f"{kind}/{recorder.name_of(namespace, name)}" != wanted.object:
             return None
         if self._stale_reconcile not in (None, context.reconcile_id):
@@ -265,7 +247,7 @@ class HeldEvents:
         if wanted is None or self._done:
             return False
         recorder = self._run.recorder
-        namespace, name, _ = _meta(obj)
+        namespace, name, _ = object_version(obj)
         if f"{self._kind}/{recorder.name_of(namespace, name, obj)}" != wanted.object:
             return False
         loop = asyncio.get_running_loop()
