@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= 3
 # on their clusters. Each suite's output is printed whole when it ends.
 EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py --jobs 2 $(EXAMPLES) -- $(PYTEST_ARGS)
 
-.PHONY: demo dist test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv
+.PHONY: demo dist test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv explore
 
 venv: $(STAMP)
 
@@ -78,6 +78,14 @@ test-existing-one: $(STAMP)
 test-existing-multinode: $(STAMP)
 	$(BIN)/python tools/on_dev_cluster.py $(MULTINODE_CLUSTER) -- $(BIN)/python $(EXISTING_SUITES) \
 		$(MULTINODE_EXAMPLES) -- $(PYTEST_ARGS)
+
+# Exploration (docs/testing.md, "Exploration"): every operator of the corpus explored, each
+# buggy twin to be flagged and each correct twin clean; then the examples' suites explored,
+# one example at a time (each exploration runs its own workers).
+EXPLORED_EXAMPLES := cnat useless webserver customcluster watcher
+explore: $(STAMP)
+	$(BIN)/python tools/explore_corpus.py
+	$(BIN)/python tools/run_examples.py --jobs 1 $(EXPLORED_EXAMPLES) -- --kubeforge-explore $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk

@@ -61,6 +61,10 @@ async def phase_is(kubectl: Kubectl, name: str, phase: str) -> bool:
     return await phase_shown(kubectl, name) == phase
 
 
+async def phase_in(kubectl: Kubectl, name: str, *phases: str) -> bool:
+    return await phase_shown(kubectl, name) in phases
+
+
 async def test_an_at_runs_its_command_once_its_time_has_come(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
@@ -69,7 +73,9 @@ async def test_an_at_runs_its_command_once_its_time_has_come(
     # PENDING until the schedule, shown in the printer column (the first reconcile may wait
     # for the manager's caches on a busy machine).
     assert await eventually(lambda: phase_shown(kubectl, "hello"), timeout=30) == "PENDING"
-    await eventually(lambda: phase_is(kubectl, "hello", "RUNNING"), timeout=15)
+    # RUNNING lasts as long as the pod's `echo`, which can be shorter than one look with
+    # kubectl on a busy machine: seen or already past.
+    await eventually(lambda: phase_in(kubectl, "hello", "RUNNING", "DONE"), timeout=15)
     await eventually(lambda: phase_is(kubectl, "hello", "DONE"), timeout=15)
 
     wide = (await kubectl.run("get", V1ALPHA1, "hello", "-o", "wide")).rows()
@@ -106,6 +112,9 @@ async def test_the_controller_waits_for_the_schedule(
 
 
 @pytest.mark.kubeforge_virtual_time
+# On virtual time a failed reconcile is retried when the clock has moved past its backoff,
+# and this test waits for the first reconcile without moving it.
+@pytest.mark.kubeforge_explore(skip=["error"], reason="retries wait for the virtual clock")
 async def test_an_at_an_hour_ahead_runs_once_the_clock_has_moved_an_hour(
     manager: kubeforge.Manager, testenv: TestEnv
 ) -> None:

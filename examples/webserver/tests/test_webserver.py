@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 import kubeforge
 from kubeforge.models import Deployment, Service
 from kubeforge.testing import (
@@ -157,6 +159,8 @@ async def test_scaling_through_the_spec_and_through_kubectl_scale(
     assert service["spec"]["ports"][0]["nodePort"] == node_port
 
 
+# The events at the end are best effort: a crash loses those recorded just before it.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="counts the events the controller made")
 async def test_an_image_upgrade_rolls_out_to_new_pods(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
