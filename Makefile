@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= 3
 # on their clusters. Each suite's output is printed whole when it ends.
 EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py --jobs 2 $(EXAMPLES) -- $(PYTEST_ARGS)
 
-.PHONY: demo test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv
+.PHONY: demo dist test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv explore
 
 venv: $(STAMP)
 
@@ -28,6 +28,12 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/kubeforge demo $(EXAMPLE)
+
+# The sdist and the wheel in dist/, built by PyPA's `build` in an isolated environment (what
+# `pip install dist/kubeforge-*.whl` installs; docs/tutorial.md).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks tools examples
@@ -73,6 +79,14 @@ test-existing-multinode: $(STAMP)
 	$(BIN)/python tools/on_dev_cluster.py $(MULTINODE_CLUSTER) -- $(BIN)/python $(EXISTING_SUITES) \
 		$(MULTINODE_EXAMPLES) -- $(PYTEST_ARGS)
 
+# Exploration (docs/testing.md, "Exploration"): every operator of the corpus explored, each
+# buggy twin to be flagged and each correct twin clean; then the examples' suites explored,
+# one example at a time (each exploration runs its own workers).
+EXPLORED_EXAMPLES := cnat useless webserver customcluster watcher
+explore: $(STAMP)
+	$(BIN)/python tools/explore_corpus.py
+	$(BIN)/python tools/run_examples.py --jobs 1 $(EXPLORED_EXAMPLES) -- --kubeforge-explore $(PYTEST_ARGS)
+
 bench: $(STAMP)
 	command -v wrk >/dev/null || apt-get install -y -q wrk
 	$(BIN)/python benchmarks/apiserver.py
@@ -87,4 +101,4 @@ dev: $(STAMP)
 	$(BIN)/kubeforge dev --data-dir .kubeforge/data
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache dist

@@ -245,3 +245,55 @@ async def test_informers_are_shared_per_kind(api: Client) -> None:
     assert cache.informer_for(CM) is cache.informer_for("v1/ConfigMap")
     assert cache.informer_for(CM) is not cache.informer_for("v1/Secret")
     await asyncio.sleep(0)
+
+
+class DropFirstUpdate:
+    """An event sink in front of the reflector that leaves out the first watch update."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.dropped: list[str] = []
+
+    def init(self, scope: str | None) -> None:
+        self.inner.init(scope)
+
+    def init_page(self, scope: str | None, objects: list[dict[str, Any]]) -> None:
+        self.inner.init_page(scope, objects)
+
+    def init_done(self, scope: str | None) -> None:
+        self.inner.init_done(scope)
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        if not self.dropped and obj.get("data"):
+            self.dropped.append(obj["data"]["v"])
+            return
+        self.inner.apply(obj)
+
+    def delete(self, obj: dict[str, Any]) -> None:
+        self.inner.delete(obj)
+
+
+async def test_watch_events_can_be_intercepted_before_the_store(
+    api: Client, informer: Informer
+) -> None:
+    sinks: list[DropFirstUpdate] = []
+
+    def wrap(sink: Any) -> Any:
+        sinks.append(DropFirstUpdate(sink))
+        return sinks[-1]
+
+    informer.intercept_events(wrap)
+    rec = Recorder()
+    informer.add_handler(rec)
+    informer.start()
+    assert await informer.wait_synced(5)
+    created = await api.create(cm("seen"))
+    for value in ("1", "2"):
+        created["data"] = {"v": value}
+        created = await api.update(created)
+    await eventually(lambda: ("update", "seen", {"v": "2"}) in rec.events)
+    # The first change never reached the store nor the handlers: they went from the
+    # creation straight to the second.
+    assert sinks[0].dropped == ["1"]
+    assert rec.events == [("add", "seen", False), ("update", "seen", {"v": "2"})]
+    assert informer.store.get("default/seen")["data"] == {"v": "2"}  # type: ignore[index]

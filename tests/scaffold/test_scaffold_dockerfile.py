@@ -1,6 +1,8 @@
-"""What the generated Dockerfile does, without a container engine: build the project's wheel,
-install it in a fresh virtual environment with its dependencies, and run its `manager`
-entrypoint against a cluster; it becomes ready and reconciles a sample."""
+"""kubeforge as a user installs it, and what the generated Dockerfile does, without a container
+engine: `python -m build` makes kubeforge's sdist and wheel (as `make dist` does); the wheel
+goes into a fresh virtual environment, far from this checkout; its `kubeforge` scaffolds a
+project whose own tests pass there; the project's wheel installs with its dependencies and
+its `manager` entrypoint becomes ready against a cluster and reconciles a sample."""
 
 from __future__ import annotations
 
@@ -9,13 +11,18 @@ import os
 import signal
 import sys
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import yaml
 
+from kubeforge import __version__
 from kubeforge.testing import TestEnv, eventually
-from tests.cli.test_cli_scaffold import ROOT, run, scaffold
-from tests.support import free_port
+from tests.support import ROOT, free_port
+
+# A wheel of the package alone stays small: growing past this means something came in by
+# accident (tests, caches, data).
+WHEEL_LIMIT = 3 * 1024 * 1024
 
 
 def readyz(port: int) -> int:
@@ -27,27 +34,70 @@ def readyz(port: int) -> int:
         return 0
 
 
-async def test_the_wheel_installs_and_its_manager_reconciles_a_sample(tmp_path: Path) -> None:
-    project = tmp_path / "fleet"
-    scaffold(project, webhook=False)
+def check_wheel_contents(wheel: Path) -> None:
+    assert wheel.stat().st_size < WHEEL_LIMIT, wheel.stat().st_size
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    tops = {name.split("/")[0] for name in names}
+    assert tops == {"kubeforge", f"kubeforge-{__version__}.dist-info"}, tops
+    strays = [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".pyo"))]
+    assert not strays, strays
+    assert "kubeforge/_scaffold/templates/init/Dockerfile.tmpl" in names
+    assert "kubeforge/py.typed" in names
 
-    # The Dockerfile's steps: `pip wheel --no-deps .`, a fresh venv, `pip install` the wheel
-    # (kubeforge itself from this checkout: it is not published where this runs).
-    wheels = tmp_path / "wheels"
-    code, out = await run(
-        sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
-        str(project), cwd=tmp_path, timeout=300,
+
+async def run_in(venv: Path, *args: str, cwd: Path, timeout: float = 300) -> str:
+    """A command with only `venv` on the path, as a user's shell with it activated, nothing of
+    this checkout importable. Returns its output; fails the test when it fails."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        VIRTUAL_ENV=str(venv),
+        NO_COLOR="1",
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *args, cwd=cwd, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    assert proc.returncode == 0, (args, out.decode())
+    return out.decode()
+
+
+async def test_the_wheel_installs_scaffolds_a_passing_project_whose_manager_reconciles(
+    tmp_path: Path,
+) -> None:
+    # `make dist`: the sdist, and the wheel built from it.
+    dist = tmp_path / "dist"
+    await run_in(
+        Path(sys.prefix), sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT),
+        cwd=tmp_path,
     )  # fmt: skip
-    assert code == 0, out
-    (wheel,) = wheels.glob("fleet-0.1.0-*.whl")
+    (wheel,) = dist.glob(f"kubeforge-{__version__}-py3-none-any.whl")
+    assert list(dist.glob(f"kubeforge-{__version__}.tar.gz"))
+    check_wheel_contents(wheel)
+
     venv = tmp_path / "venv"
-    code, out = await run(sys.executable, "-m", "venv", str(venv), cwd=tmp_path)
-    assert code == 0, out
-    code, out = await run(
-        str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT), str(wheel),
-        cwd=tmp_path, timeout=400,
+    await run_in(Path(sys.prefix), sys.executable, "-m", "venv", str(venv), cwd=tmp_path)
+    python = str(venv / "bin" / "python")
+    await run_in(venv, python, "-m", "pip", "install", "--quiet", str(wheel), cwd=tmp_path)
+    shown = await run_in(venv, "kubeforge", "version", cwd=tmp_path)
+    assert f"kubeforge: {__version__}\n" in shown
+    assert f"({sys.implementation.name.replace('cpython', 'CPython')}, {python})" in shown
+
+    project = tmp_path / "fleet"
+    project.mkdir()
+    await run_in(venv, "kubeforge", "init", "--domain", "example.com", cwd=project)
+    # The templates of dot-folders came along in the wheel.
+    assert (project / ".github" / "workflows" / "test.yml").is_file()
+    await run_in(
+        venv, "kubeforge", "create", "api", "--group", "ship", "--version", "v1",
+        "--kind", "Frigate", cwd=project,
     )  # fmt: skip
-    assert code == 0, out
+    # The Dockerfile's steps: the project built as a wheel and installed with its
+    # dependencies (kubeforge: the wheel above), here with its development tools.
+    await run_in(venv, python, "-m", "pip", "install", "--quiet", f"{project}[dev]", cwd=project)
+    tests = await run_in(venv, python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=project)
+    assert " passed" in tests and "failed" not in tests, tests
     manager_command = venv / "bin" / "manager"
     assert manager_command.is_file()
 

@@ -105,6 +105,11 @@ async def test_what_the_test_made_is_removed_and_nothing_else(
     await client.create(obj(GIZMO, "before"))
     async with existing(kubeconfig, bases, "t-made") as env:
         assert env.cluster is None
+        # Faults are injected into a cluster the environment started; managers use the
+        # kubeconfig's own user here.
+        with pytest.raises(RuntimeError, match="a cluster the environment started"):
+            env.faults  # noqa: B018
+        assert env.manager_user is None
         await env.client.create(obj(GRAPE, "grape"))
         await env.client.create(obj(GIZMO, "made"))
         await env.client.create(obj("v1/ConfigMap", "elsewhere"), namespace="default")

@@ -165,6 +165,46 @@ def test_a_project_test_uses_every_fixture(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
 
 
+INTERCEPTED_TESTS = """
+import pytest
+
+from kubeforge.testing import Interceptors, conflict, eventually, fail_with
+from widgets import WIDGET, seen
+
+FAILED = []
+
+
+@pytest.fixture
+def kubeforge_interceptors():
+    conflict_once = fail_with(conflict(), times=1)
+
+    async def hook(client, call):
+        try:
+            return await conflict_once(client, call)
+        except Exception as exc:
+            FAILED.append(exc)
+            raise
+
+    return Interceptors(patch_status=hook)
+
+
+async def test_the_controller_retries_a_conflict(manager, kubectl, kubeforge_client) -> None:
+    await kubectl.apply(WIDGET)
+    await eventually(lambda: seen(kubeforge_client), timeout=20)
+    assert [type(error).__name__ for error in FAILED] == ["Conflict"]
+
+
+async def test_other_tests_get_their_own_interceptors(manager) -> None:
+    assert manager.client.interceptors.patch_status is not None
+"""
+
+
+def test_the_manager_fixture_takes_the_interceptors_fixture(pytester: pytest.Pytester) -> None:
+    project(pytester)
+    pytester.makepyfile(test_intercepted=INTERCEPTED_TESTS)
+    pytester.runpytest().assert_outcomes(passed=2)
+
+
 def test_the_fixtures_come_from_the_plugin(pytester: pytest.Pytester) -> None:
     project(pytester)
     pytester.makepyfile(test_widgets=WIDGET_TESTS)
@@ -446,6 +486,62 @@ def test_built_in_controllers_are_chosen_by_ini_option_and_marker(
     project(pytester, kubeforge_controllers="*,-deployment")
     pytester.makepyfile(test_controllers=CONTROLLER_TESTS)
     pytester.runpytest().assert_outcomes(passed=2)
+
+
+VIRTUAL_TIME_TESTS = f'''
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from kubeforge import clock
+from kubeforge.testing import eventually
+from widgets import WIDGET, seen
+
+NEW_YEAR = datetime(2031, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.kubeforge_virtual_time
+async def test_the_marker(testenv, manager, kubectl) -> None:
+    assert isinstance(testenv.clock, clock.VirtualClock) and clock.get() is testenv.clock
+    await kubectl.apply(WIDGET)
+    await eventually(lambda: seen(testenv.client))
+    before = testenv.clock.now()
+    await testenv.clock.advance(minutes=5)
+    assert testenv.clock.now() - before == timedelta(minutes=5)
+    widget = await testenv.client.get("{GROUP}/v1/Widget", "first")
+    assert widget["metadata"]["creationTimestamp"] == before.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.mark.kubeforge_virtual_time(start=NEW_YEAR)
+async def test_a_start(testenv) -> None:
+    assert testenv.clock.now() == NEW_YEAR
+    made = await testenv.client.create(
+        {{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "new-year"}}}}
+    )
+    assert made["metadata"]["creationTimestamp"] == "2031-01-01T00:00:00Z"
+
+
+async def test_without_the_marker(testenv) -> None:
+    assert isinstance(testenv.clock, clock.RealClock)
+    assert isinstance(clock.get(), clock.RealClock)
+    with pytest.raises(RuntimeError, match="cannot be advanced"):
+        await testenv.clock.advance(seconds=1)
+
+
+@pytest.mark.kubeforge_virtual_time(start="2031-01-01")
+async def test_a_bad_start(testenv) -> None:
+    pass
+'''
+
+
+def test_the_virtual_time_marker_runs_a_tests_cluster_and_manager_on_a_virtual_clock(
+    pytester: pytest.Pytester,
+) -> None:
+    project(pytester)
+    pytester.makepyfile(test_virtual=VIRTUAL_TIME_TESTS)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*start must be an aware datetime, not '2031-01-01'*"])
 
 
 BARE_CONFTEST = """

@@ -2,8 +2,9 @@
 
     (no phase) -> PENDING -> RUNNING -> DONE
 
-PENDING requeues until the scheduled time (never sleeping in reconcile); RUNNING creates the
-pod, owned by the At, and waits for it to finish; DONE is final. Each pass reads the current
+PENDING requeues until the scheduled time (never sleeping in reconcile; the time is
+kubeforge.clock's, which a test can run on virtual time); RUNNING creates the pod, owned by the
+At, and waits for it to finish; DONE is final. Each pass reads the current
 state and does one step, so a restart of the controller at any point loses nothing.
 
 Every At carries the finalizer `cnat.kubeforge.dev/cancel` (`kubeforge.with_finalizer`): an
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import shlex
-from datetime import UTC, datetime
 
 import kubeforge
+from kubeforge import clock
 from kubeforge.events import EventRecorder
 from kubeforge.models import Container, ObjectMeta, Pod, PodSpec
 
@@ -91,7 +92,7 @@ class AtReconciler(kubeforge.Reconciler):
             return None
 
         if phase == "PENDING":
-            wait = (at.spec.schedule - datetime.now(UTC)).total_seconds()
+            wait = (at.spec.schedule - clock.now()).total_seconds()
             if wait > 0:
                 log.info(
                     "%s/%s: %.1f s until %s",

@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import kubeforge
+import pytest
 from kubeforge.testing import Kubectl
 
 from tests.test_at import at_manifest, v1_manifest
@@ -65,6 +66,9 @@ async def _line_with(process: asyncio.subprocess.Process, text: str, timeout: fl
     return await asyncio.wait_for(read(), timeout)
 
 
+# A watch in the version the manager's webhook converts to ends when the manager (and so
+# the webhook) goes away, as it would in a cluster with one replica.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="its kubectl watches go through the webhook")
 async def test_a_watch_in_either_version_sees_writes_in_the_other(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
@@ -124,6 +128,8 @@ async def _migrate(kubectl: Kubectl) -> str:
     return out.decode()
 
 
+# The test replaces the CRD, in which a (re)started manager registers its conversion webhook.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="it replaces the CRD the manager updates")
 async def test_the_storage_migration_moves_old_ats_to_v1(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:

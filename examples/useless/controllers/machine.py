@@ -3,10 +3,12 @@
 Each pass starts from what the API server holds and does, in order:
 
 1. membership: the switches labelled `machine=<name>` are the machine's. It makes itself
-   their controller owner (adopting one that was moved from another machine) and lets go
-   of any switch it controls whose label now names something else;
+   their controller owner (adopting one that was moved from another machine, and marking
+   it so with the annotation `useless.container.training/moved-in`) and lets go of any
+   switch it controls whose label now names something else;
 2. scale: it creates the missing switches and deletes the newest extra ones (keeping one
-   just moved in over its own);
+   moved in over its own: the mark says which, also on a pass after one that adopted it
+   and then failed, or after a restart);
 3. flip: it notes when each switch is first seen up (the Switch's `status.seenAt`) and
    turns the longest-up one back down once it has been up for `interval` seconds, but
    flips at most one switch every `interval` seconds (the Machine's `status.flippedAt`);
@@ -41,6 +43,9 @@ from controllers.switch import (
 )
 
 log = logging.getLogger(__name__)
+
+MOVED_IN = f"{GROUP}/moved-in"
+"""The annotation on a switch a machine adopted from another one."""
 
 
 @kubeforge.rbac(groups=GROUP, resources="machines", verbs=["get", "list", "watch"])
@@ -81,7 +86,8 @@ class MachineReconciler(kubeforge.Reconciler):
 
     async def members(self, machine: Machine) -> tuple[list[Switch], set[str]]:
         """The machine's switches, oldest first, each controlled by it once this returns;
-        and the names of those it adopted just now."""
+        and the names of those moved in from elsewhere (adopted now or by an earlier pass:
+        they carry the MOVED_IN mark)."""
         name, uid = machine.metadata.name, machine.metadata.uid
         mine, adopted = [], set()
         for switch in await self.api_reader.list(Switch, namespace=machine.metadata.namespace):
@@ -94,21 +100,25 @@ class MachineReconciler(kubeforge.Reconciler):
                 if controller is not None and not _is_machine(controller):
                     continue  # something else manages it; not ours to take
                 switch = await self.adopt(machine, switch)
-                adopted.add(switch.metadata.name or "")
             elif controlled and not labelled:
                 await self.release(machine, switch)
             if labelled:
                 mine.append(switch)
+                if MOVED_IN in (switch.metadata.annotations or {}):
+                    adopted.add(switch.metadata.name or "")
         return in_order(mine), adopted
 
     async def adopt(self, machine: Machine, switch: Switch) -> Switch:
-        """Become the switch's controller, replacing the machine it was moved from."""
+        """Become the switch's controller, replacing the machine it was moved from, and mark
+        it as moved in, in the same write: scaling keeps it over the machine's own, and the
+        mark (not this pass's memory) is what says so, whatever happens before scaling."""
         switch.metadata.owner_references = [
             ref
             for ref in switch.metadata.owner_references or []
             if not (ref.controller and _is_machine(ref))
         ]
         kubeforge.set_controller_reference(machine, switch)
+        switch.metadata.annotations = {**(switch.metadata.annotations or {}), MOVED_IN: "true"}
         log.info("%s: adopting switch %s", _key(machine), switch.metadata.name)
         adopted: Switch = await self.client.update(switch)
         return adopted
@@ -117,6 +127,9 @@ class MachineReconciler(kubeforge.Reconciler):
         """Stop controlling a switch whose label no longer names this machine (so deleting
         the machine no longer deletes it)."""
         kubeforge.remove_owner_reference(machine, switch)
+        annotations = dict(switch.metadata.annotations or {})
+        annotations.pop(MOVED_IN, None)
+        switch.metadata.annotations = annotations or None
         log.info("%s: releasing switch %s", _key(machine), switch.metadata.name)
         await self.client.update(switch)
 

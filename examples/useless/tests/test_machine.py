@@ -9,12 +9,22 @@ import time
 from datetime import datetime
 
 import kubeforge
-from kubeforge.testing import FlakyReconciler, Kubectl, TestEnv, eventually, metric_value
+from kubeforge.testing import (
+    FlakyReconciler,
+    Interceptors,
+    Kubectl,
+    TestEnv,
+    eventually,
+    fail_with,
+    metric_value,
+    server_error,
+)
 
 from api.v1alpha1 import Machine, Switch
 from controllers.machine import MachineReconciler
 from controllers.machine_stage1 import SwitchPositionReconciler
 from controllers.switch import machine_of
+from main import setup
 from tests.support import (
     controller_of,
     machine,
@@ -145,6 +155,34 @@ async def test_a_machine_flips_at_most_one_switch_per_interval(
     assert len(flips) == 3, seen
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(flips)]
     assert all(gap >= interval for gap in gaps), gaps
+
+
+async def test_a_switch_moved_in_is_kept_when_the_pass_that_adopted_it_failed(
+    testenv: TestEnv, kubectl: Kubectl, kubeforge_manager_config: kubeforge.ClusterConfig | None
+) -> None:
+    # machine-b's scale-down fails once right after it adopted the switch moved in (its
+    # first delete of a switch answers 500): the pass that knew which switch was new is
+    # gone, and the next one must still keep the moved switch over machine-b's own.
+    first_delete_fails = Interceptors(delete=fail_with(server_error(), kind=Switch, times=1))
+    async with testenv.run_manager(
+        setup, config=kubeforge_manager_config, interceptors=first_delete_fails
+    ):
+        await kubectl.apply(machine("machine-b", switches=2))
+        await eventually(lambda: positions_are(kubectl, "machine-b", "dd"))
+        # machine-a's switch is the youngest of all: by age alone, it would go first.
+        await kubectl.apply(machine("machine-a", switches=1))
+        await eventually(lambda: positions_are(kubectl, "machine-a", "d"))
+        (moved,) = await switch_names(kubectl, "machine-a")
+        oldest, _ = await switch_names(kubectl, "machine-b")
+
+        await kubectl.run("label", "switch", moved, "machine=machine-b", "--overwrite")
+
+        async def kept() -> bool:
+            return sorted(await switch_names(kubectl, "machine-b")) == sorted([oldest, moved])
+
+        await eventually(kept)
+        switch = await kubectl.json("get", "switch", moved)
+        assert switch["metadata"]["annotations"]["useless.container.training/moved-in"] == "true"
 
 
 async def test_relabelling_a_switch_moves_it_to_another_machine(

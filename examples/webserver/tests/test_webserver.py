@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 import kubeforge
+import pytest
 from kubeforge.models import Deployment, Service
 from kubeforge.testing import (
     FlakyReconciler,
@@ -157,6 +158,8 @@ async def test_scaling_through_the_spec_and_through_kubectl_scale(
     assert service["spec"]["ports"][0]["nodePort"] == node_port
 
 
+# The events at the end are best effort: a crash loses those recorded just before it.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="counts the events the controller made")
 async def test_an_image_upgrade_rolls_out_to_new_pods(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:

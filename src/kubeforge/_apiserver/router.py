@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -56,7 +56,7 @@ from kubeforge._apiserver.request.user import UserInfo
 from kubeforge._apiserver.storage.objectmeta import new_uid
 from kubeforge._apiserver.types.registry import Registry
 
-__all__ = ["Router"]
+__all__ = ["Answer", "RequestFaults", "Route", "Router"]
 
 log = logging.getLogger("kubeforge.apiserver")
 
@@ -68,6 +68,16 @@ _INTERNAL_MESSAGE = (
 )
 
 Answer = Response | Awaitable[Response | ResponseStream | Upgraded]
+Route = Callable[[Request, Call], Answer]
+
+
+class RequestFaults(Protocol):
+    """What a test puts in front of the resource handlers to fail, delay or record requests
+    (kubeforge.testing's ServerFaults): given each resource request that reached its
+    handler (authenticated, authorized, routed), and that handler."""
+
+    def __call__(self, request: Request, call: Call, handler: Route) -> Answer:
+        """The answer: `handler(request, call)`'s, or one of the fault's own."""
 
 
 class Router:
@@ -100,6 +110,8 @@ class Router:
         self.subresources = subresources
         # The issuer discovery documents, rendered once the port is known (APIServer.start).
         self.openid: OpenIDMetadata | None = None
+        # Set only while a test injects faults: the one check a request pays without them.
+        self.faults: RequestFaults | None = None
         self._verbs: dict[str, Callable[[Request, Call], Answer]] = {
             "get": reads.get,
             "list": reads.list,
@@ -292,17 +304,24 @@ class Router:
                 rt.deprecation_warning or f"{rt.api_version} {rt.kind} is deprecated"
             )
         verb = info.verb
+        handler: Route
         if info.subresource is not None:
-            return self.subresources.handle(request, call)
-        if verb not in rt.verbs:
-            raise StatusError.method_not_allowed()
-        if rt.namespaced and info.namespace is None and verb in ("create", "deletecollection"):
-            raise StatusError.method_not_allowed()
-        if rt.virtual and verb in ("get", "list"):
-            return self.reads.computed(request, call)
-        handler = self._verbs.get(verb)
-        if handler is None:
-            raise StatusError.method_not_allowed()
+            handler = self.subresources.handle
+        else:
+            if verb not in rt.verbs:
+                raise StatusError.method_not_allowed()
+            if rt.namespaced and info.namespace is None and verb in ("create", "deletecollection"):
+                raise StatusError.method_not_allowed()
+            if rt.virtual and verb in ("get", "list"):
+                handler = self.reads.computed
+            else:
+                found = self._verbs.get(verb)
+                if found is None:
+                    raise StatusError.method_not_allowed()
+                handler = found
+        faults = self.faults
+        if faults is not None:
+            return faults(request, call, handler)
         return handler(request, call)
 
 

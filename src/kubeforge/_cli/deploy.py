@@ -347,6 +347,7 @@ async def _pod_problems(client: Client, deployment: dict[str, Any]) -> list[str]
 async def _wait_available(client: Client, deployment: dict[str, Any], timeout: float) -> None:
     meta = deployment["metadata"]
     name, namespace = meta["name"], meta.get("namespace")
+    # The machine's time, as everywhere in the CLI: it waits for a cluster as a user does.
     started = time.monotonic()
     shown: tuple[str, ...] = ()
     while True:

@@ -3,7 +3,9 @@
 What kubebuilder's `init` writes, for Python: pyproject.toml (depending on kubeforge), a
 Makefile with kubebuilder's targets, a Dockerfile and .dockerignore, .gitignore, the PROJECT
 file, main.py with `setup(manager)` and the manager's `main()`, a README, the kustomize tree
-under config/ (default, manager, rbac, prometheus, network-policy) and a first test. The
+under config/ (default, manager, rbac, prometheus, network-policy), a first test, the GitHub
+workflows (lint, test, test-e2e) and a dev container; `--plugins` adds optional plugins'
+files (kubeforge._cli.plugins). The
 manifests are generated at the end, so `config/default` builds at once.
 """
 
@@ -17,6 +19,7 @@ import typer
 
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
+from kubeforge._cli.plugins import PLUGINS, add_plugins, parse_plugins
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge._scaffold.names import (
     InvalidName,
@@ -66,7 +69,7 @@ def boilerplate_header(root: Path) -> str:
 
 
 def _boilerplate(license_: str, owner: str) -> str:
-    year = dt.datetime.now(dt.UTC).year
+    year = dt.datetime.now(dt.UTC).year  # the machine's year, for a license header
     owner = owner.strip()
     if license_ == "apache2":
         return _APACHE.format(year=year, owner=owner).replace(f"{year} .", f"{year}.")
@@ -106,6 +109,15 @@ def init(
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to create the project (default: here).")
     ] = Path("."),
+    plugins: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--plugins",
+            help="Optional plugins to turn on, comma-separated: "
+            + ", ".join(f"{name} ({key})" for name, (key, _) in PLUGINS.items())
+            + ".",
+        ),
+    ] = None,
 ) -> None:
     """Create a new project: pyproject.toml, Makefile, Dockerfile, PROJECT, main.py, config/
     and a first test."""
@@ -119,6 +131,7 @@ def init(
         raise fail(str(exc)) from None
     if license_ not in LICENSES:
         raise fail(f"unknown license {license_!r}: choose one of {', '.join(LICENSES)}")
+    chosen = parse_plugins(plugins or ())
     _check_directory(root)
     check_environment(root)  # a .venv made first: the manifests, generated last, import it
 
@@ -145,7 +158,9 @@ def init(
         files.scaffold(root / path, content)
     if header_text:
         files.scaffold(root / BOILERPLATE, header_text)
-    files.scaffold(root / "PROJECT", ProjectFile(domain=domain, project_name=name).render())
+    project = ProjectFile(domain=domain, project_name=name)
+    add_plugins(root, chosen, files, project)
+    files.scaffold(root / "PROJECT", project.render())
     try:
         generate(load_project(root), files)
     except ProjectError as exc:

@@ -96,6 +96,7 @@ async def _install(config: ClusterConfig, crds: list[dict[str, Any]], timeout: f
             except ApiError as exc:
                 raise StepFailed(f"the server rejected CRD {_name(crd)}: {exc.message}") from None
             typer.echo(f"applied      {_name(crd)}")
+        # The machine's time, as everywhere in the CLI: it waits for a cluster as a user does.
         started = time.monotonic()
 
         async def established(name: str) -> str | None:

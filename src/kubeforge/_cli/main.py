@@ -14,6 +14,7 @@ from kubeforge._cli.install import install, uninstall
 from kubeforge._cli.manifests import manifests
 from kubeforge._cli.migrate import migrate_storage_command
 from kubeforge._cli.run import run
+from kubeforge._cli.version import version
 
 app = typer.Typer(
     name="kubeforge",
@@ -34,6 +35,7 @@ app.command("deploy")(deploy)
 app.command("undeploy")(undeploy)
 app.command("build-installer")(build_installer)
 app.command("migrate-storage")(migrate_storage_command)
+app.command("version")(version)
 
 
 if __name__ == "__main__":  # pragma: no cover

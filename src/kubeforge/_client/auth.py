@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from kubeforge import clock as process_clock
 from kubeforge._api.machinery.timestamps import parse_time
 
 __all__ = [
@@ -89,7 +90,8 @@ class TokenFile:
 
     `fallback` is used while the file cannot be read and nothing was read yet (a kubeconfig
     user with both `token` and `tokenFile`); after one good read the last good token is kept
-    while the file is unreadable, as client-go does.
+    while the file is unreadable, as client-go does. `max_age` is the machine's time: it
+    paces reading a file.
     """
 
     __slots__ = ("_clock", "_read_at", "_token", "fallback", "max_age", "path")
@@ -185,6 +187,8 @@ class ExecProvider:
         self,
         plugin: ExecPlugin,
         *,
+        # The machine's time: a plugin's credentials come from outside the process and
+        # expire in real time.
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.plugin = plugin
@@ -344,7 +348,8 @@ class ServiceAccountToken:
     `request(namespace, name, body)` posts the TokenRequest (for instance a client's
     `create_subresource("v1/ServiceAccount", name, "token", body, namespace=...)` with
     credentials allowed to create tokens); a new token is fetched when four fifths of the
-    last one's lifetime have passed, or after a 401.
+    last one's lifetime have passed, or after a 401. Their lifetime is counted on the
+    process's clock, the one the API server of a test cluster dates them by.
     """
 
     def __init__(
@@ -354,7 +359,7 @@ class ServiceAccountToken:
         name: str,
         *,
         seconds: int = 3600,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = process_clock.monotonic,
     ) -> None:
         self.request = request
         self.namespace = namespace

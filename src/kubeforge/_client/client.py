@@ -14,6 +14,7 @@ and returns the object as stored; `patch` returns the object as stored.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -41,6 +42,8 @@ from kubeforge._client.transport import RequestObserver, Response, Transport
 from kubeforge._client.watch import BOOKMARK, WatchEvent, watch_events
 
 __all__ = [
+    "Call",
+    "CallObserver",
     "Client",
     "KindLike",
     "KindOf",
@@ -121,6 +124,27 @@ class Written:
 
 WriteObserver = Callable[[Written], None]
 """Told about every object a write returned (how a cache reads its own writes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request a client made and how it ended: `call` names the verb as the client
+    does (get, list, create, update_status, patch, delete ...), `params` its query, `code`
+    the HTTP status, `body` the answer of a success, `error` the ApiError of a failure."""
+
+    call: str
+    resource: APIResource
+    namespace: str | None
+    name: str | None
+    params: Mapping[str, str]
+    code: int
+    body: bytes | None = None
+    error: ApiError | None = None
+
+
+CallObserver = Callable[[Call], None]
+"""Told about every request a client makes once it has its answer (what a manager's
+observers learn the API reads and writes from)."""
 
 
 def matching_fields_selector(
@@ -211,6 +235,7 @@ class Client:
         )
         self.discovery = Discovery(self.transport)
         self._observers: list[WriteObserver] = []
+        self._call_observers: tuple[CallObserver, ...] = ()
 
     @classmethod
     def from_kubeconfig(
@@ -227,6 +252,10 @@ class Client:
     async def close(self) -> None:
         await self.transport.close()
 
+    def abort(self) -> None:
+        """Send nothing more and drop every connection and watch now (`close()` after)."""
+        self.transport.abort()
+
     def add_write_observer(self, observer: WriteObserver) -> None:
         """Call `observer` with every object a write through this client returns (not for
         dry runs), before the write's caller sees it."""
@@ -235,6 +264,14 @@ class Client:
     def remove_write_observer(self, observer: WriteObserver) -> None:
         if observer in self._observers:
             self._observers.remove(observer)
+
+    def add_call_observer(self, observer: CallObserver) -> None:
+        """Call `observer` with every request this client makes (not watches), once it is
+        answered, before its caller sees the answer."""
+        self._call_observers = (*self._call_observers, observer)
+
+    def remove_call_observer(self, observer: CallObserver) -> None:
+        self._call_observers = tuple(o for o in self._call_observers if o != observer)
 
     def _written(
         self, target: _Target, name: str, reply: Response, *, deleted: bool = False
@@ -256,10 +293,23 @@ class Client:
     ) -> Response:
         """One request; an ApiError it raises names the call, the kind and the object."""
         try:
-            return await self.transport.request(method, path, **options)
+            reply = await self.transport.request(method, path, **options)
         except ApiError as exc:
             exc.call = _describe_call(call, target, name)
+            if self._call_observers:
+                params = options.get("params") or {}
+                failed = Call(call, target.resource, target.namespace, name, params, exc.code)
+                self._called(dataclasses.replace(failed, error=exc))
             raise
+        if self._call_observers:
+            params = options.get("params") or {}
+            answered = Call(call, target.resource, target.namespace, name, params, reply.status)
+            self._called(dataclasses.replace(answered, body=reply.body))
+        return reply
+
+    def _called(self, done: Call) -> None:
+        for observer in self._call_observers:
+            observer(done)
 
     async def __aenter__(self) -> Client:
         return self
@@ -808,6 +858,7 @@ class Client:
                     if cond.get("type") == "Established" and cond.get("status") == "True":
                         self.discovery.invalidate()
                         return
+                # The machine's time: waiting for the server to act, not for time to pass.
                 await asyncio.sleep(0.05)
 
         await asyncio.wait_for(asyncio.gather(*(established(n) for n in crd_names)), timeout)

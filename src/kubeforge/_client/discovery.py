@@ -144,6 +144,10 @@ class Discovery:
             )
         return out
 
+    async def resources(self, group: str, version: str) -> list[APIResource]:
+        """Every resource a group-version serves (none when the server does not serve it)."""
+        return list((await self._fetch((group, version))).values())
+
     async def server_groups(self) -> list[tuple[str, str]]:
         """Every served (group, preferred version), the core group first."""
         out = [("", "v1")]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kubeforge._client.errors import Conflict
+from kubeforge.clock import activity
 
 __all__ = ["DEFAULT_BACKOFF", "DEFAULT_RETRY", "Backoff", "retry_on_conflict"]
 
@@ -45,5 +46,11 @@ async def retry_on_conflict(fn: Callable[[], Awaitable[T]], backoff: Backoff = D
         try:
             return await fn()
         except Conflict:
-            await asyncio.sleep(delay)
+            # A short real pause between attempts, as client-go's wait.Backoff sleeps; the
+            # retry is still work in flight, which a virtual clock waits for.
+            activity.requests += 1
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                activity.requests -= 1
     return await fn()

@@ -17,7 +17,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +32,7 @@ from kubeforge._client.errors import error_from_status
 from kubeforge._client.http1 import Answer, ConnectionPool
 from kubeforge._client.refusals import report_refusal
 from kubeforge._version import __version__
+from kubeforge.clock import activity
 
 __all__ = ["ClientClosed", "RequestObserver", "Response", "Transport", "raise_for"]
 
@@ -91,6 +92,7 @@ class Transport:
         self.on_retry = on_retry
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        self._aborted: Awaitable[None] | None = None
         self._host = config.server.split("://", 1)[-1]
         self._pool: ConnectionPool | None = None
         url = urlsplit(config.server)
@@ -137,12 +139,29 @@ class Transport:
 
     async def close(self) -> None:
         """Close the connections; the transport cannot be used afterwards."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
+        self._refuse()
+        if self._aborted is not None:
+            await self._aborted
+            self._aborted = None
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+    def abort(self) -> None:
+        """Refuse every request from now on (ClientClosed) and drop the connections at
+        once, streams included, as a process that dies does; `close()` still releases
+        what is left."""
+        self._refuse()
+        connector = self._session.connector if self._session is not None else None
+        if connector is not None and self._aborted is None:
+            # aiohttp closes the sockets here; what it returns finishes the closing.
+            self._aborted = connector.close(abort_ssl=True)
+
+    def _refuse(self) -> None:
+        """No request from now on; idle pooled connections close."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
 
     async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {"Accept": accept or "application/json"}
@@ -184,6 +203,24 @@ class Transport:
         timeout: float | None = None,
     ) -> Response:
         """Send a request and read the whole answer; non-2xx answers raise ApiError."""
+        # Counted from the first attempt to the answer, waits between retries included: a
+        # virtual clock waits for it before it calls the process quiet.
+        activity.requests += 1
+        try:
+            return await self._request(method, path, params, body, content_type, accept, timeout)
+        finally:
+            activity.requests -= 1
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        accept: str | None,
+        timeout: float | None,
+    ) -> Response:
         attempt = 0
         refreshed = False
         seconds = timeout or self.timeout
@@ -191,6 +228,8 @@ class Transport:
         direct = not self.config.proxy_url and method != "HEAD"
         target = self._target(path, params) if direct else ""
         while True:
+            # The machine's clock, here and below: these time and pace I/O (latency metrics,
+            # retries of a failed exchange, as client-go's), not the cluster's objects.
             started = time.monotonic()
             headers = await self._headers(accept, content_type)
             try:

@@ -19,7 +19,6 @@ import logging
 import platform
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -82,7 +81,7 @@ def _age(micro_time: str) -> float:
     then = parse_time_or_none(micro_time)
     if then is None:
         return float("inf")
-    return (datetime.now(UTC) - then).total_seconds()
+    return (clock.now() - then).total_seconds()
 
 
 # -- the node --------------------------------------------------------------------------------
@@ -434,6 +433,7 @@ class SimulatedNode:
                 return
             except (ApiError, OSError, TimeoutError) as exc:
                 log.warning("node %s: registration failed (%s); retrying", self.name, exc)
+                # The machine's time: a cluster starting waits for this, clock or not.
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -495,6 +495,7 @@ class SimulatedNode:
                         preconditions={"resourceVersion": held["metadata"]["resourceVersion"]},
                     )
                     continue
+            # The machine's time: waiting for another node to finish, not for time to pass.
             await asyncio.sleep(0.05)
         try:
             await action(None)

@@ -9,10 +9,10 @@ rotation would. Followers of a run are woken as lines arrive and stop when it en
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterable
 
+from kubeforge import clock
 from kubeforge._api.machinery.timestamps import format_nano_time
 from kubeforge._apiserver.handlers.pods import LogRequest
 
@@ -21,6 +21,12 @@ __all__ = ["MAX_BYTES", "PodLogs"]
 MAX_BYTES = 1 << 20
 # A line longer than this is stored in pieces (the container runtime splits them too).
 _MAX_LINE = 16 * 1024
+
+
+def _now_ns() -> int:
+    """The process's clock in nanoseconds since the epoch: when a line was written."""
+    return int(clock.time() * 1_000_000_000)
+
 
 _Entry = tuple[int, bytes]  # (wall-clock nanoseconds, the line with its newline)
 
@@ -48,7 +54,7 @@ class _Run:
     def append(self, data: bytes) -> None:
         if self.ended or not data:
             return
-        now = time.time_ns()
+        now = _now_ns()
         data = self.partial + data
         start = 0
         while True:
@@ -68,7 +74,7 @@ class _Run:
         if self.ended:
             return
         if self.partial:
-            self._add(time.time_ns(), self.partial)
+            self._add(_now_ns(), self.partial)
             self.partial = b""
         self.ended = True
         self._wake()
@@ -191,7 +197,7 @@ class PodLogs:
         budget = request.limit_bytes if request.limit_bytes and request.limit_bytes > 0 else -1
         entries = run.since(run.first)
         if request.since_seconds is not None and request.since_seconds > 0:
-            cutoff = time.time_ns() - request.since_seconds * 1_000_000_000
+            cutoff = _now_ns() - request.since_seconds * 1_000_000_000
             entries = [e for e in entries if e[0] >= cutoff]
         if request.tail_lines is not None and request.tail_lines >= 0:
             entries = entries[len(entries) - request.tail_lines :] if request.tail_lines else []

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.timestamps import now_rfc3339, parse_time_or_none
 from kubeforge._client.client import Client
 from kubeforge._client.errors import ApiError, Conflict, NotFound
@@ -408,7 +409,7 @@ class PodWorker:
                 self.pod_ip = self.node.allocate_ip(self.uid)
         self.sources.pod_ip = self.pod_ip
         await self._publish()
-        await asyncio.sleep(self.start_delay)
+        await clock.sleep(self.start_delay)
         await self._mount_or_wait()
         self.sandbox_ready = True
         if not await self._initialize():
@@ -443,7 +444,7 @@ class PodWorker:
                     self._event("Warning", "FailedMount", reported)
             except ApiError as exc:
                 log.debug("pod %s/%s: volumes not ready: %s", self.namespace, self.name, exc)
-            await asyncio.sleep(delay)
+            await clock.sleep(delay)
             delay = min(delay * 2, 2.0)
 
     async def _initialize(self) -> bool:
@@ -508,7 +509,7 @@ class PodWorker:
                 f"Back-off restarting failed container {slot.name} in pod {pod}",
             )
             await self._publish()
-            await asyncio.sleep(delay)
+            await clock.sleep(delay)
         slot.restarts += 1
 
     async def _run_once(self, slot: _Slot) -> int:
@@ -596,7 +597,7 @@ class PodWorker:
         return asyncio.create_task(self._probe(slot, process, local))
 
     async def _ready_after(self, slot: _Slot, process: ContainerProcess, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+        await clock.sleep(seconds)
         if slot.process is process:
             slot.ready = True
             await self._publish()
@@ -676,7 +677,7 @@ class PodWorker:
     async def _renew_tokens(self, lifetime: int) -> None:
         """Fetch the volumes again once 80% of the tokens' lifetime has passed."""
         while True:
-            await asyncio.sleep(lifetime * 0.8)
+            await clock.sleep(lifetime * 0.8)
             try:
                 # A claim being deleted while the pod runs keeps serving it.
                 volumes = await self.sources.volumes(claims=False)
@@ -725,7 +726,7 @@ class PodWorker:
                     "waiting": {"reason": "CreateContainerConfigError", "message": message}
                 }
                 await self._publish()
-                await asyncio.sleep(delay)
+                await clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     # termination ------------------------------------------------------------------------------
@@ -788,7 +789,7 @@ class PodWorker:
                 return  # gone already, or the name now belongs to another pod
             except (ApiError, OSError, TimeoutError) as exc:
                 log.warning("pod %s/%s: not deleted yet: %s", self.namespace, self.name, exc)
-                await asyncio.sleep(delay)
+                await clock.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
     # status -----------------------------------------------------------------------------------
@@ -935,7 +936,7 @@ class PodWorker:
                             "pod %s/%s: status not written: %s", self.namespace, self.name, exc
                         )
                         return
-                    await asyncio.sleep(delay)
+                    await clock.sleep(delay)
                     delay *= 2
 
 

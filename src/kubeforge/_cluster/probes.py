@@ -10,7 +10,9 @@ container without one is ready once started. `httpGet` (a status from 200 to 399
 out against the process, at the machine's port that stands for the probe's container port
 (hostports.py); `grpc` probes are not carried out and count as succeeding.
 
-Simulated containers are not probed: nothing listens for them (simulation.py).
+Simulated containers are not probed: nothing listens for them (simulation.py). Probes run on
+the machine's time, as the processes they probe do, whatever clock the cluster's objects live
+by.
 """
 
 from __future__ import annotations

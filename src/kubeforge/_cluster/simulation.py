@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._cluster.options import (
     EXIT_CODE_ANNOTATION,
     OUTPUT_ANNOTATION,
@@ -160,7 +161,7 @@ async def run_program(argv: Sequence[str], behaviour: Behaviour, out: Output) ->
         out(f"(simulated) {line}: running\n".encode())
         return await _forever()
     out(f"(simulated) {line}\n".encode())
-    await asyncio.sleep(behaviour.run_seconds)
+    await clock.sleep(behaviour.run_seconds)
     return 0
 
 
@@ -181,14 +182,14 @@ async def simulate(
             out((text if text.endswith("\n") else text + "\n").encode())
         if behaviour.exit_code is None and not behaviour.finishes:
             return await _forever()
-        await asyncio.sleep(behaviour.run_seconds)
+        await clock.sleep(behaviour.run_seconds)
         return behaviour.exit_code or 0
     if argv is None:
         if not behaviour.finishes:
             out(f"(simulated) {image or 'image'}: entrypoint running\n".encode())
             return await _forever()
         out(f"(simulated) {image or 'image'}: entrypoint\n".encode())
-        await asyncio.sleep(behaviour.run_seconds)
+        await clock.sleep(behaviour.run_seconds)
         return 0
     if not argv:
         return 0

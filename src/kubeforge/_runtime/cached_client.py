@@ -19,10 +19,13 @@ from typing import Any, TypeVar, Unpack
 
 from kubeforge._api.meta import PartialObjectMetadata
 from kubeforge._client.client import Client, KindLike, KindOf, Obj, ObjectList
+from kubeforge._client.errors import NotFound
 from kubeforge._client.forwarding import blocking, forward
 from kubeforge._client.options import GetOptions, ListOptions
 from kubeforge._client.protocols import StatusWriter, Writer
-from kubeforge._runtime.cache import Cache, FieldSelectorUnverified
+from kubeforge._runtime.cache import Cache, FieldSelectorUnverified, kind_key
+from kubeforge._runtime.logs import current_reconcile
+from kubeforge._runtime.observer import Observers, Read, object_version
 
 __all__ = ["CachedClient", "SyncClient"]
 
@@ -30,11 +33,13 @@ T = TypeVar("T")
 
 
 class CachedClient:
-    """Cached reads, live writes: what `Reconciler.client` is."""
+    """Cached reads, live writes: what `Reconciler.client` is. `observers` are told about
+    every read (observer.py)."""
 
-    def __init__(self, api: Client, cache: Cache) -> None:
+    def __init__(self, api: Client, cache: Cache, observers: Observers | None = None) -> None:
         self.api = api
         self.cache = cache
+        self.observers = observers if observers is not None else Observers()
 
     @property
     def namespace(self) -> str:
@@ -44,8 +49,40 @@ class CachedClient:
 
     async def get(self, kind: KindOf[Obj], name: str, **options: Unpack[GetOptions]) -> Obj:
         """An object from the cache (NotFound when absent, NotCached for unwatched kinds)."""
-        result: Obj = self.cache.get(kind, name, namespace=options.get("namespace"))
+        namespace = options.get("namespace")
+        if self.observers:
+            observed: Obj = self._observed_get(kind, name, namespace, metadata_only=False)
+            return observed
+        result: Obj = self.cache.get(kind, name, namespace=namespace)
         return result
+
+    def _observed_get(
+        self, kind: KindLike, name: str, namespace: str | None, *, metadata_only: bool
+    ) -> Any:
+        """A cached get, told to the observers."""
+        where = namespace or ""
+        try:
+            found = self.cache.get(kind, name, namespace=namespace, metadata_only=metadata_only)
+        except NotFound as exc:
+            self._tell("get", kind, where, name, (), str(exc))
+            raise
+        self._tell("get", kind, where, name, (object_version(found),))
+        return found
+
+    def _tell(
+        self,
+        verb: str,
+        kind: KindLike,
+        namespace: str,
+        name: str,
+        objects: tuple[tuple[str, str, str], ...],
+        error: str | None = None,
+    ) -> None:
+        self.observers.emit(
+            Read(
+                current_reconcile(), "cache", verb, kind_key(kind), namespace, name, objects, error
+            )
+        )
 
     async def list(self, kind: KindOf[Obj], **options: Unpack[ListOptions]) -> ObjectList[Obj]:
         """Objects from the cache, filtered by namespace (None: every cached namespace),
@@ -56,6 +93,11 @@ class CachedClient:
         self, kind: KindLike, name: str, **options: Unpack[GetOptions]
     ) -> PartialObjectMetadata:
         """An object's metadata from the cache (a metadata-only informer, or the whole one)."""
+        if self.observers:
+            observed: PartialObjectMetadata = self._observed_get(
+                kind, name, options.get("namespace"), metadata_only=True
+            )
+            return observed
         result: PartialObjectMetadata = self.cache.get(
             kind, name, namespace=options.get("namespace"), metadata_only=True
         )
@@ -105,6 +147,8 @@ class CachedClient:
             self.cache.accept_fields(kind, unverified.fields)
             items = read()
         informer = self.cache.informer_serving(kind, metadata_only=metadata_only)
+        if self.observers:
+            self._tell("list", kind, namespace or "", "", tuple(object_version(i) for i in items))
         return ObjectList(items, informer.last_resource_version)
 
     # writes: straight to the API server (whose client puts what they return in the cache) --

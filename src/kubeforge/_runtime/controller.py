@@ -39,10 +39,18 @@ from kubeforge._runtime.handler import EventHandler, handle_generic
 from kubeforge._runtime.informer import Informer
 from kubeforge._runtime.logs import ReconcileContext, reconciling
 from kubeforge._runtime.metrics import Metrics
+from kubeforge._runtime.observer import (
+    Delivered,
+    Observers,
+    ReconcileFinished,
+    ReconcileStarted,
+    Trigger,
+)
 from kubeforge._runtime.predicate import Predicate
 from kubeforge._runtime.ratelimiter import RateLimiter
 from kubeforge._runtime.reconcile import Reconciler, Request, Result, SyncReconciler, TerminalError
 from kubeforge._runtime.workqueue import LOW_PRIORITY, ShutDown, WorkQueue
+from kubeforge.clock import activity
 
 __all__ = ["PANICS", "Controller", "ControllerOptions", "ControllerOptionsArgs"]
 
@@ -83,6 +91,9 @@ def _random_uuids() -> Iterator[str]:
 _RECONCILE_IDS = _random_uuids()
 
 
+# The reasons a queued request keeps for the observers (the latest ones).
+_TRIGGERS_KEPT = 8
+
 DEFAULT_WORKERS = 4
 """Workers of an `async def` reconciler when its options do not say (decision 33)."""
 
@@ -122,6 +133,21 @@ class ControllerOptionsArgs(TypedDict, total=False):
     rate_limiter: RateLimiter[Request] | None
 
 
+class _Queued:
+    """The controller's queue as a handler sees it while the controller is observed: the
+    requests added are noted, with the event that caused them."""
+
+    def __init__(self, controller: Controller, trigger: Trigger) -> None:
+        self.controller = controller
+        self.trigger = trigger
+        self.requests: list[Request] = []
+
+    def add(self, item: Request, priority: int = 0) -> None:
+        self.requests.append(item)
+        self.controller.queue.add(item, priority)
+        self.controller.note_trigger(item, self.trigger)
+
+
 class _Source:
     """Connects one informer to the controller's queue through a handler and predicates."""
 
@@ -130,22 +156,60 @@ class _Source:
         controller: Controller,
         handler: EventHandler,
         predicates: Sequence[Predicate],
+        kind: str,
     ) -> None:
         self.controller = controller
         self.handler = handler
         self.predicates = tuple(predicates)
+        self.kind = kind
 
     def on_add(self, obj: dict[str, Any], is_in_initial_list: bool) -> None:
-        if all(p.create(obj) for p in self.predicates):
+        if self.controller.observers:
+            self._observed("ADDED", obj, obj, is_in_initial_list)
+        elif all(p.create(obj) for p in self.predicates):
             self.handler.create(obj, self.controller.queue, is_in_initial_list)
 
     def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if all(p.update(old, new) for p in self.predicates):
+        if self.controller.observers:
+            self._observed("MODIFIED", old, new, False)
+        elif all(p.update(old, new) for p in self.predicates):
             self.handler.update(old, new, self.controller.queue)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
-        if all(p.delete(obj) for p in self.predicates):
+        if self.controller.observers:
+            self._observed("DELETED", obj, obj, False)
+        elif all(p.delete(obj) for p in self.predicates):
             self.handler.delete(obj, self.controller.queue)
+
+    def _observed(self, type: str, old: dict[str, Any], new: dict[str, Any], initial: bool) -> None:
+        """Handle an event as the methods above do, and tell the observers about it."""
+        meta = new.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        version = str(meta.get("resourceVersion") or "")
+        queue = _Queued(
+            self.controller, Trigger("event", self.kind, namespace, name, version, type)
+        )
+        if type == "ADDED":
+            if all(p.create(new) for p in self.predicates):
+                self.handler.create(new, queue, initial)
+        elif type == "MODIFIED":
+            if all(p.update(old, new) for p in self.predicates):
+                self.handler.update(old, new, queue)
+        elif all(p.delete(new) for p in self.predicates):
+            self.handler.delete(new, queue)
+        self.controller.observers.emit(
+            Delivered(
+                self.controller.name,
+                self.kind,
+                type,
+                namespace,
+                name,
+                version,
+                tuple(queue.requests),
+                initial,
+                new,
+            )
+        )
 
 
 @dataclass
@@ -168,9 +232,14 @@ class Controller:
         options: ControllerOptions | None = None,
         metrics: Metrics | None = None,
         kind: str = "",
+        observers: Observers | None = None,
     ) -> None:
         self.name = name
         self.kind = kind
+        # Told what the controller does (observer.py); empty, and so free, unless observed.
+        self.observers = observers if observers is not None else Observers()
+        # While observed: what queued each request since a worker last took it.
+        self._triggers: dict[Request, list[Trigger]] = {}
         self.reconciler = reconciler
         self.options = options or ControllerOptions()
         self.metrics = metrics or Metrics()
@@ -219,7 +288,7 @@ class Controller:
         predicates: Sequence[Predicate] = (),
     ) -> None:
         """Feed the queue from `informer` events that pass `predicates`, mapped by `handler`."""
-        informer.add_handler(_Source(self, handler, predicates))
+        informer.add_handler(_Source(self, handler, predicates, informer.name))
         if informer not in self.informers:
             self.informers.append(informer)
 
@@ -248,8 +317,20 @@ class Controller:
         keys = list(informer.store.keys())
         for key in keys:
             namespace, _, name = key.rpartition("/")
-            self.queue.add(Request(namespace, name), priority)
+            request = Request(namespace, name)
+            self.queue.add(request, priority)
+            if self.observers:
+                self.note_trigger(request, Trigger("reconcile_all"))
         return len(keys)
+
+    def note_trigger(self, request: Request, trigger: Trigger) -> None:
+        """Remember, for the observers, why `request` was queued (the latest few reasons)."""
+        if not self.observers:
+            return
+        noted = self._triggers.setdefault(request, [])
+        noted.append(trigger)
+        if len(noted) > _TRIGGERS_KEPT:
+            del noted[0]
 
     async def wait_for_sync(self) -> None:
         """Wait for the watched informers' first lists (TimeoutError after cache_sync_timeout)."""
@@ -296,6 +377,13 @@ class Controller:
         self._workers.clear()
         self.started = False
 
+    def kill(self) -> None:
+        """Cancel the running reconciles where they stand and take no more work, at once (a
+        manager killed as a process is); `stop()` then only collects what was cancelled."""
+        self.queue.shutdown()
+        for task in (*self._workers, *self._stream_tasks):
+            task.cancel()
+
     # generic events -------------------------------------------------------------------------
 
     def _consume(self, stream: _Stream) -> asyncio.Task[None]:
@@ -313,11 +401,13 @@ class Controller:
     def _generic(self, stream: _Stream, item: Any) -> None:
         if isinstance(item, Request):
             self.queue.add(item, 0)
+            self.note_trigger(item, Trigger("generic"))
             return
         try:
             obj = item if isinstance(item, Mapping) else json_form(item)
             if all(p.generic(obj) for p in stream.predicates):
-                handle_generic(stream.handler, obj, self.queue)
+                queue = _Queued(self, Trigger("generic")) if self.observers else self.queue
+                handle_generic(stream.handler, obj, queue)
         except Exception:
             log.exception("controller %s: a generic event could not be handled", self.name)
 
@@ -353,6 +443,8 @@ class Controller:
     async def _call(self, request: Request) -> Result | None:
         reconciler = self.reconciler
         timeout = self.options.reconcile_timeout
+        # reconcile_timeout is the machine's time, as a context deadline is in Go: it guards
+        # against work that hangs, whatever clock the cluster runs on.
         if not self._sync:
             call: Awaitable[Result | None] = reconciler.reconcile(request)  # type: ignore[assignment]
             if timeout:
@@ -362,9 +454,19 @@ class Controller:
         context = contextvars.copy_context()
         reconcile: Callable[[Request], Result | None] = reconciler.reconcile  # type: ignore[assignment]
         run = functools.partial(context.run, reconcile, request)
-        thread = asyncio.get_running_loop().run_in_executor(None, run)
-        if not timeout:
-            return await thread
+        # Counted while it runs: a virtual clock waits for it before calling the process quiet.
+        activity.threads += 1
+        try:
+            thread = asyncio.get_running_loop().run_in_executor(None, run)
+            if not timeout:
+                return await thread
+            return await self._within(thread, timeout, request)
+        finally:
+            activity.threads -= 1
+
+    async def _within(
+        self, thread: asyncio.Future[Result | None], timeout: float, request: Request
+    ) -> Result | None:
         try:
             return await asyncio.wait_for(asyncio.shield(thread), timeout)
         except TimeoutError:
@@ -383,7 +485,40 @@ class Controller:
         context = ReconcileContext(
             self.name, self.kind, request.namespace, request.name, next(_RECONCILE_IDS)
         )
-        started = time.perf_counter()
+        if not self.observers:
+            await self._reconcile(context, request, priority)
+            return
+        triggers = tuple(self._triggers.pop(request, ()))
+        self.observers.emit(ReconcileStarted(context, request, triggers))
+        started = time.perf_counter()  # how long the work took: the machine's time
+        try:
+            outcome = await self._reconcile(context, request, priority)
+        except BaseException as exc:  # an unrecovered panic, or the worker cancelled
+            outcome = ("panic" if isinstance(exc, PANICS) else "error", 0.0, repr(exc))
+            raise
+        finally:
+            name, delay, error = outcome
+            self.observers.emit(
+                ReconcileFinished(
+                    context, request, name, delay, error, time.perf_counter() - started
+                )
+            )
+
+    def _requeue(self, request: Request, priority: int, cause: str, delay: float = 0.0) -> None:
+        """Queue `request` again after a reconcile: after `delay` seconds, or (no delay)
+        after the rate limiter's backoff."""
+        if delay > 0:
+            self.queue.add_after(request, delay, priority)
+        else:
+            self.queue.add_rate_limited(request, priority)
+        self.note_trigger(request, Trigger(cause))
+
+    async def _reconcile(
+        self, context: ReconcileContext, request: Request, priority: int
+    ) -> tuple[str, float, str | None]:
+        """Call the reconciler and act on how it ended; returns the outcome (one of
+        ReconcileFinished's), the requeue delay and the error's text."""
+        started = time.perf_counter()  # how long the work took: the machine's time
         try:
             with reconciling(context):
                 result = await self._call(request) or Result()
@@ -399,13 +534,13 @@ class Controller:
                 self.options.reconcile_timeout,
                 extra=context.fields(),
             )
-            self.queue.add_rate_limited(request, priority)
-            return
+            self._requeue(request, priority, "retry")
+            return "timeout", 0.0, "timed out"
         except TerminalError as exc:
             self._stats.error(terminal=True)
             self._stats.reconciled("error", time.perf_counter() - started)
             log.error("reconcile of %s failed for good: %s", request, exc, extra=context.fields())
-            return
+            return "terminal", 0.0, str(exc)
         except PANICS as exc:
             self._stats.panic()
             self._stats.error()
@@ -415,8 +550,8 @@ class Controller:
             )
             if not self.options.recover_panic:
                 raise
-            self.queue.add_rate_limited(request, priority)
-            return
+            self._requeue(request, priority, "retry")
+            return "panic", 0.0, repr(exc)
         except Exception as exc:
             self._stats.error()
             self._stats.reconciled("error", time.perf_counter() - started)
@@ -427,17 +562,19 @@ class Controller:
                 exc_info=not isinstance(exc, ApiError),  # API errors are routine
                 extra=context.fields(),
             )
-            self.queue.add_rate_limited(request, priority)
-            return
+            self._requeue(request, priority, "retry")
+            return "error", 0.0, f"{type(exc).__name__}: {exc}"
         seconds = time.perf_counter() - started
         next_priority = result.priority if result.priority is not None else priority
         if result.delay > 0:
             self.queue.forget(request)
-            self.queue.add_after(request, result.delay, next_priority)
+            self._requeue(request, next_priority, "requeue_after", result.delay)
             self._stats.reconciled("requeue_after", seconds)
-        elif result.requeue:
-            self.queue.add_rate_limited(request, next_priority)
+            return "requeue_after", result.delay, None
+        if result.requeue:
+            self._requeue(request, next_priority, "requeue")
             self._stats.reconciled("requeue", seconds)
-        else:
-            self.queue.forget(request)
-            self._stats.reconciled("success", seconds)
+            return "requeue", 0.0, None
+        self.queue.forget(request)
+        self._stats.reconciled("success", seconds)
+        return "success", 0.0, None

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from kubeforge import clock as process_clock
 from kubeforge._api.machinery.timestamps import now_micro_time
 from kubeforge._api.meta import KubeObject
 from kubeforge._client.errors import NotFound
@@ -112,9 +113,9 @@ class EventRecorder:
     """Writes Events reported by one controller instance (see the module documentation).
 
     At most `cache_size` series are remembered (the least recently seen are forgotten
-    first); `clock` (monotonic seconds) measures their six-minute lifetime and the
-    correlator's windows. `correlate=False` leaves `record` uncorrelated, as kube-scheduler's
-    events.k8s.io recorder is.
+    first); `clock` (monotonic seconds, the process's clock by default) measures their
+    six-minute lifetime and the correlator's windows. `correlate=False` leaves `record`
+    uncorrelated, as kube-scheduler's events.k8s.io recorder is.
     """
 
     def __init__(
@@ -124,7 +125,7 @@ class EventRecorder:
         controller: str,
         instance: str | None = None,
         cache_size: int = CACHE_SIZE,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = process_clock.monotonic,
         correlate: bool = True,
     ) -> None:
         if not controller:
@@ -327,6 +328,8 @@ class EventRecorder:
         action: str,
         related: dict[str, str] | None,
     ) -> dict[str, Any]:
+        # The machine's nanoseconds: part of a name that must not repeat (on a virtual
+        # clock that stands still, recorders of several controllers would meet), not a time.
         stamp = max(time.time_ns(), self._last_stamp + 1)
         self._last_stamp = stamp
         suffix = f".{stamp:x}"

@@ -34,7 +34,7 @@ from kubeforge._api.machinery.selectors import LabelSelector
 from kubeforge._client.client import Client, KindLike
 from kubeforge._runtime.reflector import Reflector, ResourceEventHandler, resource_version_number
 from kubeforge._runtime.store import IndexFunc, Store
-from kubeforge._runtime.watcher import Watcher
+from kubeforge._runtime.watcher import EventSink, Watcher
 
 __all__ = [
     "HandlerFuncs",
@@ -179,6 +179,8 @@ class Informer:
             for scope in scopes
         ]
         self._reflector = Reflector(self.store, self._handlers, self._prepare, scopes)
+        # Where the watchers hand what they see: the reflector, or what intercepts it.
+        self._sink: EventSink = self._reflector
         self.synced = self._reflector.synced
         self._task: asyncio.Task[None] | None = None
 
@@ -241,7 +243,8 @@ class Informer:
             self._task = None
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
-        """Wait until the first list is in the store; False on timeout."""
+        """Wait until the first list is in the store; False after `timeout` seconds of the
+        machine's time (a list takes I/O, not cluster time)."""
         try:
             await asyncio.wait_for(self.synced.wait(), timeout)
         except TimeoutError:
@@ -253,16 +256,22 @@ class Informer:
         resync = asyncio.create_task(self._resync_loop()) if self.resync_period else None
         try:
             if len(self._watchers) == 1:
-                await self._watchers[0].run(self._reflector)
+                await self._watchers[0].run(self._sink)
             else:
                 async with asyncio.TaskGroup() as group:
                     for watcher in self._watchers:
                         group.create_task(
-                            watcher.run(self._reflector), name=f"{self.name} in {watcher.scope}"
+                            watcher.run(self._sink), name=f"{self.name} in {watcher.scope}"
                         )
         finally:
             if resync is not None:
                 resync.cancel()
+
+    def intercept_events(self, wrap: Callable[[EventSink], EventSink]) -> None:
+        """Pass what the watchers see through `wrap(sink)` before the store and the handlers
+        hear of it: how a test holds back, reorders or merges watch events. Takes effect
+        when the informer starts."""
+        self._sink = wrap(self._sink)
 
     def _restarted(self, why: str) -> None:
         self.watch_restarts += 1

@@ -5,6 +5,9 @@ the others retry every `retry_period` (plus up to 120% jitter) and take the Leas
 it has gone unrenewed for `leaseDurationSeconds`, counting the change in
 `leaseTransitions`. Expiry is judged by the local monotonic clock from the moment this
 candidate last saw the Lease change, never by comparing the holder's clock with ours.
+
+Every wait and deadline here reads the process's clock (kubeforge.clock): on a virtual clock a
+lease expires, and a candidate takes over, when the clock has been advanced past its term.
 Every write carries the resourceVersion read, so of two candidates racing only one wins.
 
 A leader that cannot renew within `renew_deadline` has lost: `on_stopped_leading` runs and
@@ -25,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubeforge import clock
 from kubeforge._api.machinery.timestamps import now_micro_time
 from kubeforge._client.client import Client
 from kubeforge._client.errors import NotFound
@@ -162,7 +166,7 @@ class LeaderElector:
         return self._observed is not None and self._observed.holder == self.identity
 
     def _now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return clock.monotonic()
 
     def _set_observed(self, record: _Record) -> None:
         self._observed = record
@@ -234,7 +238,7 @@ class LeaderElector:
                 renewed = False
                 if remaining > 0:
                     try:
-                        async with asyncio.timeout(remaining):
+                        async with clock.timeout(remaining):
                             renewed = await self._try_acquire_or_renew()
                     except TimeoutError:
                         renewed = False
@@ -255,7 +259,7 @@ class LeaderElector:
         if self._stopping.is_set():
             return True
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), delay)
+            await clock.wait_for(self._stopping.wait(), delay)
         return self._stopping.is_set()
 
     async def _try_acquire_or_renew(self) -> bool:
@@ -343,6 +347,7 @@ class LeaderElector:
         now = now_micro_time()
         record = _Record("", 1, now, now, self._observed.transitions)
         try:
+            # The machine's time: this bounds a last request on the way out.
             await asyncio.wait_for(self._update(record), self.renew_deadline)
         except Exception as exc:
             log.warning("failed to release lease %s/%s: %s", self.namespace, self.name, exc)

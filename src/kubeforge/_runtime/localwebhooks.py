@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubeforge import clock
 from kubeforge._api.machinery.certificates import generate_certificates
 from kubeforge._api.webhooks import (
     MUTATING_CONFIGURATION,
@@ -130,7 +129,8 @@ def _ca_of(directory: Path, cert_name: str) -> bytes:
 
 async def wait_until_serving(server: WebhookServer, timeout: float = 10.0) -> None:
     """Return once `server` completes TLS handshakes (its readiness check); TimeoutError
-    after `timeout` seconds."""
+    after `timeout` seconds. The machine's time: this waits for a server to come up, which
+    no clock a test advances would hurry."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     try:
@@ -140,7 +140,7 @@ async def wait_until_serving(server: WebhookServer, timeout: float = 10.0) -> No
     while not await server.ready():
         if loop.time() >= deadline:
             raise TimeoutError(f"the webhook server at {server.url} did not answer in {timeout} s")
-        await clock.sleep(0.05)
+        await asyncio.sleep(0.05)
 
 
 @dataclass

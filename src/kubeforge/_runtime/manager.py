@@ -9,8 +9,9 @@ Between the webhook server and the caches come the webhook registrations
 caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIGINT or
 `stop()`) lets in-flight reconciles finish within the graceful-shutdown timeout, releases the
 lease, stops the caches, ends the registrations and, last, stops the webhook server (the API
-server may call it until then). Losing leadership stops everything and `start()`
-raises LeadershipLost: another process is in charge now, so this one must not keep
+server may call it until then). `kill()` is the other end, a `kill -9`: nothing more reaches
+the cluster, and nothing is finished or handed over. Losing leadership stops everything and
+`start()` raises LeadershipLost: another process is in charge now, so this one must not keep
 reconciling.
 """
 
@@ -27,10 +28,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
+import orjson
 from aiohttp import web
 
 from kubeforge._api.meta import GroupVersionKind
-from kubeforge._client.client import Client, KindLike
+from kubeforge._client.client import Call, Client, KindLike
 from kubeforge._client.config import ClusterConfig, load_config
 from kubeforge._runtime.builder import Builder
 from kubeforge._runtime.cache import Cache, CacheOptions
@@ -40,7 +42,9 @@ from kubeforge._runtime.events import EventRecorder
 from kubeforge._runtime.handler import EnqueueRequestForOwner
 from kubeforge._runtime.informer import DEFAULT_RESYNC, Transform, strip_managed_fields
 from kubeforge._runtime.leaderelection import LeaderElector, LeadershipLost
+from kubeforge._runtime.logs import current_reconcile
 from kubeforge._runtime.metrics import Metrics
+from kubeforge._runtime.observer import Observer, Observers, Read, Write, object_version
 from kubeforge._runtime.reconcile import SyncReconciler
 from kubeforge._webhook.builder import WebhookBuilder
 from kubeforge._webhook.server import WebhookServer
@@ -48,6 +52,9 @@ from kubeforge._webhook.server import WebhookServer
 __all__ = ["LeadershipLost", "Manager", "WebhookRegistrationHook"]
 
 log = logging.getLogger("kubeforge.manager")
+
+# The client's calls that read (the rest write).
+_READS = frozenset({"get", "list", "logs"})
 
 T = TypeVar("T")
 
@@ -101,6 +108,8 @@ class Manager:
         webhook_server: WebhookServer | None = None,
     ) -> None:
         self.metrics = Metrics()
+        # Told what the controllers do (observer.py); while nobody observes, nothing is.
+        self.observers = Observers(self._observed)
         if client is None:
             client = Client(
                 config or load_config(),
@@ -120,7 +129,7 @@ class Manager:
                 kind
             ).inc(),
         )
-        self.client = CachedClient(client, self.cache)
+        self.client = CachedClient(client, self.cache, self.observers)
         self.controller_defaults = controller_defaults or ControllerOptions()
         self.controllers: dict[str, Controller] = {}
         self.metrics_address = _parse_address(metrics_bind_address)
@@ -161,6 +170,7 @@ class Manager:
         self._webhooks_started = False
         self._webhook_registrations: list[WebhookRegistrationHook] = []
         self._registered = contextlib.AsyncExitStack()
+        self._killed = False
 
     # setup ----------------------------------------------------------------------------------
 
@@ -176,6 +186,7 @@ class Manager:
             )
         self.controllers[controller.name] = controller
         controller.on_failure = self._fail
+        controller.observers = self.observers
         reconciler = controller.reconciler
         if isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
             reconciler.reconcile
@@ -189,6 +200,55 @@ class Manager:
     def resolve_owner_scope(self, owner: KindLike, handler: EnqueueRequestForOwner) -> None:
         """Owner requests of cluster-scoped owners carry no namespace; learned at start."""
         self._owner_scopes.append((owner, handler))
+
+    def add_observer(self, observer: Observer) -> None:
+        """Call `observer(record)` for everything the controllers do from now on: the
+        events their watches deliver, each reconcile's start and end, and the reads and
+        writes it makes (kubeforge._runtime.observer's records)."""
+        self.observers.add(observer)
+
+    def remove_observer(self, observer: Observer) -> None:
+        """Stop calling `observer`."""
+        self.observers.remove(observer)
+
+    def _observed(self, observed: bool) -> None:
+        """Hear of the API client's requests only while someone observes."""
+        if observed:
+            self.api_reader.add_call_observer(self._observe_call)
+        else:
+            self.api_reader.remove_call_observer(self._observe_call)
+
+    def _observe_call(self, call: Call) -> None:
+        """An API request as the observers' record: every write, and the reads a reconcile
+        makes through the uncached client (the informers' own lists are not told)."""
+        context = current_reconcile()
+        kind = str(call.resource.gvk)
+        namespace, name = call.namespace or "", call.name or ""
+        error = None if call.error is None else str(call.error)
+        if call.call in _READS:
+            if context is None:
+                return
+            objects: tuple[tuple[str, str, str], ...] = ()
+            if call.body and call.call != "logs":
+                answer = orjson.loads(call.body)
+                items = answer.get("items") if call.call == "list" else [answer]
+                objects = tuple(object_version(item) for item in items or ())
+            verb = "list" if call.call == "list" else "get"
+            self.observers.emit(Read(context, "api", verb, kind, namespace, name, objects, error))
+            return
+        manager = call.params.get("fieldManager", "")
+        obj = orjson.loads(call.body) if call.body else None
+        version = ""
+        if isinstance(obj, dict) and obj.get("kind") != "Status":
+            namespace, name, version = object_version(obj)
+            namespace = namespace or call.namespace or ""
+        else:
+            obj = None
+        self.observers.emit(
+            Write(
+                context, call.call, kind, namespace, name, version, manager, call.code, error, obj
+            )
+        )
 
     @property
     def webhook_server(self) -> WebhookServer:
@@ -324,6 +384,27 @@ class Manager:
         """Begin a graceful shutdown (what SIGTERM does)."""
         self._stopping.set()
 
+    def kill(self) -> None:
+        """Stop at once, as `kill -9` of the process does: from this call on nothing reaches
+        the cluster (the client refuses to send, its connections and watches drop), running
+        reconciles are cancelled where they stand, and nothing is handed over (the leader
+        lease stays held until it expires). `start()` then returns; what is only this
+        process's (its servers and sockets) is released as the process's end would."""
+        if self._killed:
+            return
+        self._killed = True
+        self.api_reader.abort()
+        for controller in self.controllers.values():
+            controller.kill()
+        if self.elector is not None:
+            self.elector.release_on_cancel = False
+        self._stopping.set()
+
+    @property
+    def killed(self) -> bool:
+        """Whether `kill()` stopped this manager."""
+        return self._killed
+
     async def start(self) -> None:
         """Run until stop() (or leadership is lost, raising LeadershipLost)."""
         lost = asyncio.Event()
@@ -359,6 +440,8 @@ class Manager:
         finally:
             self.running.clear()
             await self._shutdown(tasks)
+        if self._killed:
+            return  # what failed after the kill is its consequence, not news
         if self._failure is not None:
             raise self._failure
         if lost.is_set():
@@ -448,7 +531,9 @@ class Manager:
 
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
-        deadline = asyncio.get_running_loop().time() + self.graceful_shutdown_timeout
+        # The machine's time: shutting down is bounded in real seconds on any clock.
+        grace = 0.0 if self._killed else self.graceful_shutdown_timeout
+        deadline = asyncio.get_running_loop().time() + grace
 
         def remaining() -> float:
             return max(deadline - asyncio.get_running_loop().time(), 0.0)

@@ -32,6 +32,8 @@ _DENIED_TTL = 10.0
 class MetricsAuth:
     """Authenticates and authorizes requests through the API server's review APIs."""
 
+    # The machine's time: these are caches of the API server's answers, kept to spare it
+    # requests, as controller-runtime's authentication and authorization filters keep them.
     def __init__(self, client: Client, clock: Any = time.monotonic) -> None:
         self.client = client
         self.clock = clock

@@ -8,9 +8,10 @@ client-go controller limiter for those who want an overall retry budget as well.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Hashable
 from typing import Protocol, TypeVar
+
+from kubeforge import clock as process_clock
 
 __all__ = [
     "BucketRateLimiter",
@@ -19,14 +20,10 @@ __all__ = [
     "MaxOf",
     "RateLimiter",
     "default_controller_rate_limiter",
-    "monotonic",
 ]
 
 Clock = Callable[[], float]
-"""A source of seconds that only moves forward; tests substitute a manual clock."""
-
-monotonic: Clock = time.monotonic
-"""The clock used when none is passed; replace it (before constructing) to fake time."""
+"""A source of seconds that only moves forward (default: the process's monotonic clock)."""
 
 K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
 
@@ -96,7 +93,7 @@ class BucketRateLimiter:
             raise ValueError("qps must be positive and burst non-negative")
         self.qps = qps
         self.burst = burst
-        self._clock = clock if clock is not None else monotonic
+        self._clock = clock if clock is not None else process_clock.monotonic
         self._tokens = float(burst)
         self._last = self._clock()
 

@@ -14,6 +14,10 @@ Contract (the one controllers rely on):
   competes as priority 0, lining up as though it had arrived at the moment it aged. It still
   reports its own priority from `get()`, so a requeue of it stays low.
 
+Time is the process's clock (kubeforge.clock) as it was when the queue was made, so on a virtual
+clock delays and backoffs wait for the clock to be advanced; a `clock` function given instead is
+read for times while the event loop's timer wakes delayed items (tests fake time that way).
+
 Everything runs on one event loop; the queue is not thread-safe. A `get()` that finds a ready item
 returns without suspending, and idle workers wait on plain futures woken by `add`.
 """
@@ -22,12 +26,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from heapq import heappop, heappush
 from itertools import count
 from typing import Generic, Protocol, TypeVar
 
-from kubeforge._runtime import ratelimiter
+from kubeforge import clock as process_clock
 from kubeforge._runtime.ratelimiter import Clock, ItemExponentialBackoff, RateLimiter
 
 __all__ = [
@@ -96,14 +100,24 @@ class WorkQueue(Generic[T]):
         max_wait: float | None = DEFAULT_MAX_WAIT,
         clock: Clock | None = None,
     ) -> None:
-        """Create an empty queue; `max_wait=None` turns aging off, `clock` defaults to monotonic."""
+        """Create an empty queue; `max_wait=None` turns aging off, `clock` defaults to the
+        process's clock."""
         self.name = name
         self.rate_limiter: RateLimiter[T] = (
             rate_limiter if rate_limiter is not None else ItemExponentialBackoff(0.005, 1000.0)
         )
         self.max_wait = max_wait
         self._metrics = metrics
-        self._clock: Clock = clock if clock is not None else ratelimiter.monotonic
+        self._clock: Clock
+        self._call_later: Callable[[float, Callable[[], object]], process_clock.Timer]
+        if clock is None:
+            # Bound once: the real clock's monotonic is time.monotonic itself, read per item.
+            source = process_clock.get()
+            self._clock, self._call_later = source.monotonic, source.call_later
+        else:
+            self._clock, self._call_later = clock, _loop_call_later
+        # Whether the timer runs on the clock the times are read from (see _on_timer).
+        self._timer_on_clock = clock is None
         # Ready items with their priority and the time each became ready; one FIFO per priority.
         self._ready: dict[T, tuple[int, float]] = {}
         self._queues: dict[int, deque[T]] = {}
@@ -118,7 +132,7 @@ class WorkQueue(Generic[T]):
         self._waiting: dict[T, tuple[float, int, T]] = {}
         self._waiting_priority: dict[T, int] = {}
         self._seq = count()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: process_clock.Timer | None = None
         self._timer_at = 0.0
         # Items held by workers (with the time they were handed out) and their pending re-adds.
         self._processing: dict[T, float] = {}
@@ -387,21 +401,26 @@ class WorkQueue(Generic[T]):
         """Schedule the single timer for the earliest delayed item (needs a running loop)."""
         if self._shutting_down or not self._heap:
             return
+        at = self._heap[0][0]
         try:
-            loop = asyncio.get_running_loop()
+            timer = self._call_later(max(at - self._clock(), 0.0), self._on_timer)
         except RuntimeError:
             return  # no loop yet: get() promotes due items and arms the timer when it waits
         if self._timer is not None:
             self._timer.cancel()
-        at = self._heap[0][0]
         self._timer_at = at
-        self._timer = loop.call_later(max(at - self._clock(), 0.0), self._on_timer)
+        self._timer = timer
 
     def _on_timer(self) -> None:
         self._timer = None
         if self._shutting_down:
             return
-        self._promote(self._clock())
+        now = self._clock()
+        if self._timer_on_clock and now < self._timer_at:
+            # The clock's own timer: its moment has come even if the clock reads a rounding
+            # error short of it.
+            now = self._timer_at
+        self._promote(now)
         if self._heap:
             self._arm_timer()
 
@@ -483,3 +502,7 @@ class WorkQueue(Generic[T]):
             else:
                 stale[key] = left - 1
             self._stale_total -= 1
+
+
+def _loop_call_later(delay: float, callback: Callable[[], object]) -> process_clock.Timer:
+    return asyncio.get_running_loop().call_later(delay, callback)

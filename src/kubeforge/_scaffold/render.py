@@ -2,8 +2,9 @@
 
 A template is a file ending in `.tmpl` whose `{{ name }}` placeholders are replaced with
 values; there is no logic in templates: the code chooses which to render. `dot-` at the start
-of a template's name stands for `.` (`dot-gitignore` is written as `.gitignore`), so that
-packaging tools do not take the templates for their own configuration.
+of a template's or a folder's name stands for `.` (`dot-gitignore` is written as `.gitignore`,
+`dot-github/` as `.github/`), so that packaging tools neither take the templates for their own
+configuration nor leave hidden folders out.
 """
 
 from __future__ import annotations
@@ -56,18 +57,19 @@ def substitute(text: str, values: Mapping[str, str]) -> str:
     return _PLACEHOLDER.sub(value, text)
 
 
+def _undot(name: str) -> str:
+    return "." + name[len("dot-") :] if name.startswith("dot-") else name
+
+
 def render_tree(directory: str, values: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     """(relative path, content) of every template under `directory`, in path order."""
 
     def walk(node: Traversable, prefix: str) -> Iterator[tuple[str, Traversable]]:
         for child in sorted(node.iterdir(), key=lambda c: c.name):
             if child.is_dir():
-                yield from walk(child, f"{prefix}{child.name}/")
+                yield from walk(child, f"{prefix}{_undot(child.name)}/")
             elif child.name.endswith(_SUFFIX):
-                name = child.name[: -len(_SUFFIX)]
-                if name.startswith("dot-"):
-                    name = "." + name[len("dot-") :]
-                yield f"{prefix}{name}", child
+                yield f"{prefix}{_undot(child.name[: -len(_SUFFIX)])}", child
 
     for path, node in walk(_root().joinpath(directory), ""):
         yield path, substitute(node.read_text(encoding="utf-8"), values)

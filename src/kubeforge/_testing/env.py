@@ -12,6 +12,16 @@ gives the bare server, `controllers` turns single controllers off).
 With `namespace`, the client, kubectl and the managers the environment starts default to that
 namespace, created if missing; on an existing cluster the environment removes what the test
 made when it stops (testing/cleanup.py).
+
+On a cluster it started, the environment can also make things go wrong: `faults` fails,
+delays, holds back or records what the API server answers (serverfaults.py), and
+`run_manager` can intercept its controllers' client (interceptors.py) or kill the manager
+right after a chosen write (crashpoints.py). Managers it starts there authenticate as a user
+of their own (`manager_user`), so that faults can tell their requests from the test's.
+
+With `virtual_time`, the process runs on a VirtualClock from start to stop: the cluster, the
+managers and the test read one clock that stands still until `env.clock.advance(...)` moves it
+(docs/testing.md, "Virtual time").
 """
 
 from __future__ import annotations
@@ -22,7 +32,7 @@ import dataclasses
 import inspect
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
@@ -30,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kubeforge import clock as process_clock
 from kubeforge._client.client import Client
 from kubeforge._client.config import ClusterConfig, kubeconfig_context, load_config
 from kubeforge._client.errors import AlreadyExists, NotFound
@@ -42,16 +53,23 @@ from kubeforge._runtime.localwebhooks import (
 )
 from kubeforge._runtime.manager import Manager
 from kubeforge._testing.cleanup import TestObjects, project_kinds
+from kubeforge._testing.crashpoints import CrashAfter, CrashPoint, ManagerCrashed
+from kubeforge._testing.interceptors import Interceptors, intercept
 from kubeforge._webhook.server import WebhookServer
 
 if TYPE_CHECKING:
     from kubeforge._cluster.devcluster import DevCluster
     from kubeforge._cluster.nodehealth import NodeHealth
+    from kubeforge._testing.serverfaults import ServerFaults
 
 __all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
 
 USE_EXISTING_CLUSTER = "KUBEFORGE_USE_EXISTING_CLUSTER"
 FIELD_MANAGER = "kubeforge-testenv"
+# Who the managers run_manager starts are, on a cluster the environment started: a user of
+# their own, with the environment's own (admin) rights.
+MANAGER_USER = "kubeforge-manager"
+MANAGER_GROUPS = ("system:masters",)
 CRD_TIMEOUT = 10.0
 # The context a kubeconfig written for kubectl adds over an existing cluster's kubeconfig.
 CONTEXT = "kubeforge-testenv"
@@ -77,6 +95,7 @@ class TestEnv:
         kubeconfig: str | None = None,
         error_if_crd_path_missing: bool = False,
         namespace: str | None = None,
+        virtual_time: bool | process_clock.VirtualClock = False,
     ) -> None:
         self.crd_paths = [Path(p) for p in crd_paths]
         self.options = options or ClusterOptions()
@@ -97,6 +116,25 @@ class TestEnv:
         # What the test makes on an existing cluster, removed when the environment stops.
         self._made: TestObjects | None = None
         self._managers = 0  # run_manager blocks running now
+        self._faults: ServerFaults | None = None
+        self._manager_config: ClusterConfig | None = None
+        self._virtual = (
+            process_clock.VirtualClock()
+            if virtual_time is True
+            else virtual_time
+            if isinstance(virtual_time, process_clock.VirtualClock)
+            else None
+        )
+        self._real = process_clock.RealClock()
+        # The block of clock.use() the environment is in while it runs on virtual time.
+        self._on_clock: contextlib.ExitStack | None = None
+
+    @property
+    def clock(self) -> process_clock.VirtualClock | process_clock.RealClock:
+        """The environment's clock: the VirtualClock the process runs on while the
+        environment is started with `virtual_time`, else a RealClock (which refuses
+        `advance`)."""
+        return self._virtual if self._virtual is not None else self._real
 
     @property
     def namespace(self) -> str:
@@ -112,6 +150,42 @@ class TestEnv:
         if self._client is None:
             raise RuntimeError("the test environment is not started")
         return self._client
+
+    @property
+    def faults(self) -> ServerFaults:
+        """The faults injected into the started cluster's API server (a ServerFaults:
+        `fail`, `delay`, `drop_watches`, `expire_watches`, `delay_watches`, `stale_reads`,
+        `coalesce_events`, `record_writes`, `clear`)."""
+        if self.cluster is None:
+            raise RuntimeError("faults are injected into a cluster the environment started")
+        if self._faults is None:
+            from kubeforge._testing.serverfaults import ServerFaults
+
+            self._faults = ServerFaults(self.cluster.server)
+        return self._faults
+
+    @property
+    def manager_user(self) -> str | None:
+        """The user the managers `run_manager` starts authenticate as (with the
+        environment's rights): `kubeforge-manager` on a cluster the environment started;
+        None on an existing cluster, where they use the kubeconfig's own."""
+        return MANAGER_USER if self.cluster is not None or not self.use_existing else None
+
+    def _manager_settings(self) -> ClusterConfig:
+        """The connection settings of the managers `run_manager` starts."""
+        assert self.config is not None
+        if self.cluster is None:
+            return self.config
+        if self._manager_config is None:
+            from kubeforge._apiserver.tls import client_certificate
+
+            certificates = self.cluster.server.certificates
+            assert certificates is not None, "the cluster serves TLS"
+            cert, key = client_certificate(certificates, MANAGER_USER, MANAGER_GROUPS)
+            self._manager_config = dataclasses.replace(
+                self.config, credentials=None, client_cert_data=cert, client_key_data=key
+            )
+        return self._manager_config
 
     def write_kubeconfig(self, path: str | Path) -> Path:
         """A kubeconfig for the started environment (for kubectl or subprocesses), its
@@ -154,6 +228,10 @@ class TestEnv:
         documents = self._crd_documents()
         self.installed = []
         try:
+            if self._virtual is not None:
+                # Before anything is made: every part reads the clock it was made under.
+                self._on_clock = contextlib.ExitStack()
+                self._on_clock.enter_context(process_clock.use(self._virtual))
             if self.use_existing:
                 config = load_config(kubeconfig=self.kubeconfig)
             else:
@@ -289,13 +367,22 @@ class TestEnv:
         *,
         config: ClusterConfig | None = None,
         webhooks: bool = True,
+        interceptors: Interceptors | Sequence[Interceptors] = (),
+        crash_after_writes: CrashAfter | None = None,
         **options: Any,
     ) -> AsyncIterator[Manager]:
         """A Manager for this environment with the controllers `setup(manager)` registers
         (a sync or async function, as a project's main.setup), started and running while
-        the block runs and stopped after it. `config` replaces the environment's admin
-        settings (see service_account_config); `options` go to Manager(); a manager that
-        dies fails the block with its error.
+        the block runs and stopped after it. It connects as `manager_user` with the
+        environment's rights; `config` replaces those settings (see
+        service_account_config); `options` go to Manager(); a manager that dies fails the
+        block with its error.
+
+        `interceptors` wrap the client the manager gives its controllers (`intercept`, the
+        first outermost). With `crash_after_writes` (N, or a function choosing the write),
+        the manager is killed right after that write of its controllers succeeds, as
+        `kill -9` would stop it, and the block is interrupted with ManagerCrashed; a new
+        `run_manager` is the restarted pod (crashpoints.py).
 
         The webhooks `setup` registers are served on 127.0.0.1 (a free port, a generated
         certificate) and registered with the cluster as soon as the server answers, before
@@ -307,7 +394,14 @@ class TestEnv:
         `setup` configured it and nothing is registered."""
         if self.config is None:
             raise RuntimeError("the test environment is not started")
-        manager = Manager(config or self.config, **options)
+        manager = Manager(config or self._manager_settings(), **options)
+        layers = [interceptors] if isinstance(interceptors, Interceptors) else list(interceptors)
+        crash = CrashPoint(crash_after_writes) if crash_after_writes is not None else None
+        if crash is not None:
+            # Innermost: it counts the writes that reached the server.
+            layers.append(crash.interceptors)
+        if layers:
+            manager.client = intercept(manager.client, *layers)
         local: LocalServing | None = None
         try:
             if setup is not None:
@@ -329,7 +423,7 @@ class TestEnv:
 
             manager.add_webhook_registration(register)
         try:
-            async with self._running(manager) as running:
+            async with self._running(manager, crash) as running:
                 self._managers += 1
                 try:
                     yield running
@@ -340,7 +434,21 @@ class TestEnv:
                 local.cleanup()
 
     @contextlib.asynccontextmanager
-    async def _running(self, manager: Manager) -> AsyncIterator[Manager]:
+    async def _running(self, manager: Manager, crash: CrashPoint | None) -> AsyncIterator[Manager]:
+        block = asyncio.current_task()
+        inside = interrupted = False
+        if crash is not None:
+
+            def crashed(error: ManagerCrashed) -> None:
+                nonlocal interrupted
+                manager.kill()
+                # Interrupt the block, as asyncio.timeout does; a write the block made
+                # itself raises ManagerCrashed on its own.
+                if inside and block is not None and asyncio.current_task() is not block:
+                    interrupted = True
+                    block.cancel()
+
+            crash.on_crash = crashed
         task = asyncio.create_task(manager.start(), name="testenv manager")
         running = asyncio.create_task(manager.running.wait())
         try:
@@ -352,18 +460,41 @@ class TestEnv:
             raise
         finally:
             running.cancel()
+        if crash is not None and crash.crashed is not None:
+            await task
+            raise crash.crashed
         if task.done():
             task.result()  # raises what ended it
             raise RuntimeError("the manager stopped before it was running")
+        caught = False
         try:
+            inside = True
             yield manager
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+            caught = True
+            assert block is not None
+            if block.uncancel() > 0:
+                raise  # the test itself was cancelled as well
         finally:
+            inside = False
+            if crash is not None:
+                crash.armed = False
             manager.stop()
             await task
+        if interrupted:
+            assert block is not None and crash is not None and crash.crashed is not None
+            if not caught:
+                block.uncancel()  # the block took the interruption and went on
+            raise crash.crashed
 
     async def stop(self) -> None:
         """Close the client and stop the cluster this environment started. On an existing
         cluster, what the test made is removed (clean_up) and the CRDs stay installed."""
+        if self._faults is not None:
+            self._faults.clear()
+            self._faults = None
         if self._client is not None:
             try:
                 await self.clean_up()
@@ -374,6 +505,9 @@ class TestEnv:
         if self.cluster is not None:
             await self.cluster.stop()
             self.cluster = None
+        if self._on_clock is not None:
+            self._on_clock.close()
+            self._on_clock = None
 
     async def __aenter__(self) -> TestEnv:
         await self.start()

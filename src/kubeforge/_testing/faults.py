@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
+from kubeforge import clock
 from kubeforge._client.protocols import ObjectClient
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 
@@ -16,7 +15,8 @@ class InjectedFailure(RuntimeError):
 
 class FlakyReconciler(Reconciler):
     """Wraps a reconciler: the first `failures` calls raise InjectedFailure, later calls
-    reconcile for real. `calls` holds the monotonic time of every call."""
+    reconcile for real. `calls` holds the time of every call (the process's monotonic
+    clock: on a virtual clock the gaps are exactly the retry delays)."""
 
     def __init__(self, inner: Reconciler, failures: int) -> None:
         self.inner = inner
@@ -33,7 +33,7 @@ class FlakyReconciler(Reconciler):
         self.inner.client = value
 
     async def reconcile(self, request: Request) -> Result | None:
-        self.calls.append(time.monotonic())
+        self.calls.append(clock.monotonic())
         if len(self.calls) <= self.failures:
             raise InjectedFailure(f"injected failure {len(self.calls)} of {self.failures}")
         return await self.inner.reconcile(request)

@@ -16,24 +16,45 @@ installed. ini options (relative paths are from the rootdir):
   kube-controller-manager's `--controllers` (default `*`; `*,-job` leaves Jobs alone). The
   marker `@pytest.mark.kubeforge_controllers("*", "-job")` sets it for one test.
 
+The `manager` fixture's controllers get their client through the interceptors the
+`kubeforge_interceptors` fixture returns (none by default; override it in a test module or
+conftest.py to fail, delay or watch their calls).
+
+The marker `@pytest.mark.kubeforge_virtual_time` runs a test's `testenv` (and so `manager`) on
+a VirtualClock (`testenv.clock`), which stands still until the test advances it
+(`await testenv.clock.advance(hours=1)`); `start=` (an aware datetime) sets where it starts.
+
 Every test works in a namespace of its own (`testenv.namespace`, `test-<name>-<random>`), the
 default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUSTER=1 to run
 the same tests against the current kubeconfig's cluster instead of a development cluster
 started per test; what a test made there is removed after it (docs/testing.md).
+
+`--kubeforge-explore` explores each test that uses the `manager` fixture: it is run again
+under perturbations learned from a reference run, and fails with what the oracles find
+(testing/explore/; docs/testing.md, "Exploration"). `--kubeforge-explore-jobs`,
+`--kubeforge-explore-budget` and `--kubeforge-explore-actions` tune it;
+`--kubeforge-perturb=SPEC` replays one perturbation (what a finding's command does). The
+marker `@pytest.mark.kubeforge_explore(skip=["crash"], reason="...")` leaves perturbations
+out for one test (`kubeforge_explore(False)`: the test is not explored).
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import inspect
 import logging
 import re
 import secrets
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import pytest
+
+from kubeforge._testing.explore.keys import EXPLORATION, EXPLORE_RUN
 
 # Only pytest is imported up front: the rest loads when a test asks for a fixture.
 if TYPE_CHECKING:
@@ -42,18 +63,27 @@ if TYPE_CHECKING:
     from kubeforge._cluster.options import ClusterOptions
     from kubeforge._runtime.manager import Manager
     from kubeforge._testing.env import TestEnv
+    from kubeforge._testing.interceptors import Interceptors
     from kubeforge._testing.kubectl import Kubectl
+    from kubeforge.clock import VirtualClock
 
 __all__ = [
     "kubectl",
     "kubeforge_client",
     "kubeforge_cluster_options",
+    "kubeforge_interceptors",
     "kubeforge_manager_config",
     "kubeforge_setup",
     "manager",
     "pytest_addoption",
+    "pytest_collection_finish",
     "pytest_configure",
+    "pytest_runtest_call",
     "pytest_runtest_makereport",
+    "pytest_runtest_protocol",
+    "pytest_runtestloop",
+    "pytest_terminal_summary",
+    "pytest_unconfigure",
     "testenv",
 ]
 
@@ -98,14 +128,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "built-in controllers of the test cluster, as kube-controller-manager's --controllers",
         default="*",
     )
+    group = parser.getgroup("kubeforge", "kubeforge exploration")
+    group.addoption(
+        "--kubeforge-explore",
+        action="store_true",
+        help="explore each test that uses the manager fixture under perturbations",
+    )
+    group.addoption(
+        "--kubeforge-explore-jobs",
+        metavar="N",
+        default=None,
+        help="runs at once while exploring (default: the number of CPUs, at most 4)",
+    )
+    group.addoption(
+        "--kubeforge-explore-budget",
+        metavar="N",
+        default="60",
+        help="perturbed runs per test at most (default 60)",
+    )
+    group.addoption(
+        "--kubeforge-explore-actions",
+        metavar="LIST",
+        default=None,
+        help="the perturbations to try, comma-separated "
+        "(default crash,error,stale,coalesce,delete,revert,advance)",
+    )
+    group.addoption(
+        "--kubeforge-perturb",
+        metavar="SPEC",
+        default=None,
+        help="run each selected test under this one perturbation (a finding's replay)",
+    )
+    group.addoption("--kubeforge-explore-worker", default=None, help=argparse.SUPPRESS)
 
 
 CONTROLLERS_MARKER = "kubeforge_controllers"
+VIRTUAL_TIME_MARKER = "kubeforge_virtual_time"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Reject a malformed `kubeforge_setup` or `kubeforge_controllers` before any test
-    runs; declare the marker."""
+    runs; declare the markers."""
     _split_setup(str(config.getini("kubeforge_setup")))
     _controllers(str(config.getini("kubeforge_controllers")), where="kubeforge_controllers")
     config.addinivalue_line(
@@ -113,6 +176,119 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{CONTROLLERS_MARKER}(*entries): the built-in controllers of this test's cluster, as "
         "kube-controller-manager's --controllers (e.g. '*', '-job')",
     )
+    config.addinivalue_line(
+        "markers",
+        f"{VIRTUAL_TIME_MARKER}(start=None): run this test's cluster and manager on a virtual "
+        "clock that only the test moves (testenv.clock.advance(...))",
+    )
+    config.addinivalue_line(
+        "markers",
+        "kubeforge_explore(explore=True, skip=(), reason=''): how --kubeforge-explore treats "
+        "this test: False leaves it unexplored, skip= names perturbations not to try",
+    )
+    worker = config.getoption("kubeforge_explore_worker", None)
+    exploring = config.getoption("kubeforge_explore", False) or config.getoption(
+        "kubeforge_perturb", None
+    )
+    if exploring and worker is None:
+        from kubeforge._testing.explore.session import Exploration
+
+        config.stash[EXPLORATION] = Exploration(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the exploration's workers."""
+    exploration = config.stash.get(EXPLORATION, None)
+    if exploration is not None:
+        exploration.close()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """In an exploration's worker: run the tests asked for, one run at a time."""
+    pipes = session.config.getoption("kubeforge_explore_worker", None)
+    if pipes is None or session.config.option.collectonly:
+        return None
+    from kubeforge._testing.explore.session import worker_loop
+
+    config = session.config
+
+    def load_setup() -> Callable[[Manager], Any]:
+        return _load_setup(_root(config), str(config.getini("kubeforge_setup")))
+
+    worker_loop(session, str(pipes), load_setup)
+    return True
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """While exploring, start the workers as soon as there is something to explore."""
+    exploration = session.config.stash.get(EXPLORATION, None)
+    if exploration is None:
+        return
+    from kubeforge._testing.explore.session import explorable
+
+    explored = [item for item in session.items if explorable(item)]
+    if not explored:
+        return
+    if session.config.pluginmanager.hasplugin("timeout"):
+        # pytest-timeout's limit is for one run of a test (the workers keep it); exploring
+        # one here runs it many times over.
+        for item in explored:
+            item.add_marker(pytest.mark.timeout(0))
+    exploration.start()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """While exploring: a test that runs the project's controllers is explored, and its
+    report is the exploration's."""
+    exploration = item.config.stash.get(EXPLORATION, None)
+    if exploration is None:
+        return None
+    from kubeforge._testing.explore.session import explorable
+
+    if not explorable(item):
+        return None
+    item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    explored = exploration.explore(item)
+    keywords = dict.fromkeys(item.keywords, 1)
+    whens: tuple[Literal["setup", "call", "teardown"], ...] = ("setup", "call", "teardown")
+    for when in whens:
+        failed = when == "call" and not explored.passed
+        report = pytest.TestReport(
+            item.nodeid,
+            item.location,
+            keywords,  # type: ignore[arg-type]
+            "failed" if failed else "passed",
+            explored.text if failed else None,
+            when,
+            duration=explored.row.seconds if when == "call" else 0.0,
+        )
+        item.ihook.pytest_runtest_logreport(report=report)
+    item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The exploration's summary table."""
+    exploration = config.stash.get(EXPLORATION, None)
+    if exploration is not None and exploration.rows:
+        terminalreporter.write_sep("=", "kubeforge exploration")
+        terminalreporter.write_line(exploration.summary())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """In an exploration's run, the test's body runs inside the run's harness."""
+    run = item.stash.get(EXPLORE_RUN, None)
+    function = getattr(item, "obj", None)
+    if run is None or function is None or not inspect.iscoroutinefunction(function):
+        return (yield)
+    item.obj = run.wrap(function)  # type: ignore[attr-defined]
+    try:
+        return (yield)
+    finally:
+        item.obj = function  # type: ignore[attr-defined]
 
 
 def _controllers(*entries: str, where: str) -> tuple[str, ...]:
@@ -195,21 +371,49 @@ def _namespace_for(test: str) -> str:
     return "-".join(part for part in parts if part)
 
 
+def _virtual_time(request: pytest.FixtureRequest) -> bool | VirtualClock:
+    """The clock the test's marker asks for: False without the marker."""
+    marker = request.node.get_closest_marker(VIRTUAL_TIME_MARKER)
+    if marker is None:
+        return False
+    from kubeforge.clock import VirtualClock
+
+    where = f"@pytest.mark.{VIRTUAL_TIME_MARKER}"
+    if marker.args or set(marker.kwargs) - {"start"}:
+        raise pytest.UsageError(f"{where} takes only start= (an aware datetime)")
+    start = marker.kwargs.get("start")
+    if start is None:
+        return True
+    if not isinstance(start, datetime) or start.tzinfo is None:
+        raise pytest.UsageError(f"{where}: start must be an aware datetime, not {start!r}")
+    return VirtualClock(start)
+
+
 @_async_fixture
 async def testenv(
     request: pytest.FixtureRequest, kubeforge_cluster_options: ClusterOptions
 ) -> AsyncIterator[TestEnv]:
     """A started test environment (a fresh development cluster per test), whose client,
-    kubectl and managers work in a namespace of the test's own."""
+    kubectl and managers work in a namespace of the test's own; on a virtual clock with the
+    `kubeforge_virtual_time` marker."""
     from kubeforge._testing.env import TestEnv
 
     root = _root(request.config)
     paths = [root / p for p in request.config.getini("kubeforge_crd_paths")]
-    env = TestEnv(
-        crd_paths=paths,
-        options=kubeforge_cluster_options,
-        namespace=_namespace_for(request.node.name),
-    )
+    settings: dict[str, Any] = {
+        "crd_paths": paths,
+        "options": kubeforge_cluster_options,
+        "namespace": _namespace_for(request.node.name),
+        "virtual_time": _virtual_time(request),
+    }
+    run = request.node.stash.get(EXPLORE_RUN, None)
+    if run is None:
+        env = TestEnv(**settings)
+    else:
+        from kubeforge._testing.explore.supervisor import ExploringEnv
+
+        env = ExploringEnv(run, **settings)
+        run.begin(env)
     async with env:
         yield env
 
@@ -277,16 +481,32 @@ async def kubeforge_manager_config(
         pytest.fail(refusals.summary(), pytrace=False)
 
 
+@pytest.fixture
+def kubeforge_interceptors() -> Interceptors | Sequence[Interceptors]:
+    """The interceptors the `manager` fixture's controllers get their client through: none.
+    Override it to inject client-side faults into the project's controllers:
+
+        @pytest.fixture
+        def kubeforge_interceptors():
+            return Interceptors(update_status=fail_with(conflict(), times=1))
+    """
+    return ()
+
+
 @_async_fixture
 async def manager(
     kubeforge_setup: Callable[[Manager], Any],
     testenv: TestEnv,
     kubeforge_manager_config: ClusterConfig | None,
+    kubeforge_interceptors: Interceptors | Sequence[Interceptors],
 ) -> AsyncIterator[Manager]:
     """The project's controllers (kubeforge_setup), running against `testenv` (as the
-    project's ServiceAccount when `kubeforge_as_service_account` is set), and its webhooks,
-    served on this machine and registered with the cluster."""
-    async with testenv.run_manager(kubeforge_setup, config=kubeforge_manager_config) as running:
+    project's ServiceAccount when `kubeforge_as_service_account` is set, their client
+    through `kubeforge_interceptors`), and its webhooks, served on this machine and
+    registered with the cluster."""
+    async with testenv.run_manager(
+        kubeforge_setup, config=kubeforge_manager_config, interceptors=kubeforge_interceptors
+    ) as running:
         try:
             yield running
         finally:
@@ -315,4 +535,6 @@ def kubectl(testenv: TestEnv, tmp_path: Path, request: pytest.FixtureRequest) ->
     kubeconfig = testenv.kubeconfig_variable(tmp_path / "kubeconfig")
     cache = tmp_path / "kubectl-cache"
     cache.mkdir(exist_ok=True)
-    return Kubectl(kubeconfig, version=version, cache_dir=cache)
+    found = Kubectl(kubeconfig, version=version, cache_dir=cache)
+    run = request.node.stash.get(EXPLORE_RUN, None)
+    return found if run is None else run.gate(found)

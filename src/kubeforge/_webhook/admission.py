@@ -11,7 +11,6 @@ in the handler: answered as an internal error (500), logged and counted.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -21,6 +20,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from kubeforge._api.machinery.access import name_of
 from kubeforge._api.machinery.fielderror import FieldError, invalid_details, invalid_message
 from kubeforge._webhook.review import AdmissionRequest, AdmissionResponse
+from kubeforge.clock import activity
 
 __all__ = [
     "AdmissionHandler",
@@ -81,7 +81,7 @@ async def call(fn: Callable[..., Any], *args: Any) -> Any:
     admission_request())."""
     if _is_async(fn):
         return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
+    result = await activity.to_thread(fn, *args)
     if inspect.isawaitable(result):
         result = await result
     return result

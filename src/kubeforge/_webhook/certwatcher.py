@@ -114,7 +114,9 @@ class CertWatcher:
         return listening
 
     async def watch(self, stopping: asyncio.Event) -> None:
-        """Reload the files every `interval` seconds until `stopping` is set."""
+        """Reload the files every `interval` seconds until `stopping` is set (the machine's
+        time: this polls files, and a certificate's validity is OpenSSL's to judge, on the
+        machine's clock)."""
         while not stopping.is_set():
             try:
                 await asyncio.wait_for(stopping.wait(), self.interval)

@@ -21,7 +21,6 @@ saying what is wrong, which client-go shows as the error.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +31,7 @@ from pydantic import ValidationError
 from kubeforge._api.conversion import ConversionError, KindVersions, convert
 from kubeforge._api.meta import split_api_version
 from kubeforge._webhook.review import ReviewError
+from kubeforge.clock import activity
 
 __all__ = [
     "CONVERSION_REVIEW_VERSIONS",
@@ -143,7 +143,7 @@ class ConversionWebhook:
         except ReviewError as exc:
             return self.refusal(exc)
         # Reading and converting a list page is CPU work: keep the event loop free for it.
-        response = await asyncio.to_thread(self.respond, uid, request)
+        response = await activity.to_thread(self.respond, uid, request)
         review = {"apiVersion": api_version, "kind": "ConversionReview", "response": response}
         return 200, orjson.dumps(review)
 

@@ -1,16 +1,19 @@
 """The CronJob controller against a real embedded server, on a clock the tests set.
 
-The controller reads the time from kubeforge.clock, so each test runs the process on the
-machine's clock moved to a second and a half before a minute's end: a `* * * * *` schedule
-is then due in moments. "Advancing" the clock later moves it again and pokes the CronJob (a
-label) so the controller looks at once. Most tests play the Job controller; the last ones run
-the whole development cluster, with kubectl and the official Python client.
+The controller reads the time from kubeforge.clock. Most tests run the process on a virtual
+clock, which the test advances (the controller may be down meanwhile, as a crashed
+kube-controller-manager is); the older ones run it on the machine's clock moved to a second
+and a half before a minute's end, so that a `* * * * *` schedule is due in moments, and poke
+the CronJob (a label) so the controller looks at once. Most tests play the Job controller; the
+last ones run the whole development cluster, with kubectl and the official Python client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from kubeforge._cluster.controllers import cronjob
 from kubeforge._cluster.devcluster import DevCluster
 from kubeforge._cluster.options import ClusterOptions
 from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.apiserver import APIServer
 from kubeforge.testing import eventually
 from tests.support import kubectl_for
@@ -78,6 +82,50 @@ async def api(server: APIServer, shifted: ShiftedClock) -> AsyncIterator[Client]
         yield client
     manager.stop()
     await task
+
+
+VIRTUAL_START = datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC)
+
+
+@dataclass
+class Virtual:
+    """A server and a client on a virtual clock; the CronJob controller runs inside
+    `controllers()` (with the reconcilers given, each watching Jobs), down outside it."""
+
+    server: APIServer
+    api: Client
+    clock: clock.VirtualClock
+
+    @contextlib.asynccontextmanager
+    async def controllers(self, *jobs: Reconciler) -> AsyncIterator[Manager]:
+        config = ClusterConfig(
+            server=self.server.url,
+            ca_data=self.server.ca_pem,
+            credentials=StaticToken(self.server.token),
+        )
+        manager = Manager(client=Client(config, field_manager="kube-controller-manager"))
+        cronjob.setup(manager)
+        for index, reconciler in enumerate(jobs):
+            manager.controller().named(f"jobs-{index}").for_(JOB).complete(reconciler)
+        task = asyncio.create_task(manager.start())
+        try:
+            await eventually(lambda: manager.running.is_set() or task.done())
+            yield manager
+        finally:
+            manager.stop()
+            await task
+
+
+@pytest.fixture
+async def virtual(server: APIServer) -> AsyncIterator[Virtual]:
+    """`server` with the process on a virtual clock, half a minute into 2030."""
+    with clock.use(clock.VirtualClock(VIRTUAL_START)) as on:
+        assert isinstance(on, clock.VirtualClock)
+        cfg = ClusterConfig(
+            server=server.url, ca_data=server.ca_pem, credentials=StaticToken(server.token)
+        )
+        async with Client(cfg) as client:
+            yield Virtual(server, client, on)
 
 
 def a_cronjob(name: str = "tick", schedule: str = "* * * * *", **spec: Any) -> dict[str, Any]:
@@ -134,7 +182,7 @@ async def reasons(api: Client, name: str = "tick") -> list[str]:
 
 async def finish(api: Client, job: dict[str, Any], outcome: str = "Complete") -> str:
     """The Job controller's part: the job finished; returns its completion time."""
-    done = stamp(datetime.now(UTC))
+    done = stamp(clock.now())
     status: dict[str, Any] = {
         "startTime": done,
         "conditions": [{"type": outcome, "status": "True", "lastTransitionTime": done}],
@@ -226,71 +274,76 @@ async def test_forbid_skips_while_a_job_runs_and_replace_replaces_it(
     assert "SuccessfulDelete" in await reasons(api)
 
 
-async def test_only_the_latest_missed_start_is_made(api: Client, shifted: ShiftedClock) -> None:
-    # Three hours on (ten seconds into a minute): 180 starts were missed; the last one is
-    # made, with a warning.
-    real = clock.RealClock().now()
-    latest = (real + timedelta(hours=3)).replace(second=0, microsecond=0)
-    shifted.offset = (latest + timedelta(seconds=10) - real).total_seconds()
-    await api.create(a_cronjob())
-    await eventually(lambda: _has(api, f"tick-{minutes(latest)}"), timeout=10)
-    assert len(await jobs_of(api)) == 1
-    await eventually(lambda: _has_reason(api, "TooManyMissedTimes"), timeout=10)
+async def test_only_the_latest_missed_start_is_made(virtual: Virtual) -> None:
+    # The controller is down for three hours (and ten seconds into a minute): 180 starts
+    # were missed; the last one is made, with a warning.
+    await virtual.api.create(a_cronjob())
+    await virtual.clock.advance(hours=3, seconds=-20)
+    latest = virtual.clock.now().replace(second=0)
+    async with virtual.controllers():
+        await virtual.clock.settle()
+        assert set(await jobs_of(virtual.api)) == {f"tick-{minutes(latest)}"}
+        assert "TooManyMissedTimes" in await reasons(virtual.api)
 
 
-async def test_a_start_past_its_deadline_is_not_made(api: Client, shifted: ShiftedClock) -> None:
-    # One hour on and 40 s into a minute: that minute's start is 40 s late.
-    moved = clock.RealClock().now() + timedelta(hours=1)
-    shifted.offset = (moved.replace(second=40) - clock.RealClock().now()).total_seconds()
-    await api.create(a_cronjob(startingDeadlineSeconds=30))
-    await api.create(a_cronjob("late-ok", startingDeadlineSeconds=60))
-    await eventually(lambda: _has(api, f"late-ok-{minutes(moved)}", "late-ok"), timeout=10)
-    assert await jobs_of(api) == {}
-    assert "TooManyMissedTimes" not in await reasons(api)
+async def test_a_start_past_its_deadline_is_not_made(virtual: Virtual) -> None:
+    # Down for an hour, back 40 s into a minute: that minute's start is 40 s late.
+    await virtual.api.create(a_cronjob(startingDeadlineSeconds=30))
+    await virtual.api.create(a_cronjob("late-ok", startingDeadlineSeconds=60))
+    await virtual.clock.advance(hours=1, seconds=10)
+    moved = virtual.clock.now()
+    assert moved.second == 40
+    async with virtual.controllers():
+        await virtual.clock.settle()
+        assert set(await jobs_of(virtual.api, "late-ok")) == {f"late-ok-{minutes(moved)}"}
+        assert await jobs_of(virtual.api) == {}
+        assert "TooManyMissedTimes" not in await reasons(virtual.api)
 
 
-async def test_suspended_cronjobs_start_nothing(api: Client, shifted: ShiftedClock) -> None:
-    boundary = shifted.before_next_minute(lead=-0.5)  # the minute has just begun
-    await api.create(a_cronjob(suspend=True))
-    await api.create(a_cronjob("witness"))
-    await eventually(lambda: _has(api, f"witness-{minutes(boundary)}", "witness"), timeout=10)
-    assert await jobs_of(api) == {}
-    await api.patch(CRONJOB, "tick", {"spec": {"suspend": False}}, namespace=NS)
-    await eventually(lambda: _has(api, f"tick-{minutes(boundary)}"), timeout=10)
+async def test_suspended_cronjobs_start_nothing(virtual: Virtual) -> None:
+    async with virtual.controllers():
+        await virtual.api.create(a_cronjob(suspend=True))
+        await virtual.api.create(a_cronjob("witness"))
+        # The minute has just begun (the controller looks a tenth of a second after it).
+        await virtual.clock.advance(seconds=31)
+        boundary = virtual.clock.now().replace(second=0)
+        assert set(await jobs_of(virtual.api, "witness")) == {f"witness-{minutes(boundary)}"}
+        assert await jobs_of(virtual.api) == {}
+        await virtual.api.patch(CRONJOB, "tick", {"spec": {"suspend": False}}, namespace=NS)
+        await virtual.clock.settle()
+        assert set(await jobs_of(virtual.api)) == {f"tick-{minutes(boundary)}"}
 
 
-async def test_history_limits_delete_the_oldest_finished_jobs(
-    api: Client, shifted: ShiftedClock
-) -> None:
-    boundary = shifted.before_next_minute(lead=-0.5)
-    created = await api.create(
-        a_cronjob(successfulJobsHistoryLimit=1, failedJobsHistoryLimit=0, suspend=True)
-    )
-    owner = {
-        "apiVersion": "batch/v1",
-        "kind": "CronJob",
-        "name": "tick",
-        "uid": created["metadata"]["uid"],
-        "controller": True,
-    }
-    names = ["tick-1", "tick-2", "tick-3"]
-    for name in names:
-        job = a_cronjob()["spec"]["jobTemplate"]
-        job = {
+async def test_history_limits_delete_the_oldest_finished_jobs(virtual: Virtual) -> None:
+    api = virtual.api
+    async with virtual.controllers():
+        created = await api.create(
+            a_cronjob(successfulJobsHistoryLimit=1, failedJobsHistoryLimit=0, suspend=True)
+        )
+        owner = {
             "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
-            "spec": {**job["spec"], "suspend": True},
+            "kind": "CronJob",
+            "name": "tick",
+            "uid": created["metadata"]["uid"],
+            "controller": True,
         }
-        made = await api.create(job)
-        await finish(api, made, "Failed" if name == "tick-3" else "Complete")
-    await api.patch(CRONJOB, "tick", {"spec": {"suspend": False}}, namespace=NS)
-
-    # The newest successful Job stays; the failed one goes (limit 0); then the due start.
-    async def trimmed() -> bool:
-        return set(await jobs_of(api)) == {"tick-2", f"tick-{minutes(boundary)}"}
-
-    await eventually(trimmed, timeout=10)
+        names = ["tick-1", "tick-2", "tick-3"]
+        for name in names:
+            job = a_cronjob()["spec"]["jobTemplate"]
+            job = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner]},
+                "spec": {**job["spec"], "suspend": True},
+            }
+            made = await api.create(job)
+            await finish(api, made, "Failed" if name == "tick-3" else "Complete")
+        await virtual.clock.advance(seconds=30)
+        boundary = virtual.clock.now()
+        await api.patch(CRONJOB, "tick", {"spec": {"suspend": False}}, namespace=NS)
+        await virtual.clock.settle()
+        # The newest successful Job stays; the failed one goes (limit 0); then the due start.
+        assert set(await jobs_of(api)) == {"tick-2", f"tick-{minutes(boundary)}"}
 
 
 async def test_a_time_zone_places_the_schedule(api: Client, shifted: ShiftedClock) -> None:
@@ -333,6 +386,62 @@ async def _job(api: Client, name: str) -> dict[str, Any]:
 
 async def _has_reason(api: Client, reason: str) -> bool:
     return reason in await reasons(api)
+
+
+# -- a day on a virtual clock --------------------------------------------------------------------
+
+
+class JobsFinish(Reconciler):
+    """The Job controller's part, at once: a Job scheduled for an even minute completes, one
+    for an odd minute fails. `finished` names every Job it saw."""
+
+    def __init__(self) -> None:
+        self.finished: set[str] = set()
+
+    async def reconcile(self, request: Request) -> Result | None:
+        try:
+            job = await self.client.get(JOB, request.name, namespace=request.namespace)
+        except NotFound:
+            return None
+        if (job.get("status") or {}).get("conditions"):
+            return None
+        self.finished.add(request.name)
+        scheduled = datetime.fromisoformat(job["metadata"]["annotations"][SCHEDULED])
+        await finish(self.client, job, "Complete" if scheduled.minute % 2 == 0 else "Failed")
+        return None
+
+
+async def test_a_day_of_minute_schedules_keeps_exactly_the_history_limits(
+    virtual: Virtual,
+) -> None:
+    api = virtual.api
+    await api.create(a_cronjob(successfulJobsHistoryLimit=3, failedJobsHistoryLimit=2))
+    finishing = JobsFinish()
+    async with virtual.controllers(finishing):
+        await virtual.clock.advance(days=1)
+    # 1440 starts, from 00:01 to midnight; the newest of each outcome are kept.
+    end = VIRTUAL_START.replace(second=0) + timedelta(days=1)
+    kept = await jobs_of(api)
+    succeeded = sorted(n for n, j in kept.items() if (j.get("status") or {}).get("succeeded"))
+    failed = sorted(n for n, j in kept.items() if (j.get("status") or {}).get("failed"))
+    last = minutes(end)
+    assert succeeded == [f"tick-{m}" for m in (last - 4, last - 2, last)]
+    assert failed == [f"tick-{m}" for m in (last - 3, last - 1)]
+    assert len(kept) == 5
+    status = await status_of(api)
+    assert status["lastScheduleTime"] == stamp(end)
+    assert status["lastSuccessfulTime"] == stamp(end)
+    assert "active" not in status
+    events = await api.list("v1/Event", namespace=NS)
+    assert len(finishing.finished) == 24 * 60
+    # A Job a minute is more than the recorder passes on as Events of their own: after nine
+    # distinct messages in ten minutes the tenth and later are combined into one series, and the
+    # spam filter (a burst of 25, then one per five minutes) drops the rest, as client-go's
+    # EventCorrelator does.
+    created = [e for e in events if e.get("reason") == "SuccessfulCreate"]
+    combined = [e for e in created if e["message"].startswith("(combined from similar events)")]
+    assert len(created) == 10 and len(combined) == 1
+    assert 1 < combined[0]["series"]["count"] < 24 * 60
 
 
 # -- the whole cluster ---------------------------------------------------------------------------

@@ -105,7 +105,8 @@ def generate_certificates(
     named `common_name`.
 
     Elliptic-curve keys keep generation to a few milliseconds, so every server start (and
-    every test environment) gets fresh credentials.
+    every test environment) gets fresh credentials. Dated by the machine's clock, which is
+    what TLS checks them against.
     """
     now = dt.datetime.now(dt.UTC)
     start = now - dt.timedelta(minutes=5)  # tolerate small clock differences
@@ -241,7 +242,8 @@ def _signed(
     names: x509.SubjectAlternativeName | None = None,
 ) -> bytes:
     """A leaf certificate the CA signs, PEM-encoded: backdated a little, never valid past
-    the CA's own end, with the given usages (see KEY_USAGES, EXTENDED_USAGES) and names."""
+    the CA's own end, with the given usages (see KEY_USAGES, EXTENDED_USAGES) and names.
+    Dated by the machine's clock, which is what TLS checks them against."""
     ca_key, ca_cert = ca
     now = dt.datetime.now(dt.UTC)
     flags = dict.fromkeys(set(KEY_USAGES.values()), False)

@@ -12,13 +12,14 @@ it, in UTC with whole seconds (Time) or six fractional digits (MicroTime).
 from __future__ import annotations
 
 import re
-import time
 from datetime import UTC, datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Annotated, Any, TypeAlias
 
 import annotated_types
 from pydantic import BeforeValidator, PlainSerializer
+
+from kubeforge import clock
 
 __all__ = [
     "MicroTime",
@@ -39,8 +40,9 @@ _RFC3339_RE = re.compile(
 
 
 def now() -> datetime:
-    """The current time in UTC, in whole seconds as metav1.Time keeps it."""
-    return datetime.now(UTC).replace(microsecond=0)
+    """The current time of the process's clock in UTC, in whole seconds as metav1.Time
+    keeps it."""
+    return clock.now().replace(microsecond=0)
 
 
 def format_time(moment: datetime) -> str:
@@ -69,9 +71,9 @@ _last_text = ""
 
 
 def now_rfc3339() -> str:
-    """The current time as a metav1.Time string."""
+    """The current time of the process's clock as a metav1.Time string."""
     global _last_second, _last_text
-    second = int(time.time())
+    second = int(clock.time())
     if second != _last_second:  # formatting once a second keeps it off the write path
         _last_text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         _last_second = second
@@ -79,8 +81,8 @@ def now_rfc3339() -> str:
 
 
 def now_micro_time() -> str:
-    """The current time as a metav1.MicroTime string."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """The current time of the process's clock as a metav1.MicroTime string."""
+    return clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @lru_cache(maxsize=8192)

@@ -15,7 +15,6 @@ import datetime as dt
 import secrets
 from typing import Any
 
-from kubeforge import clock
 from kubeforge._api.machinery.timestamps import format_time, now_rfc3339
 from kubeforge._apiserver.auth.tokenrequest import read_token_request, validate_token_request
 from kubeforge._apiserver.auth.tokens import BoundObject, TokenIssuer
@@ -158,13 +157,15 @@ class PodAdmission:
         return self.store.get(SERVICE_ACCOUNTS, call.namespace, "default") is None
 
     async def wait_for_default(self, namespace: str, timeout: float = 10.0) -> None:
-        """Wait a little for a namespace's default account, as upstream's plugin retries."""
+        """Wait a little for a namespace's default account, as upstream's plugin retries.
+        The machine's time: this waits for another component to act, and a request held on a
+        virtual clock nobody advances would never be answered."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while self.store.get(SERVICE_ACCOUNTS, namespace, "default") is None:
             if loop.time() >= deadline:
                 return
-            await clock.sleep(0.05)
+            await asyncio.sleep(0.05)
 
     def __call__(self, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         if old is not None or rt.group != "" or rt.plural != "pods":

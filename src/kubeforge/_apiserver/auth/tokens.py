@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+
+from kubeforge import clock as process_clock
 
 __all__ = [
     "DEFAULT_ISSUER",
@@ -114,13 +115,14 @@ def _bound(value: Any, kind: str) -> BoundObject | None:
 
 class TokenIssuer:
     """Signs and verifies this server's ServiceAccount tokens; `clock` (seconds since the
-    epoch) dates new tokens and judges expiry, so a test can move it instead of waiting."""
+    epoch; the process's clock by default) dates new tokens and judges expiry, so a test can
+    move it instead of waiting."""
 
     def __init__(
         self,
         key: ec.EllipticCurvePrivateKey | None = None,
         issuer: str = DEFAULT_ISSUER,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = process_clock.time,
     ) -> None:
         self.clock = clock
         self.key = key or ec.generate_private_key(ec.SECP256R1())

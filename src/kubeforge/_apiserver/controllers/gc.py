@@ -112,7 +112,7 @@ class WorkQueue:
                 timeout = self._delayed[0][0] - clock.monotonic() if self._delayed else None
                 if timeout is None or timeout > 0:
                     try:
-                        await asyncio.wait_for(self._wakeup.wait(), timeout)
+                        await clock.wait_for(self._wakeup.wait(), timeout)
                     except TimeoutError:
                         pass
                 continue

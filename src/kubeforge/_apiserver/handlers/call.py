@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from kubeforge._apiserver.request.errors import StatusError
 from kubeforge._apiserver.request.info import RequestInfo
 from kubeforge._apiserver.request.user import ADMIN, UserInfo
-from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.storage.store import Revisions, StoredObject
 from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = ["Admissions", "Admitting", "Call", "stored_object"]
@@ -141,7 +141,7 @@ class Call:
         self.warnings.extend(messages)
 
 
-def stored_object(store: Store, call: Call) -> StoredObject:
+def stored_object(store: Revisions, call: Call) -> StoredObject:
     """The object the request names, or 404."""
     stored = store.get(call.rt.group_resource, call.namespace, call.name)
     if stored is None:

@@ -95,8 +95,12 @@ def json_response(
 
 
 def status_response(exc: StatusError, warnings: list[str] | None = None) -> Response:
-    """A failure as its Status object."""
+    """A failure as its Status object; one that says when to retry says it in a Retry-After
+    header too, as responsewriters.ErrorNegotiated writes it."""
     headers = list(exc.headers.items()) + warning_headers(warnings)
+    retry_after = (exc.details or {}).get("retryAfterSeconds")
+    if isinstance(retry_after, int) and retry_after > 0 and "Retry-After" not in exc.headers:
+        headers.append(("Retry-After", str(retry_after)))
     return Response(exc.code, orjson.dumps(exc.status(), option=LINE), headers=headers)
 
 

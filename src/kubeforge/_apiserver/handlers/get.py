@@ -32,7 +32,7 @@ from kubeforge._apiserver.storage.listing import (
     list_converted,
     list_objects,
 )
-from kubeforge._apiserver.storage.store import Store, StoredObject
+from kubeforge._apiserver.storage.store import Revisions, StoredObject
 
 __all__ = ["ReadHandler"]
 
@@ -40,7 +40,7 @@ __all__ = ["ReadHandler"]
 class ReadHandler:
     """Answers get and list."""
 
-    def __init__(self, store: Store, codec: Codec, components: ComponentStatuses) -> None:
+    def __init__(self, store: Revisions, codec: Codec, components: ComponentStatuses) -> None:
         self.store = store
         self.codec = codec
         self.components = components

@@ -13,7 +13,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial as bind
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -28,10 +28,18 @@ from kubeforge._apiserver.storage.codec import Codec
 from kubeforge._apiserver.storage.listing import BatchConverter, Selection, parse_resource_version
 from kubeforge._apiserver.storage.store import Event, Expired, Store, StoredObject, Watcher
 
-__all__ = ["WatchStreams"]
+__all__ = ["StreamFaults", "WatchStreams"]
 
 TableEncoder = Callable[[list[dict[str, Any]], bool], dict[str, Any]]
 Predicate = Callable[[dict[str, Any]], bool]
+
+
+class StreamFaults(Protocol):
+    """Faults a test injects into watch streams (kubeforge.testing's ServerFaults)."""
+
+    def watch(self, call: Call, since: int | None, start: Callable[[], Watcher]) -> Watcher:
+        """Open the watch `call` asks for with `start()`, or refuse its resourceVersion
+        (`since`) by raising Expired; the watcher may be given a gate."""
 
 
 class WatchStreams:
@@ -41,7 +49,10 @@ class WatchStreams:
         self.store = store
         self.codec = codec
         self.bookmark_interval = bookmark_interval
-        self.active: set[Watcher] = set()
+        # Every open watch and the request that opened it.
+        self.active: dict[Watcher, Call] = {}
+        # Set while a test injects faults into watches (testing/serverfaults.py).
+        self.faults: StreamFaults | None = None
 
     def close_all(self) -> None:
         """End every open watch."""
@@ -150,13 +161,17 @@ class WatchStreams:
             # Selected after conversion, in the version watched.
             converted_filter, predicate = predicate, None
         encode = _ConvertingEncoder(convert, rt.api_version, converted_filter) if convert else None
+        start = bind(self.store.watch, rt.group_resource, namespace, predicate, rv or None)
+        faults = self.faults
         try:
-            watcher = self.store.watch(rt.group_resource, namespace, predicate, rv or None)
+            watcher = start() if faults is None else faults.watch(call, rv or None, start)
         except Expired as exc:
             await response.write(_error_line(410, "Expired", str(exc)))
             return response
 
-        self.active.add(watcher)
+        self.active[watcher] = call
+        # The machine's time: a watch's timeout and its bookmarks pace a connection, as
+        # kube-apiserver's do; a virtual clock a test advances leaves them be.
         deadline = time.monotonic() + timeout
         next_bookmark = time.monotonic() + self.bookmark_interval
         first_table = True
@@ -190,10 +205,16 @@ class WatchStreams:
                     await response.write(data)
                 if watcher.closed:
                     break
-                if bookmarks and time.monotonic() >= next_bookmark and not watcher.pending:
-                    await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    # Not past events still queued or held back: the next one will do.
+                    if watcher.settled:
+                        revision = self.store.revision
+                        await response.write(_bookmark(rt.kind, rt.api_version, revision))
                     next_bookmark = time.monotonic() + self.bookmark_interval
-            if bookmarks and not watcher.closed:
+            if watcher.expired is not None:
+                # As etcd's compaction cancels a watch behind it: the client lists again.
+                await response.write(_error_line(410, "Expired", str(watcher.expired)))
+            elif bookmarks and not watcher.closed and watcher.settled:
                 # A last bookmark lets the client resume from the newest revision.
                 await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
         except StatusError as exc:
@@ -203,7 +224,7 @@ class WatchStreams:
             pass  # the client went away: a normal end for a watch
         finally:
             watcher.close()
-            self.active.discard(watcher)
+            self.active.pop(watcher, None)
         return response
 
     @staticmethod

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import name_of
 from kubeforge._api.machinery.fielderror import FieldError
 from kubeforge._api.machinery.names import validate_object_meta, validate_object_meta_update
@@ -606,4 +607,4 @@ def _grace_period(rt: ResourceType, obj: dict[str, Any], options: dict[str, Any]
 
 
 def _deletion_time(grace: int) -> str:
-    return format_time(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=grace))
+    return format_time(clock.now() + dt.timedelta(seconds=grace))

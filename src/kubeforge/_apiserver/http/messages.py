@@ -350,7 +350,8 @@ _date_cache: list[Any] = [0, ""]
 
 
 def _date() -> str:
-    """The Date header, formatted at most once a second."""
+    """The Date header, formatted at most once a second. The machine's time, as Go's
+    net/http writes it: it belongs to the HTTP exchange, not to the cluster's objects."""
     now = int(time.time())
     if _date_cache[0] != now:
         _date_cache[0] = now

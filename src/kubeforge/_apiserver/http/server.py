@@ -617,6 +617,8 @@ class _Connection(asyncio.Protocol):
         self.queue.append(_Canned(response, False))
 
     # timeouts -----------------------------------------------------------------------------
+    # The event loop's time, the machine's: these bound a client's I/O, whatever clock the
+    # cluster's objects live by (a virtual clock in tests leaves connections alone).
 
     def _expire_in(self, seconds: float) -> None:
         self.deadline = self.loop.time() + seconds

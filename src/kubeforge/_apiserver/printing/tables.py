@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final, Protocol
 
 import orjson
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import name_of
 from kubeforge._api.machinery.durations import human_duration
 from kubeforge._api.machinery.jsonpath import JSONPath, JSONPathError, compile_path
@@ -265,7 +266,7 @@ def to_table(
     if table_version not in TABLE_VERSIONS:
         raise ValueError(f"unsupported Table version {table_version!r}")
     api_version = f"meta.k8s.io/{table_version}"
-    moment = now or datetime.now(UTC)
+    moment = now or clock.now()
     convertor = _convertor(rt)
     rows: list[dict[str, Any]] = []
     for obj in objects:

@@ -93,7 +93,7 @@ class RequestMetrics:
         self, request: Request, info: RequestInfo, handle: Callable[[Request, RequestInfo], Answer]
     ) -> Answer:
         """Answer a resource request with `handle`, counting it; streams count when they end."""
-        started = perf_counter()
+        started = perf_counter()  # latency is the machine's time on any clock
         labels = _labels(request, info)
         if info.verb == "watch" or info.subresource in _LONG_RUNNING:
             try:

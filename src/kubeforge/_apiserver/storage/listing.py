@@ -24,7 +24,7 @@ from kubeforge._api.machinery.selectors import (
     field_value,
 )
 from kubeforge._apiserver.request.errors import StatusError
-from kubeforge._apiserver.storage.store import Expired, Store, StoredObject
+from kubeforge._apiserver.storage.store import Expired, Revisions, StoredObject
 from kubeforge._apiserver.types.resource import ResourceType
 
 __all__ = [
@@ -210,7 +210,7 @@ def _decode_token(token: str) -> tuple[int, tuple[str, str]]:
 
 
 def list_objects(
-    store: Store,
+    store: Revisions,
     rt: ResourceType,
     namespace: str | None,
     selection: Selection,
@@ -269,7 +269,7 @@ def list_objects(
 
 
 async def list_converted(
-    store: Store,
+    store: Revisions,
     rt: ResourceType,
     namespace: str | None,
     selection: Selection,

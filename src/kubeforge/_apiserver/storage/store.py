@@ -32,8 +32,10 @@ __all__ = [
     "Backend",
     "Collection",
     "Event",
+    "EventGate",
     "EventType",
     "Expired",
+    "Revisions",
     "Store",
     "StoredObject",
     "Watcher",
@@ -49,8 +51,8 @@ Predicate = Callable[[dict[str, Any]], bool]
 class Expired(Exception):
     """The requested resourceVersion is older than the history kept."""
 
-    def __init__(self, requested: int, oldest: int) -> None:
-        super().__init__(f"too old resource version: {requested} ({oldest})")
+    def __init__(self, requested: int, oldest: int, message: str | None = None) -> None:
+        super().__init__(message or f"too old resource version: {requested} ({oldest})")
         self.requested = requested
         self.oldest = oldest
 
@@ -174,6 +176,18 @@ class Backend(Protocol):
         """Persist one change (raw None: deleted) and its event before it is acknowledged."""
 
 
+class EventGate(Protocol):
+    """Holds back or reshapes what one watch delivers: a fault a test installs (a lagging or
+    coalescing stream). Without one a watch delivers every event as it is committed."""
+
+    def admit(self, batch: list[tuple[Event, str]]) -> list[tuple[Event, str]]:
+        """What of `batch` (and of what it held before) goes out now, in order."""
+
+    @property
+    def holding(self) -> bool:
+        """Whether events are held back (a bookmark now would skip them)."""
+
+
 class Watcher:
     """One watch stream's queue of events. The server drains it with `next_batch()`."""
 
@@ -191,6 +205,9 @@ class Watcher:
         self.pending: list[tuple[Event, str]] = []
         self.overflowed = False
         self.closed = False
+        # Set when the stream ends because its history was compacted away (410 Gone).
+        self.expired: Expired | None = None
+        self.gate: EventGate | None = None
         self._wakeup: asyncio.Event = asyncio.Event()
 
     def _matches(self, stored: StoredObject | None) -> bool:
@@ -236,12 +253,29 @@ class Watcher:
             except TimeoutError:
                 pass
         batch, self.pending = self.pending, []
+        gate = self.gate
+        if gate is not None:
+            return gate.admit(batch)
         return batch
+
+    @property
+    def settled(self) -> bool:
+        """Nothing queued or held back: a bookmark at the current revision skips nothing."""
+        return not self.pending and (self.gate is None or not self.gate.holding)
+
+    def wake(self) -> None:
+        """Have `next_batch` return now (a gate has events due)."""
+        self._wakeup.set()
 
     def close(self) -> None:
         self.closed = True
         self.collection.watchers.discard(self)
         self._wakeup.set()
+
+    def expire(self, exc: Expired) -> None:
+        """End the stream as a compaction past its revision does: with 410 Gone."""
+        self.expired = exc
+        self.close()
 
 
 def _deliver(watcher: Watcher, event: Event) -> None:
@@ -329,6 +363,23 @@ class Collection:
             elif event.old is not None:
                 state[event.old.key] = event.old
         return state
+
+
+class Revisions(Protocol):
+    """What a read needs of the store: the objects now or at a past revision. `Store` is one;
+    a view pinned to an older revision is another."""
+
+    @property
+    def revision(self) -> int:
+        """The newest revision this view has."""
+
+    def get(self, gr: GroupResource, namespace: str, name: str) -> StoredObject | None:
+        """One object, or None."""
+
+    def state_at(
+        self, gr: GroupResource, rv: int | None, namespace: str | None = None
+    ) -> tuple[Mapping[Key, StoredObject], list[Key]]:
+        """The objects by key and their keys in order, now (None) or as of revision `rv`."""
 
 
 class Store:

@@ -1,14 +1,16 @@
 """What the streaming protocols run on: a connection's bytes in both directions (the HTTP
 layer's `Upgraded`, or SPDY tunnelled through WebSocket messages), and the idle timeout
-that ends a connection nothing has crossed for a while."""
+that ends a connection nothing has crossed for a while.
+
+Its timeouts are the machine's time, as a connection's are: they bound I/O, whatever clock the
+cluster's objects live by."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
-
-from kubeforge import clock
 
 __all__ = ["IDLE_TIMEOUT", "ByteStream", "IdleTimer", "within"]
 
@@ -35,18 +37,20 @@ class IdleTimer:
     def __init__(self, timeout: float, expired: Callable[[], None]) -> None:
         self.timeout = timeout
         self._expired = expired
-        self._last = clock.monotonic()
-        self._timer: clock.Timer | None = clock.call_later(timeout, self._check)
+        self._last = time.monotonic()
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(
+            timeout, self._check
+        )
 
     def touch(self) -> None:
-        self._last = clock.monotonic()
+        self._last = time.monotonic()
 
     def _check(self) -> None:
         if self._timer is None:
             return
-        remaining = self._last + self.timeout - clock.monotonic()
+        remaining = self._last + self.timeout - time.monotonic()
         if remaining > 0:
-            self._timer = clock.call_later(remaining, self._check)
+            self._timer = asyncio.get_running_loop().call_later(remaining, self._check)
             return
         self._timer = None
         self._expired()
@@ -58,7 +62,7 @@ class IdleTimer:
 
 
 async def within(seconds: float, awaitable: Awaitable[T]) -> T:
-    """`awaitable`'s result, or TimeoutError once `seconds` of the clock have passed."""
+    """`awaitable`'s result, or TimeoutError once `seconds` have passed."""
     task = asyncio.ensure_future(awaitable)
     expired = False
 
@@ -67,7 +71,7 @@ async def within(seconds: float, awaitable: Awaitable[T]) -> T:
         expired = True
         task.cancel()
 
-    timer = clock.call_later(seconds, expire)
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
     try:
         return await task
     except asyncio.CancelledError:

@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 import orjson
 import yaml
 
+from kubeforge.clock import activity
+
 if TYPE_CHECKING:
     import aiohttp
 
@@ -184,6 +186,9 @@ class WebhookClient:
             shown = connect = config.url + suffix
             parts = urlsplit(config.url)
             host, target_port = parts.hostname or "", parts.port or 443
+        # The webhook's timeout is the machine's time (an I/O deadline); the call is counted as
+        # in flight meanwhile, for a virtual clock to wait for.
+        activity.requests += 1
         try:
             async with asyncio.timeout(timeout):
                 async with self._session_now().post(
@@ -210,6 +215,8 @@ class WebhookClient:
             reason = _describe(exc, host, target_port)
         except OSError as exc:
             reason = str(exc)
+        finally:
+            activity.requests -= 1
         raise CallFailed.calling(f'Post "{shown}": {reason}')
 
 

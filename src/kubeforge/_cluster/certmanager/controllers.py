@@ -46,6 +46,8 @@ UP_TO_DATE = "Certificate is up to date and has not expired"
 
 
 def _now() -> dt.datetime:
+    # The machine's time: the certificates are TLS material OpenSSL checks against the
+    # machine's clock, so their issuing and renewal keep to it, on any cluster clock.
     return dt.datetime.now(dt.UTC)
 
 

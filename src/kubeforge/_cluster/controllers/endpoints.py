@@ -462,7 +462,8 @@ class SliceTracker:
 
     Slices are created with generated names, so acting on a cache that missed one would
     create a duplicate; a Service is only synced once its last writes are visible (or a
-    while has passed, in case an event was lost).
+    while has passed, in case an event was lost: the machine's time, since what it waits
+    for is a watch event on its way).
     """
 
     def __init__(self, patience: float = 30.0) -> None:

@@ -26,12 +26,12 @@ from __future__ import annotations
 import asyncio
 import copy
 import functools
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubeforge import clock
 from kubeforge._api.machinery.access import (
     controller_ref,
     is_deleting,
@@ -138,7 +138,7 @@ def _finish_time(pod: Mapping[str, Any]) -> float:
     if ends and all(end is not None for end in ends):
         return max(end.timestamp() for end in ends if end is not None)
     deleted = parse_time_or_none(meta_of(pod).get("deletionTimestamp"))
-    return deleted.timestamp() if deleted is not None else time.time()
+    return deleted.timestamp() if deleted is not None else clock.time()
 
 
 # -- indexed jobs ----------------------------------------------------------------------------
@@ -723,7 +723,7 @@ class _JobSync:
         missing = wanted - pending - active
         if missing <= 0:
             return active, ready, terminating, None
-        wait = backoff.remaining(self.r.pod_failure_backoff, self.r.max_backoff, time.time())
+        wait = backoff.remaining(self.r.pod_failure_backoff, self.r.max_backoff, clock.time())
         if wait > 0:
             self._requeue(wait)
             return active, ready, terminating, None

@@ -411,7 +411,8 @@ class Shell:
         return status
 
     async def pace(self) -> None:
-        """Yield to the event loop each round; slow down loops that never sleep."""
+        """Yield to the event loop each round; slow down loops that never sleep (the
+        machine's time: this shares the processor, it is not the script's time)."""
         now = time.monotonic()
         if self.busy_since is None:
             self.busy_since = now

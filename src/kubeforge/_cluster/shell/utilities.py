@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol
 
+from kubeforge import clock
 from kubeforge._cluster.shell.arithmetic import evaluate
 from kubeforge._cluster.shell.control import TO_LOG, Exit, LoopControl, Output, program_name
 from kubeforge._cluster.shell.syntax import ASSIGNMENT
@@ -181,7 +182,7 @@ async def _sleep(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
     if sh.sleep_seconds is not None:
         total = sh.sleep_seconds
     sh.busy_since = None
-    await asyncio.sleep(total)
+    await clock.sleep(total)
     return 0
 
 
@@ -213,7 +214,7 @@ async def _date(sh: ShellContext, argv: list[str], stdin: bytes) -> int:
             fmt = "%Y-%m-%d"
         elif arg == "-R":
             fmt = "%a, %d %b %Y %H:%M:%S +0000"
-    now = time.time()
+    now = clock.time()
     text = time.strftime(fmt.replace("%N", "{nanos}").replace("%s", "{epoch}"), time.gmtime(now))
     text = text.replace("{nanos}", f"{int(now % 1 * 1e9):09d}").replace("{epoch}", str(int(now)))
     sh.write(text + "\n")

@@ -1,0 +1,30 @@
+"""On deletion: the finalizer off first, then the record."""
+
+from __future__ import annotations
+
+from kinds import FINALIZER, Record, RecordSpec, Widget, key, record_name
+
+import kubeforge
+
+
+class WidgetReconciler(kubeforge.Reconciler):
+    async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
+        try:
+            widget = await self.client.get(Widget, request.name, namespace=request.namespace)
+        except kubeforge.NotFound:
+            return None
+        if widget.metadata.deletion_timestamp is not None:
+            await kubeforge.release_finalizer(self.client, widget, FINALIZER)
+            await kubeforge.ignore_not_found(self.client.delete(Record, record_name(widget)))
+            return None
+        await kubeforge.ensure_finalizer(self.client, widget, FINALIZER)
+        record = Record(
+            metadata=kubeforge.ObjectMeta(name=record_name(widget)),
+            spec=RecordSpec(widget=key(widget)),
+        )
+        await kubeforge.ignore_already_exists(self.client.create(record))
+        return None
+
+
+def setup(manager: kubeforge.Manager) -> None:
+    manager.controller().for_(Widget).complete(WidgetReconciler())
