@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import gc
 import json
 import os
@@ -234,7 +235,8 @@ async def converge(kubeconfig: Path, count: int) -> dict[str, float]:
 
     config = load_kubeconfig(kubeconfig)
     async with Client(config) as client:
-        await client.create(CRD)
+        # create() fills in what the server stored: each run creates from a fresh copy.
+        await client.create(copy.deepcopy(CRD))
         await client.wait_established([CRD["metadata"]["name"]])
         gate = asyncio.Semaphore(32)
 

@@ -72,3 +72,13 @@ def test_raw_under_gives_keys_and_bytes_of_an_index_value() -> None:
     assert sorted(found) == ["default/a", "default/b"]
     assert found["default/a"] is store.raw("default/a")
     assert store.raw_under(NODE, "n3") == []
+
+
+def test_replace_hands_on_the_old_object_it_decoded_for_the_indexes() -> None:
+    store = Store({NODE: by_node})
+    assert store.replace(pod("a", "n1")) == (None, None)
+    old_bytes = store.raw("default/a")
+    previous, before = store.replace(pod("a", "n2"))
+    assert previous is old_bytes
+    assert before == pod("a", "n1")
+    assert store.by_index(NODE, "n2") == ["default/a"]

@@ -164,11 +164,14 @@ class Reflector:
             self.handler.on_delete(obj)
         else:
             data = dumps_exact(obj)
-            previous = self.store.put(obj, data)
+            previous, before = self.store.replace(obj, data)
             if previous is None:
                 self.handler.on_add(obj, False)
             elif previous != data:
-                self.handler.on_update(orjson.loads(previous), obj)
+                # The store decoded the old object to move it in its indexes.
+                self.handler.on_update(
+                    before if before is not None else orjson.loads(previous), obj
+                )
 
     def _confirm(self, key: str, written: _Written, obj: dict[str, Any], *, deleted: bool) -> None:
         """A watch event for a key the store holds a written object of."""

@@ -2,9 +2,10 @@
 
 Python dicts cost several times an object's JSON size; keeping each object as its encoded
 bytes (decoded on every read, which also gives each reader a private copy) holds the cache
-near its wire size. Indexes map index values to object keys; the values each key is found
-under are kept too (a few strings per object), so a change takes an object out of the
-values it left without decoding its old bytes or running the index functions on them.
+near its wire size. Indexes map index values to object keys; an object's old index values
+are recomputed from its old bytes when it changes, so no reverse map is kept (`replace`
+hands the decoded old object on, for the informer to tell its handlers without decoding it
+again).
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ class Store:
         }
         self._indexers.update(indexers or {})
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
-        # Key -> the values it is found under, one tuple per index (in _indexers' order).
-        self._values: dict[str, list[tuple[str, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -91,45 +90,56 @@ class Store:
         index: dict[str, set[str]] = {}
         self._indexes[name] = index
         for key, data in self._objects.items():
-            values = tuple(fn(orjson.loads(data)))
-            self._values[key].append(values)
-            for value in values:
+            for value in fn(orjson.loads(data)):
                 index.setdefault(value, set()).add(key)
 
-    def _index(self, key: str, obj: Mapping[str, Any] | None) -> None:
-        """Move `key` to the index values of `obj` (None: out of every index)."""
-        before = self._values.pop(key, None)
-        after = [tuple(fn(obj)) for fn in self._indexers.values()] if obj is not None else None
-        if after is not None:
-            self._values[key] = after
-        for i, index in enumerate(self._indexes.values()):
-            old = before[i] if before is not None else ()
-            new = after[i] if after is not None else ()
-            if old == new:
-                continue
-            for value in set(old).difference(new):
+    def _index(
+        self, key: str, obj: Mapping[str, Any] | None, old: bytes | None
+    ) -> dict[str, Any] | None:
+        """Move `key` from the index values of its old bytes to those of `obj`; returns the
+        old object decoded (None when there was none)."""
+        if old is None and obj is not None:
+            # A new key: nothing to take out of the indexes.
+            for name, fn in self._indexers.items():
+                index = self._indexes[name]
+                for value in fn(obj):
+                    index.setdefault(value, set()).add(key)
+            return None
+        old_obj: dict[str, Any] | None = orjson.loads(old) if old is not None else None
+        for name, fn in self._indexers.items():
+            index = self._indexes[name]
+            before = set(fn(old_obj)) if old_obj is not None else set()
+            after = set(fn(obj)) if obj is not None else set()
+            for value in before - after:
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
                         del index[value]
-            for value in new:
+            for value in after - before:
                 index.setdefault(value, set()).add(key)
+        return old_obj
 
     def put(self, obj: Mapping[str, Any], data: bytes | None = None) -> bytes | None:
         """Store an object (its encoding may be given); returns the previous bytes."""
+        return self.replace(obj, data)[0]
+
+    def replace(
+        self, obj: Mapping[str, Any], data: bytes | None = None
+    ) -> tuple[bytes | None, dict[str, Any] | None]:
+        """Store an object (its encoding may be given); returns the previous bytes and the
+        previous object, decoded to move it in the indexes (None and None when new)."""
         key = key_of(obj)
         encoded = data if data is not None else dumps_exact(obj)
         old = self._objects.get(key)
         self._objects[key] = encoded
-        self._index(key, obj)
-        return old
+        return old, self._index(key, obj, old)
 
     def delete(self, key: str) -> bytes | None:
         """Remove an object; returns its last bytes."""
         old = self._objects.pop(key, None)
         if old is not None:
-            self._index(key, None)
+            self._index(key, None, old)
         return old
 
     def index_names(self) -> frozenset[str]:
@@ -172,13 +182,10 @@ class Store:
         fresh = Store()
         fresh._indexers = dict(self._indexers)
         fresh._indexes = {name: {} for name in self._indexers}
-        fresh._values = {}
         return fresh
 
     def take(self, other: Store) -> None:
         """Become `other`'s contents at once (the atomic swap after a re-list)."""
         self._objects = other._objects
         self._indexes = other._indexes
-        self._values = other._values
         other._objects, other._indexes = {}, {name: {} for name in other._indexers}
-        other._values = {}
