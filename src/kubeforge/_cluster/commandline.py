@@ -10,6 +10,7 @@ is a program of its own.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -72,6 +73,7 @@ def image_name(image: str) -> str:
     return "/".join(parts)
 
 
+@functools.lru_cache(maxsize=256)
 def full_image(image: str) -> str:
     """An image reference as the container runtime reports and resolves it:
     `nginx` -> `docker.io/library/nginx:latest`, so the spellings of one image match."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import secrets
@@ -73,6 +74,7 @@ def _go_duration(seconds: float) -> str:
     return f"{int(minutes)}m{text}" if minutes else text
 
 
+@functools.lru_cache(maxsize=256)
 def _image_id(image: str) -> str:
     full = full_image(image)
     repository = full.split("@")[0].rsplit(":", 1)[0] if "@" not in full else full.split("@")[0]

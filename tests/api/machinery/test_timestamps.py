@@ -60,3 +60,13 @@ def test_now_reads_back() -> None:
     after = datetime.now(UTC)
     assert before <= seconds <= after
     assert before <= micro <= after
+
+
+def test_now_is_the_process_clocks_to_the_microsecond() -> None:
+    from kubeforge.clock import VirtualClock, use
+
+    virtual = VirtualClock(datetime(2031, 2, 3, 4, 5, 6, 123_457, tzinfo=UTC))
+    with use(virtual):
+        assert now_micro_time() == "2031-02-03T04:05:06.123457Z"
+        assert now_rfc3339() == "2031-02-03T04:05:06Z"
+        assert parse_time(now_micro_time()) == virtual.now()
