@@ -9,8 +9,9 @@ pkg/controller/endpointslice), a pod event here queues its owner after a delay, 
 later events join it; so do the owner's own status-only updates, which its syncs write
 after each batch. The delay follows the pods the owner's last sync read: none below
 `SyncCost.THRESHOLD` (such objects are synced at once), then 0.1 ms a pod up to one second
-(0.1 s for 1,000 pods), some five times what the sync costs, so syncing one object takes
-at most about a sixth of the event loop however many pods it has.
+(0.1 s for 1,000 pods), many times what the sync costs (it reads a summary of each pod,
+`_podstate.PodSummary`), so syncing one object takes a small share of the event loop
+however many pods it has.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class SyncCost:
 
     # Below this many pods a sync is cheap: events queue the owner at once.
     THRESHOLD = 500
-    # Seconds of delay per pod read (a sync costs some 20 µs of CPU a pod).
+    # Seconds of delay per pod read (a sync costs a few µs of CPU a pod).
     SECONDS_PER_POD = 0.0001
     MAX_DELAY = 1.0
 
