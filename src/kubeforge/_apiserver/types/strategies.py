@@ -258,20 +258,21 @@ class PodStrategy(BuiltinStrategy):
 
     __slots__ = ("_status_writes",)
 
-    def __init__(
-        self,
-        defaulter: Callable[[Obj], None] | None = None,
-        validators: tuple[CreateValidator, UpdateValidator] | None = None,
-        status: Obj | None = None,
-        strict_finalizers: bool = True,
-    ) -> None:
-        super().__init__(defaulter, validators, status, strict_finalizers)
-        self._status_writes = PodStatusStrategy(
-            defaulter, (validate_pod, validate_pod_status_update), status, strict_finalizers
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._status_writes: PodStatusStrategy | None = None
 
     def for_subresource(self, name: str) -> Strategy:
-        return self._status_writes if name == "status" else self
+        if name != "status":
+            return self
+        if self._status_writes is None:
+            self._status_writes = PodStatusStrategy(
+                self._defaulter,
+                (validate_pod, validate_pod_status_update),
+                self._status,
+                self._strict_finalizers,
+            )
+        return self._status_writes
 
     def prepare_create(self, obj: Obj) -> None:
         spec = obj.get("spec")
