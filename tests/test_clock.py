@@ -228,3 +228,14 @@ async def test_advancing_is_one_at_a_time_and_only_forward() -> None:
 async def test_the_real_clock_cannot_be_advanced() -> None:
     with pytest.raises(RuntimeError, match="VirtualClock"):
         await clock.RealClock().advance(hours=1)
+
+
+def test_cancelled_timers_do_not_pile_up_on_a_clock_nobody_advances() -> None:
+    virtual = clock.VirtualClock(START)
+    kept = virtual.call_later(3600, lambda: None)
+    for _ in range(1000):
+        virtual.call_later(60, lambda: None).cancel()
+    assert len(virtual._timers) < 200
+    assert virtual.next_due() == START + timedelta(hours=1)
+    kept.cancel()
+    assert virtual.next_due() is None

@@ -19,6 +19,7 @@ import kubeforge
 import kubeforge.cache
 import kubeforge.client
 import kubeforge.meta
+import kubeforge.testing
 import kubeforge.workqueue
 from kubeforge.client import GetOptions, KindLike, KindOf, ListOptions, Obj, PatchOptions
 from kubeforge.models import ConfigMap
@@ -107,6 +108,9 @@ def clients(
     wrong: kubeforge.ObjectClient = blocking  # error: assignment
     unawaited: kubeforge.SyncObjectClient = cached  # error: assignment
     readers_by_hand: kubeforge.client.SyncReader = FakeReader()
+    hooks = kubeforge.testing.Interceptors()
+    intercepted: kubeforge.ObjectClient = kubeforge.testing.InterceptedClient(cached, hooks)
+    reveal_type(kubeforge.testing.intercept(live, hooks))  # reveal: kubeforge._client.client.Client
 
 
 class FakeReader:

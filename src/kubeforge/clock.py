@@ -156,9 +156,10 @@ activity = Activity()
 class _Scheduled:
     """One timer of a virtual clock."""
 
-    __slots__ = ("callback", "cancelled", "context", "due")
+    __slots__ = ("callback", "cancelled", "clock", "context", "due")
 
-    def __init__(self, due: int, callback: Callable[[], object]) -> None:
+    def __init__(self, clock: VirtualClock, due: int, callback: Callable[[], object]) -> None:
+        self.clock: VirtualClock | None = clock  # None once out of the clock's heap
         self.due = due
         self.callback = callback
         # As the event loop's timers do: the callback runs in the context it was set in.
@@ -166,7 +167,10 @@ class _Scheduled:
         self.cancelled = False
 
     def cancel(self) -> None:
-        self.cancelled = True
+        if not self.cancelled:
+            self.cancelled = True
+            if self.clock is not None:
+                self.clock._dropped()
 
 
 def _fire(timer: _Scheduled) -> None:
@@ -212,6 +216,7 @@ class VirtualClock:
         self._now = (moment.days * 86_400 + moment.seconds) * _NS + moment.microseconds * 1000
         self._monotonic_offset = _time.monotonic_ns() - self._now
         self._timers: list[tuple[int, int, _Scheduled]] = []
+        self._cancelled = 0  # cancelled timers still in the heap
         self._sequence = itertools.count()
         self._advancing = False
         self.patience = patience
@@ -248,7 +253,7 @@ class VirtualClock:
     def call_later(self, delay: float, callback: Callable[[], object]) -> Timer:
         if delay <= 0:
             return asyncio.get_running_loop().call_soon(callback)
-        timer = _Scheduled(self._now + max(round(delay * _NS), 1), callback)
+        timer = _Scheduled(self, self._now + max(round(delay * _NS), 1), callback)
         heapq.heappush(self._timers, (timer.due, next(self._sequence), timer))
         return timer
 
@@ -260,8 +265,21 @@ class VirtualClock:
     def _peek(self) -> _Scheduled | None:
         timers = self._timers
         while timers and timers[0][2].cancelled:
-            heapq.heappop(timers)
+            heapq.heappop(timers)[2].clock = None
+            self._cancelled -= 1
         return timers[0][2] if timers else None
+
+    def _dropped(self) -> None:
+        """A timer in the heap was cancelled: rebuild the heap once they are most of it
+        (a clock nobody advances would otherwise keep every timeout ever cancelled)."""
+        self._cancelled += 1
+        if self._cancelled > 64 and 2 * self._cancelled > len(self._timers):
+            for entry in self._timers:
+                if entry[2].cancelled:
+                    entry[2].clock = None
+            self._timers = [entry for entry in self._timers if not entry[2].cancelled]
+            heapq.heapify(self._timers)
+            self._cancelled = 0
 
     # Moving the clock -------------------------------------------------------------------
 
@@ -297,6 +315,7 @@ class VirtualClock:
             # then asks again for the nanoseconds it thinks are left.
             while (timer := self._peek()) is not None and timer.due <= target + _ROUNDING:
                 heapq.heappop(self._timers)
+                timer.clock = None
                 self._now = max(self._now, timer.due)
                 loop.call_soon(_fire, timer, context=timer.context)
                 await self.settle()
@@ -342,7 +361,7 @@ class VirtualClock:
                 stalled = 0
 
     def __repr__(self) -> str:
-        pending = sum(1 for entry in self._timers if not entry[2].cancelled)
+        pending = len(self._timers) - self._cancelled
         return f"<VirtualClock at {self.now().isoformat()}, {pending} timers pending>"
 
 

@@ -207,6 +207,31 @@ async def test_pod_goes_from_pending_to_running(
     assert "nginx" in logs.out
 
 
+async def test_a_running_pod_costs_its_node_one_task_and_no_copy_of_its_reported_status(
+    api: Client, cluster: list[SimulatedNode]
+) -> None:
+    await api.create(pod("lean", image="nginx"))
+    await wait_phase(api, "lean", "Running")
+    [worker] = [w for w in cluster[0]._workers.values() if w.name == "lean"]
+    # What the worker keeps of its pod: the spec it started with, not one per version, and
+    # of the status only what others own (here nothing but the phase).
+    assert worker.pod["spec"] is worker.spec
+    assert worker.pod["status"] == {"phase": "Running"}
+    assert worker.pod["metadata"]["name"] == "lean"
+    # The pod's run, and its container's: no task waiting for the deletion, none for the
+    # only container, none for each log's followers.
+    tasks = [t for t in asyncio.all_tasks() if "lean" in t.get_name() or _runs_for(t, worker)]
+    assert len(tasks) <= 3, [t.get_coro() for t in tasks]
+
+
+def _runs_for(task: asyncio.Task[Any], worker: Any) -> bool:
+    frame = task.get_coro().cr_frame  # type: ignore[union-attr]
+    return frame is not None and frame.f_locals.get("self") in (
+        worker,
+        *(slot.process for slot in worker.mains),
+    )
+
+
 async def test_echo_pod_succeeds_and_its_log_has_the_output(
     api: Client, kubectl: Kubectl, cluster: list[SimulatedNode]
 ) -> None:

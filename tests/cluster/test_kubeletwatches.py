@@ -70,3 +70,75 @@ async def test_nodes_share_their_watches_and_a_late_node_runs_pods_bound_before_
 
     await eventually(stopped, timeout=20)
     assert await running("on-0") and await running("later")
+
+
+async def test_the_nodes_read_the_controllers_informers_rather_than_watching_again(
+    env: TestEnv,
+) -> None:
+    cluster = env.cluster
+    assert cluster is not None and cluster.manager is not None
+
+    def watches(resource: str) -> float:
+        return metric_sum(
+            cluster.server, "apiserver_longrunning_requests", verb="WATCH", resource=resource
+        )
+
+    # One watch of pods and one of Nodes in the whole cluster: the controllers' informers,
+    # which the three nodes read too.
+    assert (watches("pods"), watches("nodes")) == (1, 1)
+    cache = cluster.manager.cache
+    pods = cache.informer_for("v1/Pod").store
+    # A pod created unbound reaches its node once the scheduler binds it.
+    await env.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "scheduled", "namespace": NS},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        }
+    )
+
+    async def running() -> bool:
+        pod = await env.client.get("v1/Pod", "scheduled", namespace=NS)
+        return (pod.get("status") or {}).get("phase") == "Running"
+
+    await eventually(running, timeout=20)
+    assert "default/scheduled" in pods
+
+
+async def test_a_pods_config_map_comes_from_the_controllers_informer_not_a_get(
+    env: TestEnv,
+) -> None:
+    cluster = env.cluster
+    assert cluster is not None and cluster.manager is not None
+    config_maps = cluster.manager.cache.informer_for("v1/ConfigMap").store
+    await env.client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": NS},
+            "data": {"mode": "fast"},
+        }
+    )
+    await eventually(lambda: "default/settings" in config_maps, timeout=10)
+
+    def gets() -> float:
+        return metric_sum(
+            cluster.server, "apiserver_request_total", verb="GET", resource="configmaps"
+        )
+
+    before = gets()
+    pod = bound_pod("configured", "kubeforge-node-0")
+    pod["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": "settings"}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "cfg", "mountPath": "/etc/cfg"}]
+    await env.client.create(pod)
+
+    async def running() -> bool:
+        found = await env.client.get("v1/Pod", "configured", namespace=NS)
+        return (found.get("status") or {}).get("phase") == "Running"
+
+    await eventually(running, timeout=20)
+    node = next(n for n in cluster.nodes if n.name == "kubeforge-node-0")
+    assert node.volume_files(NS, "configured")["cfg"] == {"mode": b"fast"}
+    # Neither this ConfigMap nor the namespace's kube-root-ca.crt was read with a GET.
+    assert gets() == before

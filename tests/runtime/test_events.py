@@ -179,3 +179,70 @@ async def test_series_expire_after_six_minutes_and_the_cache_is_bounded(api: Cli
     assert (await recorder.event(target, "Normal", "A", "a"))["series"]["count"] == 3
     assert "series" not in await recorder.event(target, "Normal", "B", "b")
     assert len(await events_in(api)) == 5
+
+
+async def test_recorded_similar_events_are_combined_and_an_objects_events_rate_limited(
+    api: Client,
+) -> None:
+    # As a ReplicaSet controller creating pods: one object, one reason, a note per pod.
+    target = await config_map(api, "replicas")
+    now = [1000.0]
+    recorder = EventRecorder(api, controller="replicaset-controller", clock=lambda: now[0])
+    for i in range(40):
+        recorder.record(target, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
+    await recorder.flush()
+    stored = sorted(await events_in(api), key=lambda e: e["metadata"]["name"])
+    # Nine events as they are, then one aggregate that counts the similar ones in its series,
+    # until the object's budget of 25 is spent: the rest are dropped.
+    assert [e["note"] for e in stored[:9]] == [f"Created pod: web-{i}" for i in range(9)]
+    aggregate = stored[9]
+    assert aggregate["note"] == "(combined from similar events): Created pod: web-9"
+    assert aggregate["reason"] == "SuccessfulCreate"
+    assert aggregate["series"]["count"] == 25 - 9
+    assert len(stored) == 10
+
+    # One more event is allowed every five minutes; the aggregate counts it.
+    now[0] += 300
+    recorder.record(target, "Normal", "SuccessfulCreate", "Created pod: web-40")
+    await recorder.flush()
+    again = await api.get(EVENT_KIND, aggregate["metadata"]["name"], namespace="default")
+    assert again["series"]["count"] == 25 - 9 + 1
+    assert len(await events_in(api)) == 10
+
+
+async def test_event_writes_at_once_and_an_uncorrelated_recorder_records_everything(
+    api: Client,
+) -> None:
+    target = await config_map(api, "scheduled")
+    recorder = EventRecorder(api, controller="default-scheduler", correlate=False)
+    for i in range(30):
+        recorder.record(target, "Warning", "FailedScheduling", f"attempt {i}")
+    await recorder.flush()
+    assert len(await events_in(api)) == 30
+    correlated = EventRecorder(api, controller="other")
+    for i in range(30):
+        await correlated.event(target, "Normal", "Direct", f"note {i}")
+    assert len(await events_in(api)) == 60
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "d", "uid": "u", "resourceVersion": "7"},
+        },
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "uid": ""}},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r", "labels": {}}},
+    ],
+)
+def test_a_plain_objects_reference_is_the_one_get_reference_makes(obj: dict[str, Any]) -> None:
+    from kubeforge._runtime.ownership import get_reference
+
+    assert object_reference(obj) == get_reference(obj).to_dict()
+
+
+def test_a_reference_needs_a_name() -> None:
+    with pytest.raises(ValueError, match="without a name"):
+        object_reference({"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "d"}})

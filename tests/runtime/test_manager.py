@@ -18,6 +18,7 @@ import pytest
 
 from kubeforge import Client
 from kubeforge._api.machinery.certificates import generate_certificates
+from kubeforge._client.transport import ClientClosed
 from kubeforge._runtime.controller import ControllerOptions
 from kubeforge._runtime.leaderelection import LeadershipLost
 from kubeforge._runtime.manager import Manager
@@ -486,3 +487,29 @@ def test_the_managers_controller_defaults_apply_to_each_controller(kubeconfig: P
         Manager(load_kubeconfig(kubeconfig)).controller().for_("v1/Pod").complete(_Noop()).workers
         == 4
     )
+
+
+async def test_kill_stops_at_once_and_sends_nothing_more(kubeconfig: Path, api: Client) -> None:
+    # As kill -9: a reconcile in progress is cancelled where it stands (its next line never
+    # runs), the client refuses to send, and start() returns without the graceful wait.
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    class Stuck(Reconciler):
+        async def reconcile(self, request: Request) -> Result | None:
+            started.set()
+            await asyncio.Event().wait()
+            finished.set()
+            return None
+
+    mgr = Manager(load_kubeconfig(kubeconfig), graceful_shutdown_timeout=60)
+    mgr.controller().for_(CM).complete(Stuck())
+    task = asyncio.create_task(mgr.start())
+    await eventually(lambda: mgr.running.is_set())
+    await api.create(cm("k1"))
+    await asyncio.wait_for(started.wait(), 10)
+    mgr.kill()
+    assert mgr.killed
+    await asyncio.wait_for(task, 5)  # not the 60 s a graceful stop would give the reconcile
+    assert not finished.is_set()
+    with pytest.raises(ClientClosed):
+        await mgr.api_reader.get(CM, "k1")

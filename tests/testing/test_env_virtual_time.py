@@ -190,11 +190,13 @@ async def test_a_lease_left_by_a_manager_that_died_is_taken_over_after_its_term(
             assert virtual(env).now() - renewed <= timedelta(seconds=2)
 
             await first.aclose()  # a stops renewing; the Lease still names it
-            # b counts the term (15 s) from when it last saw the Lease change: at most one
-            # retry (2 s, up to 2.2 times that with jitter) before a stopped.
+            # b counts the term (15 s) from when it last saw the Lease change, which it saw
+            # at most one retry (2 s, up to 2.2 times that with jitter) after a's last
+            # renewal; once the term is over it takes the Lease at its next retry. So the
+            # Lease is b's within 4.4 + 15 + 4.4 s of a stopping, and not before 10 s.
             await virtual(env).advance(seconds=10)
             assert not b.leading
-            await virtual(env).advance(seconds=10)
+            await virtual(env).advance(seconds=15)
             assert b.leading
             taken = await env.client.get(lease, "virtual-lock", namespace=ns)
             assert taken["spec"]["holderIdentity"] == "b"

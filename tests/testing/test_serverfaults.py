@@ -322,3 +322,35 @@ async def test_the_write_record_lists_each_users_writes_in_order(env: TestEnv) -
     by_manager.remove()
     await env.client.delete(WIDGET, "w")
     assert len(by_manager) == 2 and everyone.writes[-1].verb == "delete"
+
+
+async def test_on_virtual_time_delays_are_the_clocks(tmp_path: Path) -> None:
+    # A minute's delay of a request and of a watch's events passes when the test advances
+    # the clock, not in real time.
+    async with TestEnv(crd_paths=[], virtual_time=True, namespace=NAMESPACE) as env:
+        assert isinstance(env.clock, clock.VirtualClock)
+        await env.client.create(configmap("slow"))
+        since = (await env.client.list(CONFIGMAP)).resource_version
+        env.faults.delay(60, verb="get", name="slow")
+        env.faults.delay_watches(60, resource="configmaps")
+        seen: list[str] = []
+
+        async def watch() -> None:
+            async for event in env.client.watch(CONFIGMAP, resource_version=since):
+                if event.type != "BOOKMARK":
+                    seen.append(event.object["metadata"]["name"])
+
+        reading = asyncio.create_task(watch())
+        getting = asyncio.create_task(env.client.get(CONFIGMAP, "slow"))
+        try:
+            await env.client.create(configmap("later"))
+            await env.clock.advance(seconds=59)
+            assert seen == [] and not getting.done()
+            real = asyncio.get_running_loop().time()
+            await env.clock.advance(seconds=1)
+            await eventually(lambda: seen == ["later"] and getting.done())
+            assert asyncio.get_running_loop().time() - real < 30
+            assert (await getting)["metadata"]["name"] == "slow"
+        finally:
+            reading.cancel()
+            getting.cancel()

@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import pytest
-
 import kubeforge
+import pytest
 from kubeforge.models import Deployment, Service
 from kubeforge.testing import (
     FlakyReconciler,

@@ -59,5 +59,9 @@ class ServerConfig:
     # How a webhook's Service reference is reached: (namespace, name, port) -> (host, port);
     # None: this machine, at the Service's target port (webhookclient/services.py).
     resolve_service: ServiceResolver | None = None
+    # Also serve plain HTTP on this Unix socket, for clients on this machine that may open
+    # it (a development cluster's own controllers and nodes): no TLS to pay for. Requests
+    # authenticate as over TCP; keep the socket in a directory only its owner can enter.
+    local_socket: Path | None = None
     # Seconds a CRD's conversion webhook has to answer (kube-apiserver's 30; tests shorten it).
     conversion_webhook_timeout: int = TIMEOUT_SECONDS

@@ -81,6 +81,9 @@ class ClusterConfig:
     namespace: str = "default"
     context: str | None = None
     proxy_url: str | None = None
+    # The server's Unix socket, when this client runs on its machine and may open it: plain
+    # HTTP over it rather than TLS to `server` (a development cluster's own components).
+    unix_socket: str | None = None
     _ssl: ssl.SSLContext | bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def ssl_context(self) -> ssl.SSLContext | bool:

@@ -161,9 +161,11 @@ class ConnectionPool:
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        unix_socket: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        self.unix_socket = unix_socket
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname
         self.max_connections = max_connections
@@ -269,6 +271,9 @@ class ConnectionPool:
 
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
+        if self.unix_socket is not None:
+            _, conn = await loop.create_unix_connection(_Connection, self.unix_socket)
+            return conn
         _, conn = await loop.create_connection(
             _Connection,
             self.host,

@@ -105,9 +105,13 @@ class Transport:
             # A new session now would never be closed (and leak its connections).
             raise ClientClosed("the client is closed")
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(
-                ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
-            )
+            connector: aiohttp.BaseConnector
+            if self.config.unix_socket is not None:
+                connector = aiohttp.UnixConnector(self.config.unix_socket, limit=0)
+            else:
+                connector = aiohttp.TCPConnector(
+                    ssl=self.config.ssl_context(), limit=0, enable_cleanup_closed=True
+                )
             self._session = aiohttp.ClientSession(
                 connector=connector,
                 json_serialize=lambda v: orjson.dumps(v).decode(),
@@ -121,7 +125,7 @@ class Transport:
         if self._pool is None:
             url = urlsplit(self.config.server)
             context: ssl.SSLContext | None = None
-            if url.scheme == "https":
+            if url.scheme == "https" and self.config.unix_socket is None:
                 configured = self.config.ssl_context()
                 context = configured if isinstance(configured, ssl.SSLContext) else _unverified()
             self._pool = ConnectionPool(
@@ -129,12 +133,13 @@ class Transport:
                 url.port or (443 if url.scheme == "https" else 80),
                 ssl_context=context,
                 server_hostname=self.config.tls_server_name or url.hostname,
+                unix_socket=self.config.unix_socket,
             )
         return self._pool
 
     async def close(self) -> None:
         """Close the connections; the transport cannot be used afterwards."""
-        self.abort()
+        self._refuse()
         if self._aborted is not None:
             await self._aborted
             self._aborted = None
@@ -146,13 +151,17 @@ class Transport:
         """Refuse every request from now on (ClientClosed) and drop the connections at
         once, streams included, as a process that dies does; `close()` still releases
         what is left."""
-        self._closed = True
-        if self._pool is not None:
-            self._pool.close()
+        self._refuse()
         connector = self._session.connector if self._session is not None else None
         if connector is not None and self._aborted is None:
             # aiohttp closes the sockets here; what it returns finishes the closing.
             self._aborted = connector.close(abort_ssl=True)
+
+    def _refuse(self) -> None:
+        """No request from now on; idle pooled connections close."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.close()
 
     async def _headers(self, accept: str | None, content_type: str | None) -> dict[str, str]:
         headers: dict[str, str] = {"Accept": accept or "application/json"}
@@ -169,11 +178,14 @@ class Transport:
         return headers
 
     def _url(self, path: str) -> str:
+        if self.config.unix_socket is not None:
+            # Plain HTTP over the socket; the host only fills the Host header.
+            return f"http://{self._netloc}{self._base_path}{path}"
         return self.config.server + path
 
     def _kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
-        if self.config.tls_server_name:
+        if self.config.tls_server_name and self.config.unix_socket is None:
             kwargs["server_hostname"] = self.config.tls_server_name
         if self.config.proxy_url:
             kwargs["proxy"] = self.config.proxy_url

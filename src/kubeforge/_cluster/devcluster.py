@@ -18,6 +18,9 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import shutil
+import socket
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -156,6 +159,8 @@ class DevCluster:
         self._kubelet_client: Client | None = None
         # ... and one watch of their pods and one of their Nodes (kubeletwatches.py).
         self._kubelet_watches: KubeletWatches | None = None
+        # Where the server's Unix socket is, while it runs.
+        self._socket_dir: Path | None = None
 
     @property
     def url(self) -> str:
@@ -169,6 +174,15 @@ class DevCluster:
             credentials=StaticToken(self.server.token),
             context=CONTEXT,
         )
+
+    def _component_config(self) -> ClusterConfig:
+        """What the cluster's own controllers and nodes connect with: the server's Unix
+        socket when it serves one (no TLS to pay for on every request of this process)."""
+        config = self.cluster_config()
+        socket_path = self.server.config.local_socket
+        if socket_path is not None:
+            config.unix_socket = str(socket_path)
+        return config
 
     def kubeconfig_dict(self) -> dict[str, Any]:
         return self.server.kubeconfig_dict(context=CONTEXT)
@@ -257,17 +271,23 @@ class DevCluster:
         """Start the server, then the controllers and nodes; returns once they run."""
         for component in self._control_plane():
             self.components.begin(component)
+        if hasattr(socket, "AF_UNIX"):
+            # In a directory only this user may enter (mkdtemp makes it 0700).
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="kubeforge-"))
+            self.server.config.local_socket = self._socket_dir / "apiserver.sock"
         with self.components.running_as(KUBE_APISERVER):
             await self.server.start()
-        # The controllers and nodes are clients like any other, over HTTPS.
-        self.client = Client(self.cluster_config(), field_manager="kubeforge-dev")
+        # The controllers and nodes are clients like any other, of the same API, with the
+        # same authentication and authorization; over the server's Unix socket rather than
+        # HTTPS, as nothing leaves this machine.
+        self.client = Client(self._component_config(), field_manager="kubeforge-dev")
         if self.options.cert_manager:
             await certmanager.install(self.client)
         if names.LOCAL_PATH_PROVISIONER in self.controllers:
             # kind's default class comes with its provisioner.
             await localpathprovisioner.install_default_class(self.client)
         manager = Manager(
-            client=Client(self.cluster_config(), field_manager="kube-controller-manager")
+            client=Client(self._component_config(), field_manager="kube-controller-manager")
         )
         for name, setup in self._controller_setups().items():
             if name in self.controllers:
@@ -318,8 +338,14 @@ class DevCluster:
         static_pods: Sequence[Mapping[str, Any]] = (),
     ) -> SimulatedNode:
         if self._kubelet_client is None:
-            self._kubelet_client = Client(self.cluster_config(), field_manager="kubelet")
-            self._kubelet_watches = KubeletWatches(self._kubelet_client)
+            self._kubelet_client = Client(self._component_config(), field_manager="kubelet")
+            manager = self.manager
+            if manager is not None:
+                # The nodes read the controllers' informers of pods and Nodes rather than
+                # watching them again (kubeletwatches.py).
+                self._kubelet_watches = KubeletWatches.sharing(manager.cache)
+            else:
+                self._kubelet_watches = KubeletWatches(self._kubelet_client)
         node = SimulatedNode(
             self._kubelet_client,
             name,
@@ -421,6 +447,10 @@ class DevCluster:
             await self.client.close()
             self.client = None
         await self.server.stop()
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+            self.server.config.local_socket = None
         self.components.close()
         self.volume_directories.close()
         if self.backend is not None:

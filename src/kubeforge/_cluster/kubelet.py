@@ -254,6 +254,11 @@ class SimulatedNode:
         elif not worker.done:
             worker.observe(pod)
 
+    def cached(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """An object pods refer to (a ConfigMap, a Secret) from the node's watch-based
+        caches, when they have it; None: read it from the API server."""
+        return self._watches.cached(kind, namespace, name)
+
     def worker(self, uid: str) -> PodWorker | None:
         """The worker of a pod running here (None once it is gone)."""
         worker = self._workers.get(uid)

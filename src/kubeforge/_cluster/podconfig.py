@@ -10,7 +10,7 @@ is missing cannot be set up (`MountError`, FailedMount). The kubelet retries bot
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubeforge._client.client import Client
@@ -40,9 +40,13 @@ class PodSources:
         node_name: str,
         node_address: str,
         options: ClusterOptions,
+        *,
+        cached: Callable[[str, str, str], dict[str, Any] | None] | None = None,
     ) -> None:
         meta = pod["metadata"]
         self.client = client
+        # (kind, namespace, name) -> the object from the node's caches, or None.
+        self.cached = cached
         self.meta = meta
         self.spec: Mapping[str, Any] = pod.get("spec") or {}
         self.namespace = str(meta.get("namespace") or "")
@@ -101,13 +105,17 @@ class PodSources:
         return env
 
     async def _data(self, kind: str, name: str, optional: bool) -> dict[str, bytes] | None:
-        """A ConfigMap's or Secret's data as bytes; None when it is missing and optional."""
-        try:
-            obj = await self.client.get(f"v1/{kind}", name, namespace=self.namespace)
-        except NotFound:
-            if optional:
-                return None
-            raise ConfigError(f'{kind.lower()} "{name}" not found') from None
+        """A ConfigMap's or Secret's data as bytes; None when it is missing and optional.
+        Read from the node's caches when they have it, as the kubelet's watch-based
+        ConfigMap and Secret managers serve it, else from the API server."""
+        obj = None if self.cached is None else self.cached(f"v1/{kind}", self.namespace, name)
+        if obj is None:
+            try:
+                obj = await self.client.get(f"v1/{kind}", name, namespace=self.namespace)
+            except NotFound:
+                if optional:
+                    return None
+                raise ConfigError(f'{kind.lower()} "{name}" not found') from None
         if kind == "Secret":
             return {k: base64.b64decode(v) for k, v in (obj.get("data") or {}).items()}
         values = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}

@@ -43,7 +43,8 @@ class _Run:
         self.max_bytes = max_bytes
         self.partial = b""  # output after the last newline, not yet a line
         self.ended = False
-        self.changed = asyncio.Event()
+        # What followers wait on, made when one does (most runs never have a follower).
+        self.changed: asyncio.Event | None = None
 
     @property
     def end(self) -> int:
@@ -88,8 +89,15 @@ class _Run:
 
     def _wake(self) -> None:
         # Followers hold the old event; a fresh one serves the next change.
-        self.changed.set()
-        self.changed = asyncio.Event()
+        if self.changed is not None:
+            self.changed.set()
+            self.changed = None
+
+    def next_change(self) -> asyncio.Event:
+        """What is set at the next change of the run (new lines, or its end)."""
+        if self.changed is None:
+            self.changed = asyncio.Event()
+        return self.changed
 
     def since(self, seq: int) -> list[_Entry]:
         """Lines from sequence number `seq` on (or from the oldest one kept)."""
@@ -200,7 +208,7 @@ class PodLogs:
         if not request.follow or request.previous or budget == 0:
             return
         while not self._closed:
-            changed = run.changed
+            changed = run.next_change()
             if run.end > position:
                 entries = run.since(position)
                 position = run.end

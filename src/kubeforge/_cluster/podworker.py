@@ -89,6 +89,41 @@ def _seconds(annotations: Mapping[str, Any], key: str, default: float | None) ->
         return default
 
 
+class _Flag:
+    """A flag that is set once and waited on, as asyncio.Event, but holding nothing until a
+    wait needs a future: every pod and container of thousands has some, few are waited on."""
+
+    __slots__ = ("_future", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._future: asyncio.Future[None] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        if self._future is not None and not self._future.done():
+            self._future.set_result(None)
+
+    def future(self) -> asyncio.Future[None]:
+        """A future done once the flag is set (for asyncio.wait)."""
+        if self._future is None:
+            self._future = asyncio.get_running_loop().create_future()
+            if self._set:
+                self._future.set_result(None)
+        return self._future
+
+    async def wait(self) -> None:
+        if not self._set:
+            await asyncio.shield(self.future())
+
+
+async def _until_cancelled() -> None:
+    await asyncio.get_running_loop().create_future()
+
+
 # -- containers ------------------------------------------------------------------------------
 
 
@@ -121,7 +156,7 @@ class _Slot:
         self.last_state: dict[str, Any] = {}
         self.ready = False
         self.started = False
-        self.started_event = asyncio.Event()
+        self.started_event = _Flag()
         self.container_id = ""
         self.process: ContainerProcess | None = None
         self.finished = False  # terminated for good: no restart follows
@@ -153,7 +188,8 @@ class _Slot:
 class Node(Protocol):
     """What a PodWorker needs of the node its pod is bound to (kubelet.py's SimulatedNode):
     its client, name, address and settings, where logs and events go, what local processes
-    need, the pod IPs of its subnet, and whether it can reach the API server."""
+    need, the objects its caches hold, the pod IPs of its subnet, and whether it can reach
+    the API server."""
 
     @property
     def client(self) -> Client: ...
@@ -169,6 +205,7 @@ class Node(Protocol):
     def events(self) -> EventRecorder: ...
     @property
     def local(self) -> LocalRuntime: ...
+    def cached(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None: ...
     def allocate_ip(self, uid: str) -> str: ...
     def reserve_ip(self, uid: str, ip: str) -> bool: ...
     def release_ip(self, uid: str) -> None: ...
@@ -197,10 +234,12 @@ class PodWorker:
         self.mains = [_Slot(c, "main", main_waiting) for c in spec.get("containers") or []]
         annotations = meta.get("annotations") or {}
         options = node.options
-        self.sources = PodSources(node.client, pod, node.name, node.address, options)
+        self.sources = PodSources(
+            node.client, pod, node.name, node.address, options, cached=node.cached
+        )
         start = _seconds(annotations, START_SECONDS_ANNOTATION, options.pod_start_seconds)
         self.start_delay = start or 0.0
-        self.deleting = asyncio.Event()
+        self.deleting = _Flag()
         self.phase = "Pending"
         self.initialized = not self.inits
         self.sandbox_ready = False
@@ -241,7 +280,7 @@ class PodWorker:
 
     def observe(self, pod: dict[str, Any]) -> None:
         """A newer version of the pod was seen."""
-        self.pod = pod
+        self.pod = self._retained(pod)
         # The downward API reads the newest labels and annotations.
         self.sources.meta = pod["metadata"]
         if pod["metadata"].get("deletionTimestamp"):
@@ -249,6 +288,25 @@ class PodWorker:
         elif (self.spec.get("readinessGates") or []) and not self.done and self._task is not None:
             # A readiness gate's condition may have changed: Ready follows it.
             self._spawn(self._publish())
+
+    def _retained(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """What the worker keeps of a version of its pod: its metadata, the spec it started
+        with, its phase and the conditions others own (readiness gates read them); not the
+        status the node itself reported, nor a copy of the spec for every version."""
+        status = pod.get("status") or {}
+        kept: dict[str, Any] = {"phase": status.get("phase")}
+        conditions = [
+            c for c in status.get("conditions") or () if c.get("type") not in KUBELET_CONDITIONS
+        ]
+        if conditions:
+            kept["conditions"] = conditions
+        return {
+            "apiVersion": pod.get("apiVersion") or "v1",
+            "kind": pod.get("kind") or "Pod",
+            "metadata": pod["metadata"],
+            "spec": self.spec,
+            "status": kept,
+        }
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"pod {self.namespace}/{self.name}")
@@ -327,11 +385,7 @@ class PodWorker:
         if not self.deleting.is_set():
             work = asyncio.ensure_future(self._work())
             self._children.add(work)
-            deleting = asyncio.ensure_future(self.deleting.wait())
-            try:
-                await asyncio.wait({work, deleting}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                deleting.cancel()
+            await asyncio.wait({work, self.deleting.future()}, return_when=asyncio.FIRST_COMPLETED)
             if work.done() and not work.cancelled() and work.exception() is not None:
                 # Keep serving the pod (its deletion above all) after a failure.
                 log.error(
@@ -362,9 +416,12 @@ class PodWorker:
             self.phase = "Failed"
             await self._publish()
             return
-        tasks = [asyncio.ensure_future(self._keep_running(slot)) for slot in self.mains]
-        self._children.update(tasks)
-        await asyncio.gather(*tasks)
+        if len(self.mains) == 1:
+            await self._keep_running(self.mains[0])  # the common pod: no task of its own
+        else:
+            tasks = [asyncio.ensure_future(self._keep_running(slot)) for slot in self.mains]
+            self._children.update(tasks)
+            await asyncio.gather(*tasks)
         # Every container has finished for good; sidecars stop with them.
         sidecars = [s for s in self.inits if s.kind == "sidecar"]
         await self._stop_slots(sidecars, 0.0)
@@ -400,7 +457,7 @@ class PodWorker:
             while True:
                 code = await self._run_once(slot)
                 if self.deleting.is_set():
-                    await asyncio.Event().wait()  # termination takes over
+                    await _until_cancelled()  # termination takes over
                 if code == 0:
                     slot.finished = True
                     break

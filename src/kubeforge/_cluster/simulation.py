@@ -149,7 +149,7 @@ def container_behaviour(
 
 
 async def _forever() -> int:
-    await asyncio.Event().wait()
+    await asyncio.get_running_loop().create_future()
     return 0
 
 

@@ -11,7 +11,11 @@ moved on.
 
 `record` never blocks: called on the event loop it schedules the write; called from another
 thread (a plain `def` reconciler's) it hands the write to the loop the recorder is bound to
-(the manager binds the recorders it hands out when it starts).
+(the manager binds the recorders it hands out when it starts). What `record` writes passes
+first through client-go's event correlator (eventcorrelation.py): similar events (one
+object, type and reason, different notes) are aggregated once ten have been seen, and each
+object's events are rate limited, as the recorders of kube's controllers and
+controller-runtime's are. `event` writes at once, uncorrelated.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import socket
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from kubeforge import clock as process_clock
@@ -30,6 +34,7 @@ from kubeforge._api.machinery.timestamps import now_micro_time
 from kubeforge._api.meta import KubeObject
 from kubeforge._client.errors import NotFound
 from kubeforge._client.protocols import Writer
+from kubeforge._runtime.eventcorrelation import EventCorrelator
 from kubeforge._runtime.ownership import get_reference
 
 __all__ = [
@@ -55,8 +60,23 @@ INSTANCE_LIMIT: Final = 128
 NAME_LIMIT: Final = 253
 
 
+_REFERENCE_META = ("name", "namespace", "resourceVersion", "uid")
+
+
 def object_reference(obj: KubeObject) -> dict[str, str]:
     """An ObjectReference to `obj` in its JSON form; an event needs the object's name."""
+    if type(obj) is dict:
+        # A plain object (what controllers and nodes mostly record about): the same
+        # reference as `get_reference` makes, without a typed model in between.
+        meta, api_version, kind = obj.get("metadata"), obj.get("apiVersion"), obj.get("kind")
+        if type(meta) is dict and type(api_version) is str and type(kind) is str:
+            values = [meta.get(key) for key in _REFERENCE_META]
+            if api_version and kind and all(v is None or type(v) is str for v in values):
+                plain = {"apiVersion": api_version, "kind": kind}
+                plain.update((k, v) for k, v in zip(_REFERENCE_META, values, strict=True) if v)
+                if "name" not in plain:
+                    raise ValueError(f"cannot record an event about a {kind} without a name")
+                return plain
     ref: dict[str, str] = get_reference(obj).to_dict()
     if "name" not in ref:
         raise ValueError(f"cannot record an event about a {ref['kind']} without a name")
@@ -76,15 +96,17 @@ def _truncate_utf8(text: str, limit: int) -> str:
     return data[:limit].decode(errors="ignore")
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
-    """What the recorder remembers of one Event it wrote."""
+    """What the recorder remembers of one Event it wrote. `lock` orders the writes of one
+    series while any is in flight (thousands of series are remembered, few busy)."""
 
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     name: str | None = None
     namespace: str = ""
     count: int = 0
     seen: float = 0.0
+    lock: asyncio.Lock | None = None
+    writers: int = 0
 
 
 class EventRecorder:
@@ -92,7 +114,8 @@ class EventRecorder:
 
     At most `cache_size` series are remembered (the least recently seen are forgotten
     first); `clock` (monotonic seconds, the process's clock by default) measures their
-    six-minute lifetime.
+    six-minute lifetime and the correlator's windows. `correlate=False` leaves `record`
+    uncorrelated, as kube-scheduler's events.k8s.io recorder is.
     """
 
     def __init__(
@@ -103,6 +126,7 @@ class EventRecorder:
         instance: str | None = None,
         cache_size: int = CACHE_SIZE,
         clock: Callable[[], float] = process_clock.monotonic,
+        correlate: bool = True,
     ) -> None:
         if not controller:
             raise ValueError("an event recorder needs a controller name")
@@ -111,6 +135,7 @@ class EventRecorder:
         self.instance = (instance or f"{controller}-{socket.gethostname()}")[:INSTANCE_LIMIT]
         self.cache_size = max(1, cache_size)
         self._clock = clock
+        self._correlator = EventCorrelator(clock) if correlate else None
         self._series: OrderedDict[tuple[Any, ...], _Series] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_stamp = 0
@@ -181,7 +206,17 @@ class EventRecorder:
             )
 
     def _schedule(self, args: tuple[Any, ...]) -> None:
-        task = asyncio.get_running_loop().create_task(self._emit_quietly(*args))
+        regarding, type, reason, note, action, related = args
+        aggregate = False
+        if self._correlator is not None:
+            source = (self.controller, self.instance, _identity(regarding))
+            correlated = self._correlator.correlate(source, type, reason, note)
+            if correlated is None:
+                return  # over the object's budget: dropped, as client-go's recorder drops it
+            note, aggregate = correlated.note, correlated.aggregate
+        task = asyncio.get_running_loop().create_task(
+            self._emit_quietly(regarding, type, reason, note, action, related, aggregate)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -198,9 +233,10 @@ class EventRecorder:
         note: str,
         action: str,
         related: dict[str, str] | None,
+        aggregate: bool,
     ) -> None:
         try:
-            await self._emit(regarding, type, reason, note, action, related)
+            await self._emit(regarding, type, reason, note, action, related, aggregate)
         except Exception as exc:
             log.warning(
                 "event %s about %s %s not recorded: %s",
@@ -218,6 +254,7 @@ class EventRecorder:
         note: str,
         action: str,
         related: dict[str, str] | None,
+        aggregate: bool = False,
     ) -> dict[str, Any]:
         if type not in ("Normal", "Warning"):
             raise ValueError(f"event type must be Normal or Warning, not {type!r}")
@@ -227,20 +264,34 @@ class EventRecorder:
         if len(action) > ACTION_LIMIT:
             raise ValueError(f"an event action can have at most {ACTION_LIMIT} characters")
         note = _truncate_utf8(note, NOTE_LIMIT)
-        key = (_identity(regarding), type, reason, action, note, _identity(related))
+        key: tuple[Any, ...]
+        if aggregate:
+            # Similar events aggregated: one series whatever their notes (the first one's
+            # stays, as an events.k8s.io/v1 Event's note cannot change).
+            key = ("aggregate", _identity(regarding), type, reason)
+        else:
+            key = (_identity(regarding), type, reason, action, note, _identity(related))
         series = self._remember(key)
-        async with series.lock:
-            if series.name is not None:
-                try:
-                    return await self._repeat(series)
-                except NotFound:
-                    pass  # the Event expired or was deleted: start over with a new one
-            body = self._new_event(regarding, type, reason, note, action, related)
-            created: dict[str, Any] = await self.client.create(body)
-            series.name = body["metadata"]["name"]
-            series.namespace = body["metadata"]["namespace"]
-            series.count = 1
-            return created
+        if series.lock is None:
+            series.lock = asyncio.Lock()
+        series.writers += 1
+        try:
+            async with series.lock:
+                if series.name is not None:
+                    try:
+                        return await self._repeat(series)
+                    except NotFound:
+                        pass  # the Event expired or was deleted: start over with a new one
+                body = self._new_event(regarding, type, reason, note, action, related)
+                created: dict[str, Any] = await self.client.create(body)
+                series.name = body["metadata"]["name"]
+                series.namespace = body["metadata"]["namespace"]
+                series.count = 1
+                return created
+        finally:
+            series.writers -= 1
+            if not series.writers:
+                series.lock = None
 
     def _remember(self, key: tuple[Any, ...]) -> _Series:
         """The cache entry for `key`, new when it has none or its series has gone stale."""

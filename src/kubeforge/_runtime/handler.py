@@ -173,7 +173,7 @@ class EnqueueRequestsFromMapFunc(_Mapping):
     def _map(self, obj: Obj, queue: Queue, priority: int) -> None:
         value = self.convert(obj) if self.convert is not None else obj
         found = self.fn(value)
-        if not inspect.isawaitable(found):
+        if type(found) is list or not inspect.isawaitable(found):
             for request in self._requests(found):
                 queue.add(request, priority)
             return

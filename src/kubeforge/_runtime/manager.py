@@ -291,10 +291,12 @@ class Manager:
     def add_readyz_check(self, name: str, check: Check) -> None:
         self._readyz[name] = check
 
-    def event_recorder(self, name: str) -> EventRecorder:
+    def event_recorder(self, name: str, *, correlate: bool = True) -> EventRecorder:
         """An event recorder reporting as controller `name` (events.k8s.io/v1); its
-        `record()` works from plain `def` reconcilers' threads too."""
-        recorder = EventRecorder(self.api_reader, controller=name)
+        `record()` works from plain `def` reconcilers' threads too, and aggregates similar
+        events and rate limits each object's as client-go's recorder does (unless
+        `correlate=False`)."""
+        recorder = EventRecorder(self.api_reader, controller=name, correlate=correlate)
         self._recorders.append(recorder)
         return recorder
 
@@ -529,8 +531,8 @@ class Manager:
 
     async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
         self._stopping.set()
-        grace = 0.0 if self._killed else self.graceful_shutdown_timeout
         # The machine's time: shutting down is bounded in real seconds on any clock.
+        grace = 0.0 if self._killed else self.graceful_shutdown_timeout
         deadline = asyncio.get_running_loop().time() + grace
 
         def remaining() -> float:

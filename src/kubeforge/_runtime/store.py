@@ -2,8 +2,9 @@
 
 Python dicts cost several times an object's JSON size; keeping each object as its encoded
 bytes (decoded on every read, which also gives each reader a private copy) holds the cache
-near its wire size. Indexes map index values to object keys; an object's old index values
-are recomputed from its old bytes when it changes, so no reverse map is kept.
+near its wire size. Indexes map index values to object keys; the values each key is found
+under are kept too (a few strings per object), so a change takes an object out of the
+values it left without decoding its old bytes or running the index functions on them.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class Store:
         }
         self._indexers.update(indexers or {})
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._indexers}
+        # Key -> the values it is found under, one tuple per index (in _indexers' order).
+        self._values: dict[str, list[tuple[str, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -88,29 +91,29 @@ class Store:
         index: dict[str, set[str]] = {}
         self._indexes[name] = index
         for key, data in self._objects.items():
-            for value in fn(orjson.loads(data)):
+            values = tuple(fn(orjson.loads(data)))
+            self._values[key].append(values)
+            for value in values:
                 index.setdefault(value, set()).add(key)
 
-    def _index(self, key: str, obj: Mapping[str, Any] | None, old: bytes | None) -> None:
-        if old is None and obj is not None:
-            # A new key: nothing to take out of the indexes.
-            for name, fn in self._indexers.items():
-                index = self._indexes[name]
-                for value in fn(obj):
-                    index.setdefault(value, set()).add(key)
-            return
-        old_obj = orjson.loads(old) if old is not None else None
-        for name, fn in self._indexers.items():
-            index = self._indexes[name]
-            before = set(fn(old_obj)) if old_obj is not None else set()
-            after = set(fn(obj)) if obj is not None else set()
-            for value in before - after:
+    def _index(self, key: str, obj: Mapping[str, Any] | None) -> None:
+        """Move `key` to the index values of `obj` (None: out of every index)."""
+        before = self._values.pop(key, None)
+        after = [tuple(fn(obj)) for fn in self._indexers.values()] if obj is not None else None
+        if after is not None:
+            self._values[key] = after
+        for i, index in enumerate(self._indexes.values()):
+            old = before[i] if before is not None else ()
+            new = after[i] if after is not None else ()
+            if old == new:
+                continue
+            for value in set(old).difference(new):
                 keys = index.get(value)
                 if keys is not None:
                     keys.discard(key)
                     if not keys:
                         del index[value]
-            for value in after - before:
+            for value in new:
                 index.setdefault(value, set()).add(key)
 
     def put(self, obj: Mapping[str, Any], data: bytes | None = None) -> bytes | None:
@@ -119,14 +122,14 @@ class Store:
         encoded = data if data is not None else dumps_exact(obj)
         old = self._objects.get(key)
         self._objects[key] = encoded
-        self._index(key, obj, old)
+        self._index(key, obj)
         return old
 
     def delete(self, key: str) -> bytes | None:
         """Remove an object; returns its last bytes."""
         old = self._objects.pop(key, None)
         if old is not None:
-            self._index(key, None, old)
+            self._index(key, None)
         return old
 
     def index_names(self) -> frozenset[str]:
@@ -139,6 +142,25 @@ class Store:
             raise KeyError(f"no index named {name!r}")
         return frozenset(self._indexes[name].get(value, ()))
 
+    def count_under(self, name: str, value: str) -> int:
+        """How many keys are found under `value` in index `name` (nothing is copied)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return len(self._indexes[name].get(value, ()))
+
+    def is_under(self, name: str, value: str, key: str) -> bool:
+        """Whether `key` is found under `value` in index `name` (nothing is copied)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return key in self._indexes[name].get(value, ())
+
+    def raw_under(self, name: str, value: str) -> list[tuple[str, bytes]]:
+        """(key, bytes) of the objects found under `value` in index `name`, unordered."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        objects = self._objects
+        return [(key, objects[key]) for key in self._indexes[name].get(value, ())]
+
     def by_index(self, name: str, value: str) -> list[str]:
         """Keys of the objects found under `value` in index `name`."""
         if name not in self._indexes:
@@ -150,10 +172,13 @@ class Store:
         fresh = Store()
         fresh._indexers = dict(self._indexers)
         fresh._indexes = {name: {} for name in self._indexers}
+        fresh._values = {}
         return fresh
 
     def take(self, other: Store) -> None:
         """Become `other`'s contents at once (the atomic swap after a re-list)."""
         self._objects = other._objects
         self._indexes = other._indexes
+        self._values = other._values
         other._objects, other._indexes = {}, {name: {} for name in other._indexers}
+        other._values = {}

@@ -20,10 +20,10 @@ collection of them, and one left out matches any.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypedDict, Unpack
 
 import orjson
 
@@ -37,11 +37,23 @@ from kubeforge._apiserver.router import Answer, Route
 from kubeforge._apiserver.server import APIServer
 from kubeforge._apiserver.storage.store import Event, Expired, Store, StoredObject, Watcher
 from kubeforge._apiserver.types.resource import GroupResource
+from kubeforge._client.transport import USER_AGENT
+from kubeforge.clock import activity
 
-__all__ = ["Fault", "RecordedWrite", "RequestMatch", "ServerFaults", "WriteRecord"]
+__all__ = [
+    "Fault",
+    "RecordedWrite",
+    "RequestChoice",
+    "RequestMatch",
+    "ServerFaults",
+    "WatchChoice",
+    "WriteRecord",
+]
 
 Values = str | Collection[str] | None
 Key = tuple[str, str]  # (namespace or "", name)
+# How this package's client names itself (its requests are counted by a virtual clock).
+USER_AGENT_PREFIX = USER_AGENT.split("/", 1)[0] + "/"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 # What etcd's compaction ends a watch with (apimachinery's NewResourceExpired, as the etcd3
 # watcher sends it for ErrCompacted).
@@ -63,6 +75,28 @@ _REASONS = {
 }
 
 
+class WatchChoice(TypedDict, total=False):
+    """Which watches a watch fault acts on (each key left out matches any)."""
+
+    resource: Values
+    """The plural (`configmaps`) or `plural.group` (`widgets.example.com`)."""
+    namespace: Values
+    """The namespace of the objects."""
+    user: Values
+    """The authenticated user's name (a manager of run_manager: `testenv.manager_user`)."""
+
+
+class RequestChoice(WatchChoice, total=False):
+    """Which requests a fault acts on (each key left out matches any)."""
+
+    verb: Values
+    """get, list, watch, create, update, patch, delete, deletecollection."""
+    name: Values
+    """The object's name."""
+    subresource: Values
+    """`status`, `scale` ..."""
+
+
 def _values(given: Values) -> frozenset[str] | None:
     if given is None:
         return None
@@ -81,24 +115,15 @@ class RequestMatch:
     user: frozenset[str] | None = None
 
     @classmethod
-    def of(
-        cls,
-        *,
-        verb: Values = None,
-        resource: Values = None,
-        namespace: Values = None,
-        name: Values = None,
-        subresource: Values = None,
-        user: Values = None,
-    ) -> RequestMatch:
+    def of(cls, **chosen: Unpack[RequestChoice]) -> RequestMatch:
         """A match from single values or collections of them."""
         return cls(
-            _values(verb),
-            _values(resource),
-            _values(namespace),
-            _values(name),
-            _values(subresource),
-            _values(user),
+            _values(chosen.get("verb")),
+            _values(chosen.get("resource")),
+            _values(chosen.get("namespace")),
+            _values(chosen.get("name")),
+            _values(chosen.get("subresource")),
+            _values(chosen.get("user")),
         )
 
     def request(self, call: Call) -> bool:
@@ -241,7 +266,10 @@ class _StaleView(_StreamFault):
     def __init__(self, faults: ServerFaults, match: RequestMatch, revision: int) -> None:
         super().__init__(faults, match, None)
         self.revision = revision
-        self.reads = ReadHandler(_PinnedStore(faults.server.store, revision), *faults.readers)
+        server = faults.server
+        self.reads = ReadHandler(
+            _PinnedStore(server.store, revision), server.codec, server.components
+        )
 
     def holds(self, call: Call, event: Event, seen: str) -> bool:
         return event.rv > self.revision and self.match.key(event.new.key)
@@ -298,7 +326,7 @@ class WriteRecord(Fault):
             and (field_manager is None or write.field_manager == field_manager)
         ]
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[RecordedWrite]:
         return iter(self.writes)
 
     def __len__(self) -> int:
@@ -444,11 +472,10 @@ class _Streams:
 
 
 class ServerFaults:
-    """Faults injected into one API server (a TestEnv's is `testenv.faults`)."""
+    """Faults injected into one API server, `server` (a TestEnv's is `testenv.faults`)."""
 
     def __init__(self, server: APIServer) -> None:
         self.server = server
-        self.readers = (server.codec, server.components)
         self._installed: list[Fault] = []
         self._stream_hook = _Streams(self)
 
@@ -462,18 +489,13 @@ class ServerFaults:
     def fail(
         self,
         *,
-        verb: Values = None,
-        resource: Values = None,
-        namespace: Values = None,
-        name: Values = None,
-        subresource: Values = None,
-        user: Values = None,
         status: int = 500,
         reason: str | None = None,
         message: str | None = None,
         retry_after: int | None = None,
         times: int | None = None,
         applied: bool = False,
+        **chosen: Unpack[RequestChoice],
     ) -> Fault:
         """Answer the chosen requests with an error Status: `status` (500 by default) with
         kube's reason for it (or `reason`) and `message`; `retry_after` seconds go into the
@@ -488,40 +510,15 @@ class ServerFaults:
         def error(call: Call) -> StatusError:
             return _status_error(call, status, reason, message, wait)
 
-        match = RequestMatch.of(
-            verb=verb,
-            resource=resource,
-            namespace=namespace,
-            name=name,
-            subresource=subresource,
-            user=user,
-        )
-        return self._install(_Failure(self, match, times, error, applied))
+        return self._install(_Failure(self, RequestMatch.of(**chosen), times, error, applied))
 
     def delay(
-        self,
-        seconds: float,
-        *,
-        verb: Values = None,
-        resource: Values = None,
-        namespace: Values = None,
-        name: Values = None,
-        subresource: Values = None,
-        user: Values = None,
-        times: int | None = None,
+        self, seconds: float, *, times: int | None = None, **chosen: Unpack[RequestChoice]
     ) -> Fault:
         """Answer the chosen requests `seconds` (of kubeforge.clock) late; the request is
         carried out after the wait. A watch request's stream starts late (to hold back a
         stream's events, see `delay_watches`)."""
-        match = RequestMatch.of(
-            verb=verb,
-            resource=resource,
-            namespace=namespace,
-            name=name,
-            subresource=subresource,
-            user=user,
-        )
-        return self._install(_Delay(self, match, times, seconds))
+        return self._install(_Delay(self, RequestMatch.of(**chosen), times, seconds))
 
     def stale_reads(
         self,
@@ -534,42 +531,30 @@ class ServerFaults:
         """Serve `user` a stale view, as of `revision` (default: now), of `resource` in
         `namespace`: its gets and lists answer as they would have then (lists at that
         resourceVersion), and its watches hold back every later event until the fault is
-        removed, when they catch up at once (a lagging API server's watch cache). Other
-        readers see the cluster as it is."""
+        removed, when they catch up at once (a lagging API server's watch cache); a watch
+        open before keeps what it already saw. Other readers see the cluster as it is."""
         at = self.server.store.revision if revision is None else revision
         match = RequestMatch.of(user=user, resource=resource, namespace=namespace)
         return self._install(_StaleView(self, match, at))
 
     def record_writes(
-        self,
-        *,
-        user: Values = None,
-        field_manager: Values = None,
-        resource: Values = None,
-        namespace: Values = None,
+        self, *, field_manager: Values = None, **chosen: Unpack[WatchChoice]
     ) -> WriteRecord:
         """Record every successful write (create, update, patch, delete, deletecollection,
         and those of subresources; not dry runs) the chosen requests make, from now until
         the record is removed: verb, resource, namespace/name, the resourceVersion written,
         user and field manager, in order."""
-        match = RequestMatch.of(user=user, resource=resource, namespace=namespace)
-        record = WriteRecord(self, match, field_manager)
+        record = WriteRecord(self, RequestMatch.of(**chosen), field_manager)
         self._install(record)
         return record
 
     # watches ---------------------------------------------------------------------------------
 
-    def drop_watches(
-        self,
-        *,
-        resource: Values = None,
-        namespace: Values = None,
-        user: Values = None,
-    ) -> Fault:
+    def drop_watches(self, **chosen: Unpack[WatchChoice]) -> Fault:
         """End the chosen open watches now, as a lost connection or a restarting server
         would; their clients watch again from the last revision they saw. The handle
         counts the watches ended; nothing stays installed."""
-        match = RequestMatch.of(resource=resource, namespace=namespace, user=user)
+        match = RequestMatch.of(**chosen)
         fault = Fault(self, match, None)
         for watcher, _ in self._open(match):
             watcher.close()
@@ -577,18 +562,12 @@ class ServerFaults:
         fault.active = False
         return fault
 
-    def expire_watches(
-        self,
-        *,
-        resource: Values = None,
-        namespace: Values = None,
-        user: Values = None,
-    ) -> Fault:
+    def expire_watches(self, **chosen: Unpack[WatchChoice]) -> Fault:
         """Compact the chosen watches' history, as etcd compaction does: the open ones end
         with 410 Gone ("the resourceVersion for the provided watch is too old"), and a
         watch asking to resume from before now gets 410 too, until the fault is removed; a
         client lists again."""
-        match = RequestMatch.of(resource=resource, namespace=namespace, user=user)
+        match = RequestMatch.of(**chosen)
         revision = self.server.store.revision
         fault = self._install(_Expiry(self, match, revision))
         for watcher, _ in self._open(match):
@@ -596,35 +575,20 @@ class ServerFaults:
             fault.hits += 1
         return fault
 
-    def delay_watches(
-        self,
-        seconds: float,
-        *,
-        resource: Values = None,
-        namespace: Values = None,
-        user: Values = None,
-    ) -> Fault:
+    def delay_watches(self, seconds: float, **chosen: Unpack[WatchChoice]) -> Fault:
         """Deliver every event of the chosen watches (open now or later) `seconds` late,
         in order, until removed (when what is held goes out at once)."""
-        match = RequestMatch.of(resource=resource, namespace=namespace, user=user)
-        return self._install(_StreamDelay(self, match, seconds))
+        return self._install(_StreamDelay(self, RequestMatch.of(**chosen), seconds))
 
     def coalesce_events(
-        self,
-        *,
-        resource: Values = None,
-        namespace: Values = None,
-        name: Values = None,
-        user: Values = None,
-        window: float | None = None,
+        self, *, name: Values = None, window: float | None = None, **chosen: Unpack[WatchChoice]
     ) -> Fault:
         """Hold back the events of the chosen objects on the chosen watches and deliver
         only the last state of each: an object changed three times arrives once, in its
         final state (made and deleted meanwhile: not at all). They go out when the fault
         is removed or, with `window`, that many seconds after the object's first held
         event. Events of other objects keep flowing."""
-        match = RequestMatch.of(resource=resource, namespace=namespace, name=name, user=user)
-        return self._install(_Coalescing(self, match, window))
+        return self._install(_Coalescing(self, RequestMatch.of(name=name, **chosen), window))
 
     def clear(self) -> None:
         """Take out every fault and record (what records hold stays)."""
@@ -687,7 +651,21 @@ class ServerFaults:
     async def _later(
         self, seconds: float, request: Request, call: Call, handler: Route
     ) -> Response | ResponseStream | Upgraded:
-        await clock.sleep(seconds)
+        # A request from this process's own client is counted as in flight, and a virtual
+        # clock waits for such requests before it moves: this one waits for the clock, so
+        # it is taken out of the count while it does (kubectl's were never in it).
+        parked = (
+            isinstance(clock.get(), clock.VirtualClock)
+            and call.user_agent.startswith(USER_AGENT_PREFIX)
+            and activity.requests > 0
+        )
+        if parked:
+            activity.requests -= 1
+        try:
+            await clock.sleep(seconds)
+        finally:
+            if parked:
+                activity.requests += 1
         try:
             answer = self._now(request, call, handler)
         except StatusError as exc:

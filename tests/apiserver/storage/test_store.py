@@ -118,17 +118,18 @@ async def test_selector_transitions_become_added_and_deleted() -> None:
     assert [seen for _, seen in batch] == ["DELETED", "ADDED", "MODIFIED"]
 
 
-async def test_each_event_is_encoded_once_for_all_watchers() -> None:
+async def test_every_watcher_gets_the_stored_encoding_in_a_frame() -> None:
     store = Store()
     watchers = [store.watch(CM, None, None, since=0) for _ in range(3)]
-    store.create(CM, obj("a"))
+    stored = store.create(CM, obj("a"))
     lines = []
     for w in watchers:
         ((event, seen),) = await w.next_batch(1.0)
+        assert event.new is stored
         lines.append(event.encoded(seen))
-    assert lines[0] is lines[1] is lines[2]
-    assert lines[0].startswith(b'{"type":"ADDED","object":{')
-    assert lines[0].endswith(b"}\n")
+    # Nothing decoded or encoded again: the object is framed as stored, for each watcher.
+    assert lines[0] == lines[1] == lines[2]
+    assert lines[0] == b'{"type":"ADDED","object":' + stored.raw + b"}\n"
 
 
 async def test_deleted_event_carries_last_state_with_new_revision() -> None:
@@ -191,3 +192,20 @@ def test_a_replaced_version_keeps_only_its_encoding_and_still_reads_the_same() -
     gone = commits.delete(rt, second)
     assert second._obj is None and gone._obj is None
     assert gone.obj["metadata"]["name"] == "a"
+
+
+def test_of_many_live_objects_only_those_decoded_last_keep_their_decoded_form() -> None:
+    store = Store(decoded_objects=3)
+    stored = [store.create(CM, obj(f"cm-{i}", v=str(i))) for i in range(5)]
+    assert [s._obj is not None for s in stored] == [False, False, True, True, True]
+    # Every one reads as written; reading a let-go one decodes it and keeps it a while,
+    # letting the one decoded longest ago go instead.
+    assert [s.obj["data"]["v"] for s in stored] == ["0", "1", "2", "3", "4"]
+    assert stored[1].obj is stored[1].obj
+    again = store.get(CM, "default", "cm-0")
+    assert again is stored[0] and again.obj["data"] == {"v": "0"}
+    kept = [s._obj is not None for s in stored]
+    assert sum(kept) == 3 and kept[0]
+    # Other resources have their own room.
+    secret = store.create(SECRETS, {"metadata": {"name": "s", "namespace": "default"}})
+    assert secret._obj is not None and sum(s._obj is not None for s in stored) == 3

@@ -98,6 +98,36 @@ def test_pod_status_update_keeps_the_qos_class() -> None:
 # -- workloads -------------------------------------------------------------------------------
 
 
+def test_pod_status_writes_validate_as_pod_status_updates_not_the_spec_again() -> None:
+    pods = strategy_for("", "Pod")
+    status_writes = pods.for_subresource("status")
+    old = {
+        "metadata": {"name": "p", "annotations": {"kubernetes.io/config.mirror": "abc"}},
+        "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": ""}]},
+        "status": {"qosClass": "BestEffort"},
+    }
+    new = copy.deepcopy(old)
+    new["status"]["phase"] = "Running"
+    # A spec the main resource's rules refuse (an empty image) is not a /status write's
+    # business: such a write keeps the spec as it is stored.
+    assert any(
+        str(e).startswith("spec.containers[0].image") for e in pods.validate_update(new, old)
+    )
+    assert status_writes.validate_update(new, old) == []
+    # What ValidatePodStatusUpdate does check.
+    moved = copy.deepcopy(new)
+    moved["spec"]["nodeName"] = "n2"
+    unmirrored = copy.deepcopy(new)
+    del unmirrored["metadata"]["annotations"]["kubernetes.io/config.mirror"]
+    reclassed = copy.deepcopy(new)
+    reclassed["status"]["qosClass"] = "Burstable"
+    assert [e.field for e in status_writes.validate_update(moved, old)] == ["status.nodeName"]
+    assert [e.field for e in status_writes.validate_update(unmirrored, old)] == [
+        "metadata.annotations[kubernetes.io/config.mirror]"
+    ]
+    assert [e.field for e in status_writes.validate_update(reclassed, old)] == ["status.qosClass"]
+
+
 def test_deployment_annotations_bump_the_generation() -> None:
     s = strategy("apps", "Deployment")
     old = created("apps", "Deployment", deployment())

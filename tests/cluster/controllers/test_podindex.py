@@ -1,4 +1,4 @@
-"""An owner's cached pods decoded once per change (_cluster/controllers/_podindex.py)."""
+"""An owner's cached pods summarised once per change (_cluster/controllers/_podindex.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from kubeforge._cluster.controllers._podindex import (
     CONTROLLER_INDEX,
-    DecodedPods,
+    PodSummaries,
     _controller_uid,
 )
 from kubeforge._runtime.store import Store
@@ -56,21 +56,27 @@ def test_the_owned_pods_then_the_orphans_of_its_namespace() -> None:
         pod("theirs", owner="u-2"),
     ):
         store.put(obj)
-    pods = DecodedPods(cache).claimable(OWNER)  # type: ignore[arg-type]
-    assert [p["metadata"]["name"] for p in pods] == ["a", "b", "orphan"]
+    pods = PodSummaries(cache).claimable(OWNER)  # type: ignore[arg-type]
+    # The owned ones (in no particular order), then the orphans.
+    assert sorted(p.name for p in pods[:2]) == ["a", "b"]
+    assert [p.name for p in pods[2:]] == ["orphan"]
+    assert [p.controller_uid for p in pods] == ["u-1", "u-1", None]
 
 
-def test_a_pod_is_decoded_again_only_once_it_changed_or_went() -> None:
+def test_a_pod_is_read_again_only_once_it_changed_or_went() -> None:
     cache = FakeCache()
     store = cache.informer.store
     store.put(pod("a"))
     store.put(pod("b"))
-    decoded = DecodedPods(cache)  # type: ignore[arg-type]
-    first = decoded.claimable(OWNER)
-    again = decoded.claimable(OWNER)
+    summaries = PodSummaries(cache)  # type: ignore[arg-type]
+    first = sorted(summaries.claimable(OWNER), key=lambda p: p.key)
+    again = sorted(summaries.claimable(OWNER), key=lambda p: p.key)
     assert all(x is y for x, y in zip(first, again, strict=True))
     store.put(pod("b", rv="2"))
     store.delete("default/a")
-    changed = decoded.claimable(OWNER)
-    assert [p["metadata"]["resourceVersion"] for p in changed] == ["2"]
+    changed = summaries.claimable(OWNER)
+    assert [p.name for p in changed] == ["b"]
     assert changed[0] is not first[1]
+    decoded = summaries.pod(changed[0])
+    assert decoded is not None and decoded["metadata"]["resourceVersion"] == "2"
+    assert summaries.pod(first[0]) is None  # gone from the cache

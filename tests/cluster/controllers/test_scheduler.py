@@ -119,6 +119,26 @@ async def test_pods_spread_over_equally_loaded_nodes(api: Client, manager: Manag
     assert Counter(placements) == {"n1": 2, "n2": 2}
 
 
+async def test_the_least_loaded_node_that_fits_wins_past_a_less_loaded_one_that_does_not(
+    api: Client, manager: Manager
+) -> None:
+    # empty: no pods but tainted; one, two: a pod each; busy: two pods.
+    taint = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    await add_node(api, "empty", taints=[taint])
+    for name in ("one", "two", "busy"):
+        await add_node(api, name)
+    for i, node in enumerate(("one", "two", "busy", "busy")):
+        await api.create(pod(f"placed-{i}", nodeName=node))
+    for i in range(2):
+        await api.create(pod(f"new-{i}"))
+    assert sorted([await bound(api, "new-0"), await bound(api, "new-1")]) == ["one", "two"]
+    # When none fits, every node is counted in the message.
+    await api.create(pod("picky", nodeSelector={"disk": "tape"}))
+    message = await unschedulable_message(api, "picky")
+    assert message.startswith("0/4 nodes are available: 1 node(s) had untolerated taint")
+    assert "3 node(s) didn't match Pod's node affinity/selector" in message
+
+
 async def test_node_selector_and_required_affinity_choose_the_node(
     api: Client, manager: Manager
 ) -> None:

@@ -52,7 +52,7 @@ class ReadHandler:
         stored = stored_object(self.store, call)
         if (
             rt.webhook_conversion is not None
-            and stored.obj.get("apiVersion") != rt.api_version
+            and stored.api_version != rt.api_version
             and answer.as_kind != "PartialObjectMetadata"
         ):
             # Metadata-only reads are answered from the stored object, whatever its version.

@@ -205,8 +205,11 @@ class WatchStreams:
                     await response.write(data)
                 if watcher.closed:
                     break
-                if bookmarks and time.monotonic() >= next_bookmark and watcher.settled:
-                    await response.write(_bookmark(rt.kind, rt.api_version, self.store.revision))
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    # Not past events still queued or held back: the next one will do.
+                    if watcher.settled:
+                        revision = self.store.revision
+                        await response.write(_bookmark(rt.kind, rt.api_version, revision))
                     next_bookmark = time.monotonic() + self.bookmark_interval
             if watcher.expired is not None:
                 # As etcd's compaction cancels a watch behind it: the client lists again.
@@ -242,7 +245,7 @@ class WatchStreams:
             return b"".join(lines)
         return b"".join(
             event.encoded(seen)
-            if raw_ok and event.new.obj.get("apiVersion") == api_version
+            if raw_ok and event.new.api_version == api_version
             else orjson.dumps({"type": seen, "object": served(event.new)}) + b"\n"
             for event, seen in batch
         )
@@ -298,7 +301,7 @@ class _ConvertingEncoder:
         pending: dict[int, StoredObject] = {}
         for event, _ in batch:
             new = event.new
-            if new.obj.get("apiVersion") != wanted and (
+            if new.api_version != wanted and (
                 event.converted is None or wanted not in event.converted
             ):
                 pending[id(new)] = new
@@ -307,7 +310,7 @@ class _ConvertingEncoder:
                 self.selected is not None
                 and event.type == "MODIFIED"
                 and old is not None
-                and old.obj.get("apiVersion") != wanted
+                and old.api_version != wanted
             ):
                 pending[id(old)] = old
         converted: dict[int, dict[str, Any]] = {}
@@ -340,7 +343,7 @@ class _ConvertingEncoder:
     def _encoded(self, event: Event, converted: dict[int, dict[str, Any]]) -> bytes:
         """The event's object in the version watched, encoded (and kept on the event)."""
         new = event.new
-        if new.obj.get("apiVersion") == self.api_version:
+        if new.api_version == self.api_version:
             return new.raw
         if event.converted is None:
             event.converted = {}
@@ -352,7 +355,7 @@ class _ConvertingEncoder:
     def _object(
         self, stored: StoredObject, raw: bytes | None, converted: dict[int, dict[str, Any]]
     ) -> dict[str, Any]:
-        if stored.obj.get("apiVersion") == self.api_version:
+        if stored.api_version == self.api_version:
             return stored.obj
         found = converted.get(id(stored))
         if found is not None:

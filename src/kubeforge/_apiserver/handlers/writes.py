@@ -388,7 +388,7 @@ class Writes:
         meta["resourceVersion"] = old_meta.get("resourceVersion")
         if rt.webhook_conversion is not None:
             return await self._commit_converted(call, obj, old)
-        if obj == old_obj and old.obj.get("apiVersion") == rt.storage_api_version:
+        if obj == old_obj and old.api_version == rt.storage_api_version:
             # Nothing changed: no new revision, no event. An object stored in an older
             # version is written again (in the storage version), as an unchanged object
             # kube-apiserver encodes differently from its stored bytes is.

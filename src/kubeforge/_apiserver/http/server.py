@@ -160,6 +160,7 @@ class HTTPServer:
         # Handlers of connections their clients closed, cancelled and not yet unwound.
         self.ending: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
+        self._local: asyncio.Server | None = None
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> int:
         """Listen and return the port bound."""
@@ -184,6 +185,13 @@ class HTTPServer:
         )
         return int(self._server.sockets[0].getsockname()[1])
 
+    async def serve_unix(self, path: str) -> None:
+        """Also serve plain HTTP on a Unix socket at `path` (a stale socket there is replaced):
+        the same handler, limits and connection cap. Whoever may open the path may connect;
+        requests still authenticate as over TCP."""
+        loop = asyncio.get_running_loop()
+        self._local = await loop.create_unix_server(lambda: _Connection(self), path, backlog=1024)
+
     async def stop(self) -> None:
         """Stop listening, let requests in progress finish (up to the timeout), then close.
 
@@ -194,6 +202,9 @@ class HTTPServer:
             return
         self._server.close()
         self._server = None
+        if self._local is not None:
+            self._local.close()
+            self._local = None
         for conn in [*self.connections, *self.refusing]:
             conn.close_when_idle()
         if any(conn.scheduled for conn in self.connections):

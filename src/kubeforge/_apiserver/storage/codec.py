@@ -78,13 +78,12 @@ class Codec:
         if conversion is None:
             return [self.served_raw(rt, stored) for stored in objects]
         wanted = rt.api_version
-        pending = [s.thaw() for s in objects if s.obj.get("apiVersion") != wanted]
+        pending = [s.thaw() for s in objects if s.api_version != wanted]
         converted = iter(
             await self.conversions.convert(conversion, pending, rt.version, listing=True)
         )
         return [
-            stored.raw if stored.obj.get("apiVersion") == wanted else next(converted)
-            for stored in objects
+            stored.raw if stored.api_version == wanted else next(converted) for stored in objects
         ]
 
     def converter(self, rt: ResourceType) -> BatchConverter:
@@ -99,7 +98,7 @@ class Codec:
 
     async def answer(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
         """`served_raw` for any type: what a write or read answers with."""
-        if rt.webhook_conversion is None or stored.obj.get("apiVersion") == rt.api_version:
+        if rt.webhook_conversion is None or stored.api_version == rt.api_version:
             return self.served_raw(rt, stored)
         return await self.read_as(rt, stored)
 
@@ -120,7 +119,7 @@ class Codec:
 
     def served_raw(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
         """The stored bytes when they already are in the served version, else a converted copy."""
-        if rt.from_storage is None and stored.obj.get("apiVersion") == rt.api_version:
+        if rt.from_storage is None and stored.api_version == rt.api_version:
             return stored.raw
         return self.served(rt, stored)
 

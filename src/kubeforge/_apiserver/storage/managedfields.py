@@ -607,8 +607,10 @@ def _compare(old: Any, new: Any, t: _Type, prefix: Path, diff: _Diff) -> None:
     if old is new:
         return
     if isinstance(old, dict) and isinstance(new, dict) and not (t.atomic_map and prefix):
-        if old == new and json_equal(old, new):
-            return  # the common case for most of an object: nothing below changed
+        if old == new and (orjson.dumps(old) == orjson.dumps(new) or json_equal(old, new)):
+            # The common case for most of an object: nothing below changed. Equal encodings
+            # say so at once; `==` alone would take 1 and 1.0, or true and 1, for the same.
+            return
         skip = t.skip
         for key, before in old.items():
             if key in skip:
@@ -889,10 +891,11 @@ class _Entry:
             self.dirty = True
 
     def encode(self) -> dict[str, Any]:
-        """A fresh entry dict (never shared with the object it was read from)."""
+        """The entry as a dict: the one it was read from when unchanged (entries are read
+        from the request's private copies of objects, whose parts the new object may
+        take), else a fresh one."""
         if not self.dirty and self.raw is not None:
-            copied: dict[str, Any] = json_copy(self.raw)
-            return copied
+            return self.raw
         out: dict[str, Any] = {
             "manager": self.manager,
             "operation": self.operation,

@@ -5,6 +5,11 @@ kept in a bounded per-resource history so that watches can resume from a resourc
 paginated lists can be served from a consistent snapshot; a request older than the history
 gets 410 Gone. Each event is encoded to JSON once and the same bytes go to every watcher.
 
+Objects are kept encoded; of each resource, the live objects written or read last (up to
+`decoded_objects`) also keep their decoded form, which the write path and the server's own
+loops read. A decoded object is some six times its JSON: thousands of pods or events would
+otherwise hold most of the server's memory for objects nobody reads.
+
 All methods are synchronous and run on the event loop, so a read-check-write sequence without
 an `await` in between is atomic.
 """
@@ -14,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, Protocol
 
@@ -52,33 +57,71 @@ class Expired(Exception):
         self.oldest = oldest
 
 
+class DecodedObjects:
+    """The live objects of one resource whose decoded form is kept: the `size` decoded last.
+    Others keep their encoding only; `StoredObject.obj` decodes one again when it is read."""
+
+    __slots__ = ("_kept", "size")
+
+    def __init__(self, size: int) -> None:
+        self.size = max(size, 1)
+        self._kept: OrderedDict[int, StoredObject] = OrderedDict()
+
+    def keep(self, stored: StoredObject) -> None:
+        # Only a version not kept (new, or let go) comes here: it goes to the end.
+        kept = self._kept
+        kept[id(stored)] = stored
+        if len(kept) > self.size:
+            _, oldest = kept.popitem(last=False)
+            oldest._obj = None
+
+
 class StoredObject:
     """One committed version of an object. `obj` must never be mutated; copy it with `thaw()`.
 
-    A version another has replaced lives on only in the watch history (for watches resuming
-    from it) and in requests that read it earlier: `release()` drops its decoded form, some
-    four times the size of its JSON, which `obj` then decodes again on each (rare) use.
+    A live version keeps its decoded form while it is among the last its resource decoded
+    (`DecodedObjects`); a version another has replaced lives on only in the watch history
+    (for watches resuming from it) and in requests that read it earlier: `release()` drops
+    its decoded form for good. Either way `obj` decodes it again when it is read.
     """
 
-    __slots__ = ("_obj", "key", "raw", "rv")
+    __slots__ = ("_decoded", "_obj", "api_version", "key", "raw", "rv")
 
-    def __init__(self, key: Key, obj: dict[str, Any], raw: bytes, rv: int) -> None:
+    def __init__(
+        self,
+        key: Key,
+        obj: dict[str, Any] | None,
+        raw: bytes,
+        rv: int,
+        decoded: DecodedObjects | None = None,
+    ) -> None:
         self.key = key
-        self._obj: dict[str, Any] | None = obj
+        self._obj = obj
         self.raw = raw
         self.rv = rv
+        # The version it is stored in, which readers compare without decoding it again.
+        self.api_version: str | None = (obj if obj is not None else orjson.loads(raw)).get(
+            "apiVersion"
+        )
+        self._decoded = decoded
+        if decoded is not None and obj is not None:
+            decoded.keep(self)
 
     @property
     def obj(self) -> dict[str, Any]:
         obj = self._obj
         if obj is None:
-            decoded: dict[str, Any] = orjson.loads(self.raw)
-            return decoded
+            obj = orjson.loads(self.raw)
+            if self._decoded is not None:
+                # Live: read again soon, most likely (the next write of it, its watchers).
+                self._obj = obj
+                self._decoded.keep(self)
         return obj
 
     def release(self) -> None:
         """Keep only the encoded form (this version has been replaced or deleted)."""
         self._obj = None
+        self._decoded = None
 
     def thaw(self) -> dict[str, Any]:
         """A private deep copy of the object, safe to modify."""
@@ -89,13 +132,12 @@ class StoredObject:
 class Event:
     """A committed change. `old` is the previous version (None for ADDED)."""
 
-    __slots__ = ("_encoded", "converted", "new", "old", "type")
+    __slots__ = ("converted", "new", "old", "type")
 
     def __init__(self, type: EventType, new: StoredObject, old: StoredObject | None) -> None:
         self.type = type
         self.new = new
         self.old = old
-        self._encoded: dict[str, bytes] = {}
         # `new` converted by a conversion webhook, encoded, by apiVersion: converted once
         # for every watch of that version (as kube-apiserver's watch cache of each version).
         self.converted: dict[str, bytes] | None = None
@@ -105,13 +147,11 @@ class Event:
         return self.new.rv
 
     def encoded(self, type: str | None = None) -> bytes:
-        """The watch line for this event (or for it seen as `type`), encoded once."""
+        """The watch line for this event (or for it seen as `type`): the stored encoding in
+        a frame, put together for each watcher rather than kept (the history holds thousands
+        of events, each line a copy of its object)."""
         t = type or self.type
-        line = self._encoded.get(t)
-        if line is None:
-            line = b'{"type":"' + t.encode() + b'","object":' + self.new.raw + b"}\n"
-            self._encoded[t] = line
-        return line
+        return b'{"type":"' + t.encode() + b'","object":' + self.new.raw + b"}\n"
 
 
 class Backend(Protocol):
@@ -252,11 +292,16 @@ def _deliver(watcher: Watcher, event: Event) -> None:
         watcher.close()
 
 
-def _stored(raw: bytes) -> StoredObject:
+def _stored(raw: bytes, decoded: DecodedObjects | None = None) -> StoredObject:
+    """A stored version read back from its encoding: live (decoded, kept as `decoded`
+    allows) when `decoded` is given, else a replaced one (encoded only)."""
     obj = orjson.loads(raw)
     meta = obj["metadata"]
     key = (meta.get("namespace", ""), meta["name"])
-    return StoredObject(key, obj, raw, int(meta.get("resourceVersion") or 0))
+    stored = StoredObject(key, obj, raw, int(meta.get("resourceVersion") or 0), decoded)
+    if decoded is None:
+        stored.release()
+    return stored
 
 
 def _event_rv(event: Event) -> int:
@@ -266,9 +311,10 @@ def _event_rv(event: Event) -> int:
 class Collection:
     """All objects of one group-resource, their recent history and their watchers."""
 
-    def __init__(self, gr: GroupResource, history_size: int) -> None:
+    def __init__(self, gr: GroupResource, history_size: int, decoded_objects: int) -> None:
         self.gr = gr
         self.objects: dict[Key, StoredObject] = {}
+        self.decoded = DecodedObjects(decoded_objects)
         self.history: deque[Event] = deque()
         self.history_size = history_size
         # Events with rv <= floor may have left the history; every later one is kept.
@@ -344,9 +390,12 @@ class Store:
         history_size: int = 10_000,
         backend: Backend | None = None,
         max_pending: int = 100_000,
+        decoded_objects: int = 2048,
     ) -> None:
         self.revision = 0
         self.history_size = history_size
+        # Per resource, how many live objects keep their decoded form (DecodedObjects).
+        self.decoded_objects = decoded_objects
         self.max_pending = max_pending
         self.backend = backend
         # Keyed by (group, resource): a tuple hashes without calling into Python, which a
@@ -360,8 +409,9 @@ class Store:
     def _load(self, backend: Backend) -> None:
         revision, rows = backend.load()
         for gr, raw in rows:
-            stored = _stored(raw)
-            self.collection(gr).objects[stored.key] = stored
+            coll = self.collection(gr)
+            stored = _stored(raw, coll.decoded)
+            coll.objects[stored.key] = stored
         events = backend.load_events()
         # The persisted log is a contiguous suffix of history: watches may resume from any
         # revision at or after the one before its first event.
@@ -382,7 +432,7 @@ class Store:
         coll = self._collections.get((gr.group, gr.resource))
         if coll is None:
             # A collection seen for the first time has missed no event since the base.
-            coll = Collection(gr, self.history_size)
+            coll = Collection(gr, self.history_size, self.decoded_objects)
             coll.floor = self._base
             self._collections[(gr.group, gr.resource)] = coll
         return coll
@@ -434,8 +484,8 @@ class Store:
         meta["resourceVersion"] = str(rv)
         key = (meta.get("namespace", ""), meta["name"])
         raw = dumps_exact(obj)
-        stored = StoredObject(key, obj, raw, rv)
         coll = self.collection(gr)
+        stored = StoredObject(key, obj, raw, rv, coll.decoded)
         if self.backend is not None:
             previous = old.raw if old is not None else None
             self.backend.write(gr, key, None if type == "DELETED" else raw, rv, type, raw, previous)

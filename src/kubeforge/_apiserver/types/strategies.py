@@ -31,7 +31,12 @@ from kubeforge._apiserver.types.validation.common import (
     UpdateValidator,
     semantic_equal,
 )
-from kubeforge._apiserver.types.validation.core_pods import MIRROR_ANNOTATION, pod_qos_class
+from kubeforge._apiserver.types.validation.core_pods import (
+    MIRROR_ANNOTATION,
+    pod_qos_class,
+    validate_pod,
+    validate_pod_status_update,
+)
 from kubeforge._apiserver.types.validation.registry import VALIDATORS
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "BuiltinStrategy", "Strategy", "strategy_for"]
@@ -249,9 +254,24 @@ def _add_node_tolerations(spec: Obj) -> None:
 
 class PodStrategy(BuiltinStrategy):
     """Pods: admission defaults on create, status Pending with the QoS class, and a
-    scheduling-gated condition for gated pods."""
+    scheduling-gated condition for gated pods; writes through /status have their own."""
 
-    __slots__ = ()
+    __slots__ = ("_status_writes",)
+
+    def __init__(
+        self,
+        defaulter: Callable[[Obj], None] | None = None,
+        validators: tuple[CreateValidator, UpdateValidator] | None = None,
+        status: Obj | None = None,
+        strict_finalizers: bool = True,
+    ) -> None:
+        super().__init__(defaulter, validators, status, strict_finalizers)
+        self._status_writes = PodStatusStrategy(
+            defaulter, (validate_pod, validate_pod_status_update), status, strict_finalizers
+        )
+
+    def for_subresource(self, name: str) -> Strategy:
+        return self._status_writes if name == "status" else self
 
     def prepare_create(self, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -291,11 +311,25 @@ class PodStrategy(BuiltinStrategy):
             _add_node_tolerations(spec)
 
     def prepare_status_update(self, obj: Obj, old: Obj) -> None:
-        # The QoS class is fixed at creation; a status without one keeps the old.
-        status = obj.get("status")
-        old_qos = as_dict(old.get("status")).get("qosClass")
-        if isinstance(status, dict) and not status.get("qosClass") and old_qos:
-            status["qosClass"] = old_qos
+        _keep_qos_class(obj, old)
+
+
+class PodStatusStrategy(BuiltinStrategy):
+    """Pods' /status, as kube-apiserver's podStatusStrategy: the status changes, the spec is
+    kept (so it is not validated again)."""
+
+    __slots__ = ()
+
+    def prepare_status_update(self, obj: Obj, old: Obj) -> None:
+        _keep_qos_class(obj, old)
+
+
+def _keep_qos_class(obj: Obj, old: Obj) -> None:
+    # The QoS class is fixed at creation; a status without one keeps the old.
+    status = obj.get("status")
+    old_qos = as_dict(old.get("status")).get("qosClass")
+    if isinstance(status, dict) and not status.get("qosClass") and old_qos:
+        status["qosClass"] = old_qos
 
 
 # -- namespaces ------------------------------------------------------------------------------

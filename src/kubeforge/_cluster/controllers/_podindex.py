@@ -10,6 +10,7 @@ import orjson
 
 from kubeforge._api.machinery.access import controller_ref, namespace_of, uid_of
 from kubeforge._client.protocols import Reader
+from kubeforge._cluster.controllers._podstate import PodSummary
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.manager import Manager
 
@@ -18,10 +19,11 @@ __all__ = [
     "NODE_NAME_INDEX",
     "ORPHAN",
     "POD",
-    "DecodedPods",
+    "PodSummaries",
     "claimable_pods",
     "index_pods_by_controller",
     "index_pods_by_node",
+    "node_name_values",
     "pods_controlled_by",
     "pods_on_node",
 ]
@@ -65,42 +67,45 @@ async def claimable_pods(client: Reader, owner: Mapping[str, Any]) -> list[Obj]:
     return owned + await pods_controlled_by(client, namespace, ORPHAN)
 
 
-class DecodedPods:
-    """The cached pods an owner may claim (`claimable_pods`), each decoded once per change
-    rather than on every read. For a controller whose every sync reads all the pods of its
-    object, thousands of them, and which changes none of them in place except to take the
-    server's answer to its own write of that pod (`_writes.replace`), which the next change
-    of the cached pod supersedes. Memory: a decoded pod is some four times its JSON."""
+class PodSummaries:
+    """The cached pods an owner may claim (`claimable_pods`) as `PodSummary`s, each read once
+    per change of the pod rather than on every sync: for a controller whose every sync reads
+    all the pods of its object, thousands of them. A summary is a few hundred bytes where a
+    decoded pod is some four times its JSON; `pod()` decodes one when more is needed."""
 
     def __init__(self, cache: Cache) -> None:
         self.cache = cache
-        self._decoded: dict[str, tuple[bytes, Obj]] = {}
+        self._summaries: dict[str, tuple[bytes, PodSummary]] = {}
 
-    def claimable(self, owner: Mapping[str, Any]) -> list[Obj]:
-        """As `claimable_pods`: the pods `owner` controls, then the orphans."""
+    def claimable(self, owner: Mapping[str, Any]) -> list[PodSummary]:
+        """As `claimable_pods`: the pods `owner` controls, then the orphans (each in no
+        particular order: sort them where order matters)."""
         store = self.cache.informer_for(POD).store
         namespace = namespace_of(owner)
         prefix = namespace + "/"
-        decoded = self._decoded
-        if len(decoded) > 2 * len(store) + 100:
+        summaries = self._summaries
+        if len(summaries) > 2 * len(store) + 100:
             # Pods gone from the cache leave their entries behind; sweep now and then.
-            self._decoded = decoded = {k: v for k, v in decoded.items() if k in store}
-        pods: list[Obj] = []
+            self._summaries = summaries = {k: v for k, v in summaries.items() if k in store}
+        found: list[PodSummary] = []
         for uid in (uid_of(owner), ORPHAN):
-            for key in sorted(store.keys_under(CONTROLLER_INDEX, uid)):
+            for key, data in store.raw_under(CONTROLLER_INDEX, uid):
                 if not key.startswith(prefix):
                     continue
-                data = store.raw(key)
-                if data is None:
-                    continue
-                known = decoded.get(key)
+                known = summaries.get(key)
                 if known is None or known[0] is not data:
-                    known = decoded[key] = (data, orjson.loads(data))
-                pods.append(known[1])
-        return pods
+                    known = summaries[key] = (data, PodSummary(key, orjson.loads(data)))
+                found.append(known[1])
+        return found
+
+    def pod(self, summary: PodSummary) -> Obj | None:
+        """The pod a summary is of, as the cache has it now (a private copy; None once it
+        is gone)."""
+        return self.cache.informer_for(POD).store.get(summary.key)
 
 
-def _node_name(pod: Mapping[str, Any]) -> list[str]:
+def node_name_values(pod: Mapping[str, Any]) -> list[str]:
+    """What NODE_NAME_INDEX finds a pod under: the node it is bound to, if any."""
     node = (pod.get("spec") or {}).get("nodeName")
     return [str(node)] if node else []
 
@@ -108,7 +113,7 @@ def _node_name(pod: Mapping[str, Any]) -> list[str]:
 def index_pods_by_node(manager: Manager) -> None:
     """Index cached pods by the node they are bound to."""
     try:
-        manager.cache.index_field(POD, NODE_NAME_INDEX, _node_name)
+        manager.cache.index_field(POD, NODE_NAME_INDEX, node_name_values)
     except ValueError:
         pass  # another controller of this manager registered it
 

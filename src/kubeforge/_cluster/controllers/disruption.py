@@ -43,11 +43,11 @@ from kubeforge._api.machinery.timestamps import format_time, parse_time_or_none
 from kubeforge._client.client import Client
 from kubeforge._client.discovery import NoKindMatch
 from kubeforge._client.errors import ApiError, Conflict, NotFound
+from kubeforge._cluster.controllers._facts import Facts
 from kubeforge._cluster.controllers._podstate import is_pod_ready, is_pod_terminal
 from kubeforge._cluster.controllers._wakeups import Wakeups
 from kubeforge._cluster.controllers._writes import quiet_conflicts
 from kubeforge._cluster.controllers.deployment import scaled_value
-from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.conditions import find_status_condition, set_status_condition
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.predicate import Funcs
@@ -483,9 +483,13 @@ class StalePodDisruptionReconciler(Reconciler):
 # -- wiring ------------------------------------------------------------------------------------
 
 
-def _budgets_of(cache: Cache, events: Any, pod: Mapping[str, Any]) -> list[Request]:
+def _budgets_of(
+    budgets_by_namespace: Facts[dict[str, Any]], events: Any, pod: Mapping[str, Any]
+) -> list[Request]:
     """The budgets selecting a pod (a pod should have one; more get a warning)."""
-    budgets = [pdb for pdb in cache.list(PDB, namespace=namespace_of(pod)) if _selected(pdb, pod)]
+    budgets = [
+        pdb for pdb in budgets_by_namespace.in_namespace(namespace_of(pod)) if _selected(pdb, pod)
+    ]
     if len(budgets) > 1:
         events.record(
             pod,
@@ -512,7 +516,7 @@ def setup(manager: Manager) -> None:
         manager.controller()
         .named("disruption")
         .for_(PDB)
-        .watches(POD, functools.partial(_budgets_of, cache, events))
+        .watches(POD, functools.partial(_budgets_of, Facts(cache, PDB, lambda pdb: pdb), events))
         .watches_source(wakeups.channel)
         .complete(DisruptionReconciler(events, wakeups, live=manager.api_reader))
     )

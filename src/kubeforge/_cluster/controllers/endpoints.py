@@ -35,6 +35,7 @@ from kubeforge._api.machinery.access import (
 from kubeforge._api.machinery.selectors import label_set_matches
 from kubeforge._client.errors import AlreadyExists, NotFound
 from kubeforge._cluster.controllers._children import generate_name_prefix
+from kubeforge._cluster.controllers._facts import Facts
 from kubeforge._cluster.controllers._podstate import is_pod_ready, is_pod_terminal
 from kubeforge._cluster.controllers._writes import quiet_conflicts
 from kubeforge._runtime.cache import Cache
@@ -622,14 +623,20 @@ class EndpointSliceReconciler(Reconciler):
 # -- wiring ------------------------------------------------------------------------------------
 
 
-def _services_for_pod(cache: Cache, pod: Mapping[str, Any]) -> list[Request]:
+def _selectors(cache: Cache) -> Facts[tuple[str, Mapping[str, str] | None]]:
+    """Each Service's name and pod selector, read once per change of it."""
+    return Facts(cache, SERVICE, lambda service: (name_of(service), _selector(service)))
+
+
+def _services_for_pod(
+    selectors: Facts[tuple[str, Mapping[str, str] | None]], pod: Mapping[str, Any]
+) -> list[Request]:
     """The Services in the pod's namespace whose selector matches it."""
     namespace = namespace_of(pod)
     out = []
-    for service in cache.list(SERVICE, namespace=namespace):
-        selector = _selector(service)
+    for name, selector in selectors.in_namespace(namespace):
         if selector is not None and label_set_matches(selector, labels_of(pod)):
-            out.append(Request(namespace, name_of(service)))
+            out.append(Request(namespace, name))
     return out
 
 
@@ -641,13 +648,13 @@ def setup(manager: Manager) -> None:
 
 def setup_endpoints(manager: Manager) -> None:
     """Register the Endpoints controller with `manager`."""
-    cache = manager.cache
+    selectors = _selectors(manager.cache)
     deletes_only = Funcs(on_create=lambda _obj: False, on_update=lambda _old, _new: False)
     (
         manager.controller()
         .named("endpoints")
         .for_(SERVICE)
-        .watches(POD, lambda pod: _services_for_pod(cache, pod))
+        .watches(POD, lambda pod: _services_for_pod(selectors, pod))
         .watches(
             ENDPOINTS,
             lambda ep: [Request(namespace_of(ep), name_of(ep))],
@@ -660,13 +667,13 @@ def setup_endpoints(manager: Manager) -> None:
 
 def setup_endpointslices(manager: Manager) -> None:
     """Register the EndpointSlice controller with `manager`."""
-    cache = manager.cache
+    selectors = _selectors(manager.cache)
     (
         manager.controller()
         .named("endpointslice")
         .for_(SERVICE)
         .owns(ENDPOINT_SLICE)
-        .watches(POD, lambda pod: _services_for_pod(cache, pod))
+        .watches(POD, lambda pod: _services_for_pod(selectors, pod))
         .with_options(max_concurrent_reconciles=5)
         .complete(EndpointSliceReconciler())
     )

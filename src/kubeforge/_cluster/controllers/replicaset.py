@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from kubeforge._api.machinery.access import (
     controller_ref,
     is_deleting,
@@ -39,15 +41,11 @@ from kubeforge._cluster.controllers._claiming import claim, controllers_of
 from kubeforge._cluster.controllers._deletionorder import pods_to_delete
 from kubeforge._cluster.controllers._expectations import Expectations, observe_pods
 from kubeforge._cluster.controllers._podindex import (
-    DecodedPods,
+    PodSummaries,
     index_pods_by_controller,
     pods_controlled_by,
 )
-from kubeforge._cluster.controllers._podstate import (
-    is_pod_active,
-    is_pod_ready,
-    seconds_until_available,
-)
+from kubeforge._cluster.controllers._podstate import PodSummary, is_pod_active
 from kubeforge._cluster.controllers._writes import (
     gather_errors,
     namespace_terminating,
@@ -57,6 +55,7 @@ from kubeforge._cluster.controllers._writes import (
 from kubeforge._runtime.cache import Cache
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.store import key_of
 
 __all__ = [
     "BURST_REPLICAS",
@@ -82,17 +81,23 @@ def calculate_status(
 ) -> Obj:
     """The status a ReplicaSet should report for its active pods (zero counts omitted as
     the API serialises them, except replicas)."""
+    return _status(rs, [PodSummary(name_of(pod), pod) for pod in pods], error, at)
+
+
+def _status(
+    rs: Mapping[str, Any], pods: Sequence[PodSummary], error: Exception | None, at: datetime
+) -> Obj:
     spec = spec_of(rs)
     template_labels = labels_of(spec.get("template") or {})
+    labels_json = orjson.dumps(template_labels)
     min_ready = int(spec.get("minReadySeconds") or 0)
     fully_labeled = ready = available = 0
     for pod in pods:
-        labels = labels_of(pod)
-        if all(labels.get(k) == v for k, v in template_labels.items()):
+        if pod.labeled(template_labels, labels_json):
             fully_labeled += 1
-        if is_pod_ready(pod):
+        if pod.ready is not None:
             ready += 1
-            if seconds_until_available(pod, min_ready, at) == 0.0:
+            if min_ready <= 0 or pod.seconds_until_available(min_ready, at) == 0.0:
                 available += 1
     status: Obj = {"replicas": len(pods)}
     for field, value in (
@@ -143,7 +148,7 @@ class ReplicaSetReconciler(Reconciler):
         self.events = events
         self.live = live
         self.cache = cache
-        self.pods = DecodedPods(cache)
+        self.pods = PodSummaries(cache)
         # How many pods syncs read, so a large set's pod events are gathered (_batching.py).
         self.cost = cost or SyncCost()
 
@@ -159,18 +164,9 @@ class ReplicaSetReconciler(Reconciler):
             self.cost.forget(request)
             return None
         needs_sync = self.expectations.satisfied(key) and not is_deleting(rs)
-        selector = spec_of(rs).get("selector")
         candidates = self.pods.claimable(rs)
         self.cost.record(request, len(candidates))
-        active = [pod for pod in candidates if is_pod_active(pod)]
-        pods = await claim(
-            self.client,
-            self.live,
-            rs,
-            POD,
-            active,
-            lambda pod: label_selector_matches(selector, labels_of(pod)),
-        )
+        pods = await self._claim(rs, [pod for pod in candidates if pod.active])
         error: Exception | None = None
         deleted: set[str] = set()
         if needs_sync:
@@ -180,8 +176,8 @@ class ReplicaSetReconciler(Reconciler):
                 error = exc
         at = now()
         # Pods deleted just now are on their way out: not counted, as the next sync would not.
-        remaining = [pod for pod in pods if name_of(pod) not in deleted]
-        status = calculate_status(rs, remaining, error, at)
+        remaining = [pod for pod in pods if pod.name not in deleted] if deleted else pods
+        status = _status(rs, remaining, error, at)
         if status != dict(status_of(rs)):
             rs["status"] = status
             replace(rs, await self.client.update_status(rs))
@@ -189,15 +185,47 @@ class ReplicaSetReconciler(Reconciler):
             raise error
         return self._requeue(rs, key, pods, at)
 
+    async def _claim(self, rs: Obj, active: list[PodSummary]) -> list[PodSummary]:
+        """The active pods the ReplicaSet controls, adopting matching orphans and releasing
+        pods that stopped matching (`claim`). Most syncs have neither to do: then the
+        summaries say which pods are its own, and no pod is decoded."""
+        selector = spec_of(rs).get("selector")
+        selector_json = orjson.dumps(selector)
+        uid = uid_of(rs)
+        mine: list[PodSummary] = []
+        for pod in active:
+            matches = pod.matches(selector, selector_json)
+            if pod.controller_uid == uid and matches:
+                mine.append(pod)
+            elif pod.controller_uid is not None or matches:
+                break  # one to release or to adopt
+        else:
+            return mine
+        decoded = self._decoded(active)
+        claimed = await claim(
+            self.client,
+            self.live,
+            rs,
+            POD,
+            decoded,
+            lambda pod: label_selector_matches(selector, labels_of(pod)),
+        )
+        return [PodSummary(key_of(pod), pod) for pod in claimed]
+
+    def _decoded(self, pods: Sequence[PodSummary]) -> list[Obj]:
+        """The pods the summaries are of, by key (those still cached)."""
+        ordered = sorted(pods, key=lambda pod: pod.key)
+        return [obj for obj in (self.pods.pod(pod) for pod in ordered) if obj is not None]
+
     def _requeue(
-        self, rs: Mapping[str, Any], key: str, pods: Sequence[Obj], at: datetime
+        self, rs: Mapping[str, Any], key: str, pods: Sequence[PodSummary], at: datetime
     ) -> Result | None:
         """Come back when a ready pod turns available, or when unmet expectations expire."""
         waits: list[float] = []
         min_ready = int(spec_of(rs).get("minReadySeconds") or 0)
         if min_ready > 0:
             for pod in pods:
-                remaining = seconds_until_available(pod, min_ready, at)
+                remaining = pod.seconds_until_available(min_ready, at)
                 if remaining:
                     waits.append(remaining)
         pending = self.expectations.remaining_wait(key)
@@ -209,7 +237,7 @@ class ReplicaSetReconciler(Reconciler):
         self,
         rs: Obj,
         key: str,
-        pods: Sequence[Obj],
+        pods: Sequence[PodSummary],
         deleted: set[str],
     ) -> None:
         diff = len(pods) - int(spec_of(rs).get("replicas", 1))
@@ -217,7 +245,8 @@ class ReplicaSetReconciler(Reconciler):
             await self._create(rs, key, min(-diff, BURST_REPLICAS))
         elif diff > 0:
             count = min(diff, BURST_REPLICAS)
-            victims = pods_to_delete(pods, await self._related(rs, pods), count)
+            decoded = self._decoded(pods)
+            victims = pods_to_delete(decoded, await self._related(rs, decoded), count)
             await self._delete(rs, key, victims, deleted)
 
     async def _create(self, rs: Obj, key: str, count: int) -> None:

@@ -28,14 +28,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
-import orjson
-
 from kubeforge import clock
 from kubeforge._api.machinery.access import is_deleting, spec_of, status_of
 from kubeforge._api.machinery.quantity import decode_quantity
 from kubeforge._api.machinery.selectors import label_set_matches
 from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._client.errors import Conflict, NotFound
+from kubeforge._cluster.controllers._facts import Facts
 from kubeforge._cluster.controllers._nodeaffinity import node_selector_matches
 from kubeforge._cluster.controllers._volumes import PV, PVC, index_pods_by_claim, pods_using
 from kubeforge._cluster.controllers.volumebinding import (
@@ -47,6 +46,7 @@ from kubeforge._cluster.staticpods import is_mirror_pod
 from kubeforge._runtime.handler import Queue
 from kubeforge._runtime.manager import Manager
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
+from kubeforge._runtime.store import Store
 
 __all__ = ["SCHEDULER_NAME", "Scheduler", "resource_amount", "setup"]
 
@@ -189,11 +189,50 @@ def _allocatable(node: Mapping[str, Any], resource: str) -> Decimal:
     return resource_amount(value) if value is not None else Decimal(-1)
 
 
+_UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+class _NodeFacts:
+    """What the scheduler reads of a Node for every pod, worked out once per change of it."""
+
+    __slots__ = ("allocatable", "deleting", "max_pods", "name", "node", "taints", "unschedulable")
+
+    def __init__(self, node: dict[str, Any]) -> None:
+        self.node = node
+        self.name = str(node["metadata"]["name"])
+        self.deleting = is_deleting(node)
+        spec = spec_of(node)
+        self.unschedulable = bool(spec.get("unschedulable"))
+        # The taints that keep pods off: the node's own, and the one the node lifecycle
+        # controller would put on a node that is not Ready.
+        taints = [
+            t for t in spec.get("taints") or () if t.get("effect") in ("NoSchedule", "NoExecute")
+        ]
+        readiness = _readiness_taint(node)
+        if readiness is not None:
+            taints.append(readiness)
+        self.taints = taints
+        self.max_pods = _allocatable(node, "pods")
+        self.allocatable = {resource: _allocatable(node, resource) for resource in RESOURCES}
+
+
 def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
     """Upstream's FitError text: reasons counted over nodes, sorted, and what preemption
     could do."""
     parts = ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
     return f"0/{total} nodes are available: {parts}. preemption: {preemption}"
+
+
+def _load(
+    store: Store, name: str, assumed_here: Sequence[tuple[str, dict[str, Decimal]]]
+) -> tuple[int, int]:
+    """How many pods the node runs (`assumed_here`: pods bound to it that the cache has not
+    seen bound yet), and its rank: the same without the control plane's mirror pods, which
+    take room but do not count against the node in the ranking (which stands for
+    kube-scheduler's scoring by requested resources)."""
+    pending = sum(1 for key, _ in assumed_here if not store.is_under(NODE_INDEX, name, key))
+    load = store.count_under(NODE_INDEX, name) + pending
+    return load, load - store.count_under(MIRROR_INDEX, name)
 
 
 # -- the controller --------------------------------------------------------------------------
@@ -232,7 +271,8 @@ class Scheduler(Reconciler):
         self.cache = manager.cache
         # A binding is a subresource only the live client creates.
         self.api = manager.api_reader
-        self.events = manager.event_recorder(SCHEDULER_NAME)
+        # kube-scheduler records through the events.k8s.io recorder, which has no correlator.
+        self.events = manager.event_recorder(SCHEDULER_NAME, correlate=False)
         # Pods bound but not yet seen bound in the cache: key -> (node, requests).
         self._assumed: dict[str, tuple[str, dict[str, Decimal]]] = {}
         # Pods whose node is chosen while their claims bind: key -> (node, since, plan).
@@ -240,8 +280,8 @@ class Scheduler(Reconciler):
         self.volumes = VolumeBinding(manager.client)
         self._manager = manager
         self._turn = 0
-        # Node key -> (its cached bytes, decoded): see _nodes.
-        self._decoded_nodes: dict[str, tuple[bytes, dict[str, Any]]] = {}
+        # What the scheduler reads of each Node for every pod, once per change of the Node.
+        self._node_facts = Facts(self.cache, NODE, _NodeFacts)
 
     # mapping events to pods -------------------------------------------------------------------
 
@@ -281,7 +321,7 @@ class Scheduler(Reconciler):
             return await self._finish_volume_binding(pod, request, waiting)
         if key in self._assumed:
             return None  # bound already; the cache has not caught up yet
-        nodes = [n for n in self._nodes() if not is_deleting(n)]
+        nodes = [n for n in self._node_facts.all() if not n.deleting]
         if not nodes:
             await self._unschedulable(pod, NO_NODES)
             return Result(requeue_after=RETRY_SECONDS)
@@ -299,17 +339,29 @@ class Scheduler(Reconciler):
         fits: list[tuple[int, str]] = []
         plans: dict[str, BindingPlan] = {}
         assumed = self._assumed_by_node()
-        for node in nodes:
-            name = str(node["metadata"]["name"])
-            problems, resolvable, load = self._check(pod, node, requests, assumed.get(name, ()))
+        spec = spec_of(pod)
+        tolerations = spec.get("tolerations") or []
+        affinity = bool(spec.get("nodeSelector") or spec.get("affinity"))
+        # The least loaded nodes first: once one fits, only nodes as loaded can win, so the
+        # more loaded ones need no checking (every node is checked when none fits).
+        store = self.cache.informer_for(POD).store
+        loads = {n.name: _load(store, n.name, assumed.get(n.name, ())) for n in nodes}
+        for node in sorted(nodes, key=lambda n: (loads[n.name][1], n.name)):
+            name = node.name
+            load, rank = loads[name]
+            if fits and rank > fits[0][0]:
+                break
+            problems, resolvable = self._check(
+                pod, node, requests, load, assumed.get(name, ()), tolerations, affinity
+            )
             if not problems and not claims.empty:
-                problems, plans[name] = await self.volumes.filter(claims, node, volumes)
+                problems, plans[name] = await self.volumes.filter(claims, node.node, volumes)
                 resolvable = not problems
             if problems:
                 reasons.update(problems)
                 preemption[NO_VICTIMS if resolvable else NOT_HELPFUL] += 1
             else:
-                fits.append((load, name))
+                fits.append((rank, name))
         if not fits:
             preempt = self._preemption(pod, len(nodes), preemption)
             await self._unschedulable(pod, fit_message(len(nodes), reasons, preempt))
@@ -394,22 +446,6 @@ class Scheduler(Reconciler):
         )
         return None
 
-    def _nodes(self) -> list[dict[str, Any]]:
-        """The cached Nodes, by name. Each is decoded once per change and kept: the scheduler
-        reads every node for every pod, and only reads them."""
-        store = self.cache.informer_for(NODE).store
-        decoded: dict[str, tuple[bytes, dict[str, Any]]] = {}
-        for key in sorted(store.keys()):
-            data = store.raw(key)
-            if data is None:
-                continue
-            known = self._decoded_nodes.get(key)
-            decoded[key] = (
-                known if known is not None and known[0] is data else (data, orjson.loads(data))
-            )
-        self._decoded_nodes = decoded
-        return [node for _, node in decoded.values()]
-
     def _assumed_by_node(self) -> dict[str, list[tuple[str, dict[str, Decimal]]]]:
         """Pods bound but not yet seen bound, by node: (key, requests). Those the cache now
         shows on their node, or no longer has, are forgotten here, so the list holds only
@@ -430,56 +466,46 @@ class Scheduler(Reconciler):
     def _check(
         self,
         pod: Mapping[str, Any],
-        node: Mapping[str, Any],
+        node: _NodeFacts,
         requests: Mapping[str, Decimal],
-        assumed_here: Sequence[tuple[str, dict[str, Decimal]]] = (),
-    ) -> tuple[list[str], bool, int]:
-        """Why the pod does not fit the node (empty: it fits), whether removing other pods
-        could help, and how many pods the node runs (`assumed_here`: pods bound to it that
-        the cache has not seen bound yet)."""
-        spec = spec_of(node)
-        tolerations = spec_of(pod).get("tolerations") or []
-        unschedulable_taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
-        if spec.get("unschedulable") and not tolerates(tolerations, unschedulable_taint):
-            return [UNSCHEDULABLE], False, 0
-        taints = list(spec.get("taints") or [])
-        readiness = _readiness_taint(node)
-        if readiness is not None:
-            taints.append(readiness)
-        for taint in taints:
-            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
-                continue
+        load: int,
+        assumed_here: Sequence[tuple[str, dict[str, Decimal]]],
+        tolerations: Sequence[Mapping[str, Any]],
+        affinity: bool,
+    ) -> tuple[list[str], bool]:
+        """Why the pod does not fit the node (empty: it fits), and whether removing other
+        pods could help. `load`: the pods the node runs (see _load, and `assumed_here`);
+        `tolerations` are the pod's; `affinity`: whether it has a node selector or affinity
+        to check."""
+        if node.unschedulable and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
+            return [UNSCHEDULABLE], False
+        for taint in node.taints:
             if not tolerates(tolerations, taint):
                 text = f"{{{taint.get('key', '')}: {taint.get('value') or ''}}}"
-                return [f"node(s) had untolerated taint {text}"], False, 0
-        if not matches_node_affinity(pod, node):
-            return [AFFINITY], False, 0
-        name = str(node["metadata"]["name"])
-        store = self.cache.informer_for(POD).store
-        keys = store.keys_under(NODE_INDEX, name)
-        assumed = [wanted for key, wanted in assumed_here if key not in keys]
-        load = len(keys) + len(assumed)
+                return [f"node(s) had untolerated taint {text}"], False
+        if affinity and not matches_node_affinity(pod, node.node):
+            return [AFFINITY], False
         problems = []
-        max_pods = _allocatable(node, "pods")
-        if max_pods >= 0 and load + 1 > max_pods:
+        if node.max_pods >= 0 and load + 1 > node.max_pods:
             problems.append(TOO_MANY_PODS)
         if any(requests.values()):
+            name = node.name
+            store = self.cache.informer_for(POD).store
             used = dict.fromkeys(RESOURCES, Decimal(0))
-            for key in keys:
+            for key in store.keys_under(NODE_INDEX, name):
                 other = store.get(key)
                 if other is not None:
                     for resource, amount in pod_requests(other).items():
                         used[resource] += amount
-            for wanted in assumed:
-                for resource, amount in wanted.items():
-                    used[resource] += amount
+            for key, wanted in assumed_here:
+                if not store.is_under(NODE_INDEX, name, key):
+                    for resource, amount in wanted.items():
+                        used[resource] += amount
             for resource in RESOURCES:
-                free = _allocatable(node, resource)
+                free = node.allocatable[resource]
                 if requests[resource] and free >= 0 and used[resource] + requests[resource] > free:
                     problems.append(f"Insufficient {resource}")
-        # The control plane's mirror pods take room but do not count against the node in
-        # the ranking, which stands for kube-scheduler's scoring by requested resources.
-        return problems, True, load - len(store.by_index(MIRROR_INDEX, name))
+        return problems, True
 
     def _choose(self, fits: list[tuple[int, str]]) -> str:
         """The least loaded node; equally loaded ones take turns."""

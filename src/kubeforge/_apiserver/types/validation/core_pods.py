@@ -41,6 +41,7 @@ __all__ = [
     "pod_qos_class",
     "validate_pod",
     "validate_pod_spec",
+    "validate_pod_status_update",
     "validate_pod_template",
     "validate_pod_template_object",
     "validate_pod_template_object_update",
@@ -945,11 +946,25 @@ def validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
         munged.pop("nodeName", None)
     if not semantic_equal(munged, old_munged):
         errs.append(FieldError.forbidden("spec", _POD_UPDATE_FORBIDDEN))
+    return errs + _qos_class_errors(obj, old)
+
+
+def _qos_class_errors(obj: Obj, old: Obj) -> list[FieldError]:
     old_qos = as_str(as_dict(old.get("status")).get("qosClass"))
     qos = as_str(as_dict(obj.get("status")).get("qosClass"))
     if old_qos and qos != old_qos:
-        errs.append(immutable("status.qosClass", qos))
-    return errs
+        return [immutable("status.qosClass", qos)]
+    return []
+
+
+def validate_pod_status_update(obj: Obj, old: Obj) -> list[FieldError]:
+    """An update through pods/status, as ValidatePodStatusUpdate checks one
+    (pkg/apis/core/validation/validation.go): the mirror pod annotation, the node the pod is
+    bound to, the QoS class; not the spec, which a /status write keeps as it was."""
+    errs = _mirror_errors(obj, old)
+    if as_dict(obj.get("spec")).get("nodeName") != as_dict(old.get("spec")).get("nodeName"):
+        errs.append(FieldError.forbidden("status.nodeName", "may not be changed directly"))
+    return errs + _qos_class_errors(obj, old)
 
 
 def validate_pod_template_object(obj: Obj) -> list[FieldError]:
