@@ -60,10 +60,21 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
+def _parse(path: Path) -> ast.Module:
+    """The module's syntax tree. CPython 3.11 before 3.11.8 can raise a spurious SystemError
+    ("AST constructor recursion depth mismatch", python/cpython gh-106905) when something
+    interrupts the conversion; parsing again gives the tree."""
+    source = path.read_text(encoding="utf-8")
+    try:
+        return ast.parse(source)
+    except SystemError:
+        return ast.parse(source)
+
+
 def imported(path: Path, *, top_level_only: bool = False) -> Iterator[str]:
     """The kubeforge names a module imports: `kubeforge._api.schema`, or `kubeforge` itself for
     `import kubeforge` and `from kubeforge import X` (X not a module)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _parse(path)
     package = (
         module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     )

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import kubeforge
+import pytest
 from kubeforge.testing import Kubectl, TestEnv, eventually, metric_value
 
 from tests.test_watcher import IMAGE, config_map, watcher_manifest
@@ -117,6 +118,8 @@ async def test_a_pod_naming_a_missing_watcher_is_refused(
     assert 'pods "lost" not found' in missing.err
 
 
+# It stops the webhook server of the manager it was given, which a crash replaces.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="stops the given manager's webhook server")
 async def test_with_the_webhook_down_pods_that_need_it_are_refused(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:
@@ -138,6 +141,9 @@ async def test_with_the_webhook_down_pods_that_need_it_are_refused(
     assert (await kubectl.json("get", "pod", "plain"))["metadata"]["name"] == "plain"
 
 
+# It counts the webhook calls in the metrics of the manager it was given, which a crash
+# replaces.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="reads the given manager's metrics")
 async def test_server_side_dry_run_calls_the_webhooks_and_stores_nothing(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:

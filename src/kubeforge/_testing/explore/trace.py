@@ -45,8 +45,9 @@ ObjectKey = tuple[str, str, str]
 
 # Writes that are bookkeeping of the runtime, not the operator's decisions.
 _IGNORED_KINDS = frozenset({"Event", "Lease"})
-# Outcomes of a reconcile that did not succeed.
-FAILED = frozenset({"error", "panic", "timeout", "terminal"})
+# Outcomes of a reconcile that failed and is retried (a TerminalError is the reconciler's
+# own decision to stop, and not one of them).
+FAILED = frozenset({"error", "panic", "timeout"})
 
 
 def short_kind(kind: str) -> str:
