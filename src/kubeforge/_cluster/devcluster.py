@@ -4,8 +4,9 @@
         cluster.write_kubeconfig(".kubeforge/kubeconfig")
         ...   # kubectl and operators talk to cluster.url as to any cluster
 
-The built-in controllers run on kubeforge's own runtime and talk to the API server over
-HTTPS like any other client; the simulated nodes do the kubelet's part (pods go Pending ->
+The built-in controllers run on kubeforge's own runtime and talk to the API server through
+its API like any other client (over its Unix socket, as they share its process); the
+simulated nodes do the kubelet's part (pods go Pending ->
 Running -> Succeeded/Failed, `kubectl logs` works). The first node is the control-plane
 node: its kubelet shows the API server, the controller manager and the scheduler as the
 mirror pods of static pods in `kube-system`, each serving its component's log
