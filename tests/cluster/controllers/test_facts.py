@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubeforge._cluster.controllers._facts import Facts
 from kubeforge._runtime.store import Store
+from tests.support.storecache import StoreCache
 
 
-@dataclass
-class FakeInformer:
-    store: Store = field(default_factory=Store)
-
-
-class FakeCache:
-    def __init__(self) -> None:
-        self.informer = FakeInformer()
-
-    def informer_for(self, kind: str) -> FakeInformer:
-        assert kind == "v1/Service"
-        return self.informer
+def fake_cache() -> StoreCache:
+    return StoreCache("v1/Service", Store())
 
 
 def service(name: str, namespace: str = "default", app: str = "web") -> dict[str, Any]:
@@ -28,7 +18,7 @@ def service(name: str, namespace: str = "default", app: str = "web") -> dict[str
 
 
 def test_each_object_is_read_once_per_change_by_namespace_or_all() -> None:
-    cache = FakeCache()
+    cache = fake_cache()
     store = cache.informer.store
     reads: list[str] = []
 

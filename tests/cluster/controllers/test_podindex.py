@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubeforge._cluster.controllers._podindex import (
@@ -11,20 +10,11 @@ from kubeforge._cluster.controllers._podindex import (
     _controller_uid,
 )
 from kubeforge._runtime.store import Store
+from tests.support.storecache import StoreCache
 
 
-@dataclass
-class FakeInformer:
-    store: Store = field(default_factory=lambda: Store({CONTROLLER_INDEX: _controller_uid}))
-
-
-class FakeCache:
-    def __init__(self) -> None:
-        self.informer = FakeInformer()
-
-    def informer_for(self, kind: str) -> FakeInformer:
-        assert kind == "v1/Pod"
-        return self.informer
+def fake_cache() -> StoreCache:
+    return StoreCache("v1/Pod", Store({CONTROLLER_INDEX: _controller_uid}))
 
 
 OWNER = {"metadata": {"name": "web", "namespace": "default", "uid": "u-1"}}
@@ -46,7 +36,7 @@ def pod(name: str, namespace: str = "default", owner: str | None = "u-1", rv: st
 
 
 def test_the_owned_pods_then_the_orphans_of_its_namespace() -> None:
-    cache = FakeCache()
+    cache = fake_cache()
     store = cache.informer.store
     for obj in (
         pod("b"),
@@ -64,7 +54,7 @@ def test_the_owned_pods_then_the_orphans_of_its_namespace() -> None:
 
 
 def test_a_pod_is_read_again_only_once_it_changed_or_went() -> None:
-    cache = FakeCache()
+    cache = fake_cache()
     store = cache.informer.store
     store.put(pod("a"))
     store.put(pod("b"))
