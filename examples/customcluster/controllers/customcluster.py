@@ -56,7 +56,7 @@ class CustomclusterController:
 
     def __init__(
         self,
-        client: kubeforge.Client,
+        client: kubeforge.ObjectClient,
         customclusters: Informer,
         pods: Informer,
         *,
@@ -110,7 +110,10 @@ class CustomclusterController:
         """A controller on `manager`'s shared informers, client, events and metrics (register
         it with `manager.add(controller.run)`)."""
         return cls(
-            manager.api_reader,
+            # The manager's client writes straight to the API server, as a clientset does
+            # (its reads would come from the same cache the listers are), and is the one a
+            # test's interceptors and crash points wrap.
+            manager.client,
             manager.cache.informer_for(Customcluster),
             manager.cache.informer_for(Pod),
             workers=workers,

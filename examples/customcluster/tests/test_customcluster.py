@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import kubeforge
+import pytest
 from kubeforge.testing import (
     InjectedFailure,
     Kubectl,
@@ -186,6 +187,8 @@ spec:
 """
 
 
+# Events are best effort: a crash between the delete and its Event loses the Event.
+@pytest.mark.kubeforge_explore(skip=["crash"], reason="reads the Event recorded after a delete")
 async def test_a_pod_labelled_for_it_but_not_its_own_is_deleted(
     manager: kubeforge.Manager, kubectl: Kubectl
 ) -> None:

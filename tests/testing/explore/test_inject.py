@@ -9,11 +9,13 @@ from typing import Any
 
 import pytest
 
-from kubeforge._runtime.observer import Delivered
+from kubeforge._client.errors import ApiError
+from kubeforge._runtime.observer import Delivered, Write
 from kubeforge._testing.explore import inject
-from kubeforge._testing.explore.inject import HeldEvents
+from kubeforge._testing.explore.inject import HeldEvents, Perturbing
 from kubeforge._testing.explore.points import Perturbation
 from kubeforge._testing.explore.trace import Recorder
+from kubeforge._testing.interceptors import InterceptedCall
 
 
 class Sink:
@@ -112,3 +114,61 @@ async def test_a_new_list_drops_what_was_held() -> None:
     assert sink.seen == [("init", "", "")]
     held.apply(pod("w", 11))
     assert sink.seen[-1] == ("apply", "w", "11")
+
+
+class Made:
+    """A client that answers writes as the API server would have, telling the recorder."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.calls = 0
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        made = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.calls)}}
+        meta = made["metadata"]
+        version = meta["resourceVersion"]
+        self.recorder.observe(
+            Write(
+                None,
+                "create",
+                "v1/Pod",
+                meta["namespace"],
+                meta["name"],
+                version,
+                "m",
+                201,
+                None,
+                made,
+            )
+        )
+        return made
+
+
+async def test_a_write_outside_any_reconcile_is_a_place_too() -> None:
+    """A controller written by hand (its own queue and workers on the manager's client)
+    makes its writes outside any reconcile: the trace names them for the manager, and an
+    `error` at such a place fails exactly that write."""
+    run = Run("error@manager:create:Pod/second#1")
+    perturbing = Perturbing(run, lambda controller: None)
+    client = Made(run.recorder)
+    hook = perturbing.interceptors.default
+    assert hook is not None
+
+    def call(name: str) -> InterceptedCall:
+        obj = pod(name, 0)
+        return InterceptedCall("create", "create", "v1/Pod", "test-ns", name, (obj,), {}, client)
+
+    first = await hook(client, call("first"))
+    assert first["metadata"]["name"] == "first"
+    with pytest.raises(ApiError) as failed:
+        await hook(client, call("second"))
+    assert failed.value.code == 500
+    assert run.notes == [
+        f"error@manager:create:Pod/second#1: create Pod/second failed: {failed.value}"
+    ]
+    # Once done, the retry goes through: the failed write counted as the first.
+    assert (await hook(client, call("second")))["metadata"]["name"] == "second"
+    points = [s["point"] for s in run.recorder.steps if s["type"] == "write"]
+    assert points == ["manager:create:Pod/first#1", "manager:create:Pod/second#2"]
+    assert client.calls == 2

@@ -25,6 +25,7 @@ from kubeforge._runtime.observer import object_version
 from kubeforge._runtime.watcher import EventSink
 from kubeforge._testing.explore.points import Perturbation
 from kubeforge._testing.explore.trace import (
+    OUTSIDE_RECONCILE,
     Recorder,
     Step,
     may_be_stale,
@@ -104,15 +105,20 @@ class Perturbing:
     async def _hook(self, client: Any, call: InterceptedCall) -> Any:
         wanted = self._run.perturbation
         context = current_reconcile()
-        if wanted is None or context is None or self._done:
+        if wanted is None or self._done:
             return await call.proceed()
-        if wanted.action == "stale" and call.verb in ("get", "list"):
+        if context is not None and wanted.action == "stale" and call.verb in ("get", "list"):
             return await self._read(context, call)
         if not call.write or wanted.action not in ("error", "delete"):
             return await call.proceed()
+        if context is None and wanted.action == "delete":
+            return await call.proceed()  # no reconciled object to delete
+        # A write outside any reconcile (a controller written by hand on the manager's
+        # client) is a place too, named as the trace names it.
+        controller = context.controller if context is not None else OUTSIDE_RECONCILE
         recorder = self._run.recorder
         shown = f"{short_kind(call.kind)}/{recorder.name_of(call.namespace or '', _name(call))}"
-        key = write_key(context.controller, call.verb, shown)
+        key = write_key(controller, call.verb, shown)
         if wanted.action == "error":
             if f"{key}#{recorder.writes[key] + 1}" != wanted.point:
                 return await call.proceed()
@@ -123,6 +129,7 @@ class Perturbing:
             recorder.writes[key] += 1
             raise error
         result = await call.proceed()
+        assert context is not None
         if self._wrote_the_point():
             self._done = True
             kind = self._reconciled_kind(context.controller)

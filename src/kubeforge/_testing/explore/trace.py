@@ -65,6 +65,12 @@ def may_be_stale(reconcile: Mapping[str, Any] | None, obj: str, version: int) ->
     return True
 
 
+OUTSIDE_RECONCILE = "manager"
+"""The controller a write made outside any reconcile is named for: a controller written by
+hand on the manager's informers and client (no builder, no reconcile to attribute it to), or
+a runnable of the manager's."""
+
+
 def write_key(controller: str, verb: str, obj: str) -> str:
     """How a write is named, without its ordinal."""
     return f"{controller}:{verb}:{obj}"
@@ -260,7 +266,7 @@ class Recorder:
         if kind in _IGNORED_KINDS:
             return None
         context = record.reconcile
-        controller = context.controller if context is not None else ""
+        controller = context.controller if context is not None else OUTSIDE_RECONCILE
         shown = self.object_name(record.kind, record.namespace, record.name, record.obj)
         key = write_key(controller, record.verb, shown)
         self.writes[key] += 1
