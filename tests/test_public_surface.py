@@ -136,7 +136,9 @@ PUBLIC: dict[str, list[str]] = {
         "WriteObserver",
         "Writer",
         "Written",
+        "kubeconfig_contexts",
         "load_kubeconfig",
+        "load_kubeconfig_data",
         "migrate_storage",
     ],
     "kubeforge.clock": [
