@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import logging
 from collections.abc import Callable, Sequence
@@ -256,8 +257,12 @@ class MultiClusterController(Controller):
                 engagement.for_informer = informer
             sources.append((watch, informer, watch.handler()))
         self._engaged[name] = engagement
+        # A context of its own: not the logging context of whoever engaged the cluster (a
+        # provider's reconcile, say).
         engagement.task = asyncio.create_task(
-            self._connect(engagement, sources), name=f"{self.name} in cluster {name}"
+            self._connect(engagement, sources),
+            name=f"{self.name} in cluster {name}",
+            context=contextvars.Context(),
         )
 
     async def _connect(
