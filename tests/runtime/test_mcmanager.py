@@ -19,7 +19,7 @@ from kubeforge.multicluster import (
     MultiClusterManager,
     current_cluster,
 )
-from kubeforge.testing import TestEnv, eventually
+from kubeforge.testing import TestEnv, eventually, metric_sum
 from tests.support.fleet import (
     CONFIGMAP,
     CopyReconciler,
@@ -64,6 +64,10 @@ async def test_one_manager_reconciles_a_kind_in_every_cluster() -> None:
             ]
             assert fleet.clusters == ["east", "west"]
             assert provider.get("east") is fleet.get_cluster("east")
+            # Each cluster's requests are counted by the manager, labelled by its host.
+            for name in ("east", "west"):
+                host = envs[name].config.server.split("://")[1]
+                assert metric_sum(manager, "rest_client_requests_total", host=host) > 0
 
 
 class ObjectCopier(kubeforge.ObjectReconciler[dict[str, Any]]):

@@ -103,6 +103,7 @@ class MultiClusterManager:
             if current is not None:
                 await self._disengage(name)
             cluster.client.observers = self.manager.observers
+            self._count(cluster)
             for kind, index, fn in self._indexes:
                 with contextlib.suppress(ValueError):  # indexed when engaged before
                     cluster.cache.index_field(kind, index, fn)
@@ -110,6 +111,21 @@ class MultiClusterManager:
             for controller in self.controllers:
                 await controller.engage(name, cluster)
             log.info("cluster %s engaged (%s)", name, cluster.config.server)
+
+    def _count(self, cluster: Cluster) -> None:
+        """Count the cluster's requests and watch restarts in the manager's metrics, as the
+        manager counts its own (labelled by the API server's host)."""
+        metrics = self.manager.metrics
+        transport = cluster.api_reader.transport
+        if transport.on_request is None:
+            transport.on_request = metrics.observe_request
+        if transport.on_retry is None:
+            transport.on_retry = lambda verb, host, code, _s: metrics.observe_retry(
+                verb, host, code
+            )
+        if cluster.cache.on_watch_restart is None:
+            restarts = metrics.informer_watch_restarts_total
+            cluster.cache.on_watch_restart = lambda kind, _why: restarts.labels(kind).inc()
 
     async def disengage(self, name: str) -> None:
         """Stop working in cluster `name`: its events are not watched any more and its
