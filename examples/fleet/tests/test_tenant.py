@@ -23,9 +23,12 @@ MEMBERS = ("east", "west")
 
 
 @contextlib.asynccontextmanager
-async def member_clusters(*names: str) -> AsyncIterator[dict[str, TestEnv]]:
+async def member_clusters(
+    home: kubeforge.Client, directory: Path, *names: str
+) -> AsyncIterator[dict[str, TestEnv]]:
     """A development cluster per name with the project's CRDs (started here also when the
-    tests run against an existing cluster: they are the fleet's members, not its home)."""
+    tests run against an existing cluster: they are the fleet's members, not its home),
+    each made a member through its kubeconfig Secret in `home`'s namespace."""
     async with contextlib.AsyncExitStack() as stack:
         members = {}
         for name in names:
@@ -33,6 +36,7 @@ async def member_clusters(*names: str) -> AsyncIterator[dict[str, TestEnv]]:
                 crd_paths=[BASES], options=ClusterOptions.bare(), use_existing_cluster=False
             )
             members[name] = await stack.enter_async_context(env)
+            await home.create(kubeconfig_secret(name, members[name], directory))
         yield members
 
 
@@ -73,10 +77,7 @@ async def owner_of_namespace(client: kubeforge.Client, name: str, owner: str) ->
 async def test_every_member_cluster_gives_its_tenants_a_namespace(
     manager: kubeforge.Manager, kubeforge_client: kubeforge.Client, tmp_path: Path
 ) -> None:
-    async with member_clusters(*MEMBERS) as members:
-        # The kubeconfig Secrets, in the manager's namespace of its own cluster.
-        for name, member in members.items():
-            await kubeforge_client.create(kubeconfig_secret(name, member, tmp_path))
+    async with member_clusters(kubeforge_client, tmp_path, *MEMBERS) as members:
         for member in members.values():
             blue = Tenant(metadata=kubeforge.ObjectMeta(name="blue"), spec=TenantSpec(owner="ops"))
             await member.client.create(blue)
@@ -106,9 +107,8 @@ async def test_every_member_cluster_gives_its_tenants_a_namespace(
 async def test_a_tenants_namespace_is_kept_as_its_spec_says_in_its_own_cluster(
     manager: kubeforge.Manager, kubeforge_client: kubeforge.Client, tmp_path: Path
 ) -> None:
-    async with member_clusters(*MEMBERS) as members:
+    async with member_clusters(kubeforge_client, tmp_path, *MEMBERS) as members:
         for name, member in members.items():
-            await kubeforge_client.create(kubeconfig_secret(name, member, tmp_path))
             spec = TenantSpec(owner=f"team-{name}")
             await member.client.create(Tenant(metadata=kubeforge.ObjectMeta(name="red"), spec=spec))
         for member in members.values():
