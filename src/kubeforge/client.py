@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from kubeforge._client.auth import ServiceAccountToken
 from kubeforge._client.client import KindLike, KindOf, Obj, ObjectList, WriteObserver, Written
-from kubeforge._client.config import ConfigError, load_kubeconfig
+from kubeforge._client.config import (
+    ConfigError,
+    kubeconfig_contexts,
+    load_kubeconfig,
+    load_kubeconfig_data,
+)
 from kubeforge._client.discovery import APIResource, NoKindMatch
 from kubeforge._client.errors import (
     BadRequest,
@@ -85,6 +90,8 @@ __all__ = [
     "WriteObserver",
     "Writer",
     "Written",
+    "kubeconfig_contexts",
     "load_kubeconfig",
+    "load_kubeconfig_data",
     "migrate_storage",
 ]

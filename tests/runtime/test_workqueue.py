@@ -537,6 +537,42 @@ async def test_without_aging_low_priority_waits_for_an_empty_level() -> None:
     assert drain(queue) == [("low", LOW_PRIORITY)]
 
 
+# Discarding ------------------------------------------------------------------------------
+
+
+async def test_discard_takes_ready_delayed_and_pending_items_out() -> None:
+    clock = ManualClock()
+    metrics = RecordingMetrics()
+    queue: WorkQueue[str] = WorkQueue(clock=clock, metrics=metrics, max_wait=None)
+    queue.add("west-held")
+    assert get_now(queue) == ("west-held", 0)
+    queue.add("west-held")  # a re-add while held
+    queue.add("east-a")
+    queue.add("west-a", LOW_PRIORITY)
+    queue.add("west-b")
+    queue.add("west-b", 5)  # raised: a stale copy stays behind at priority 0
+    queue.add_after("west-late", 30)
+    queue.add_after("east-late", 30)
+    queue.add_rate_limited("west-failing")
+    metrics.calls.clear()
+
+    def west(item: str) -> bool:
+        return item.startswith("west")
+
+    assert queue.discard(west) == 4
+    assert sorted(c for c in metrics.calls if c[0] == "depth") == [
+        ("depth", LOW_PRIORITY, -1),
+        ("depth", 5, -1),
+    ]
+    assert queue.num_requeues("west-failing") == 0
+    queue.done("west-held")  # not queued again
+    clock.advance(60)
+    assert drain(queue) == [("east-a", 0), ("east-late", 0)]
+    assert len(queue) == 0
+    queue.add("west-b")  # a discarded item may come back
+    assert drain(queue) == [("west-b", 0)]
+
+
 # Waiting workers and shutdown ------------------------------------------------------------
 
 

@@ -40,9 +40,11 @@ __all__ = [
     "CredentialProvider",
     "KubeconfigContext",
     "kubeconfig_context",
+    "kubeconfig_contexts",
     "load_config",
     "load_incluster",
     "load_kubeconfig",
+    "load_kubeconfig_data",
 ]
 
 log = logging.getLogger("kubeforge.client.config")
@@ -167,6 +169,38 @@ def load_kubeconfig(
         if not merged.files:
             raise ConfigError(f"no kubeconfig found: {missing}")
     return _resolve(merged, context)
+
+
+def load_kubeconfig_data(
+    data: bytes | str,
+    *,
+    context: str | None = None,
+    source: str = "kubeconfig data",
+    inline_only: bool = False,
+) -> ClusterConfig:
+    """The cluster of `context` (default: current-context) in a kubeconfig given as its text,
+    as client-go's RESTConfigFromKubeConfig reads one (a kubeconfig a Secret holds, say);
+    `source` names it in errors.
+
+    With `inline_only`, a kubeconfig that would have this process run a command (an exec
+    plugin) or read one of its files (tokenFile, certificate-authority, client-certificate,
+    client-key) is refused with ConfigError: whoever wrote the text could otherwise run code
+    here, or have this process send a token of its own to a server of theirs.
+    """
+    raw = data.encode() if isinstance(data, str) else data
+    merged = _Merged(files=[source])
+    _merge_doc(merged, _parse(raw, source), source, "")
+    if inline_only:
+        _check_inline(merged, context, source)
+    return _resolve(merged, context)
+
+
+def kubeconfig_contexts(path: str | os.PathLike[str]) -> list[str]:
+    """The names of the contexts a kubeconfig file defines, in its order."""
+    file = os.fspath(path)
+    if not os.path.exists(file):
+        raise ConfigError(f"kubeconfig file {file} does not exist")
+    return list(_merge([file]).contexts)
 
 
 def load_incluster(*, directory: str | os.PathLike[str] | None = None) -> ClusterConfig:
@@ -333,33 +367,37 @@ def _merge(files: list[str]) -> _Merged:
         if doc is None:
             continue
         merged.files.append(file)
-        base = os.path.dirname(os.path.abspath(file))
-        for section, key in _SECTIONS:
-            target: dict[str, _Entry] = getattr(merged, section)
-            items = doc.get(section) or []
-            if not isinstance(items, list):
-                raise ConfigError(f"kubeconfig {file}: {section} must be a list")
-            seen: set[str] = set()
-            for item in items:
-                if not isinstance(item, dict):
-                    raise ConfigError(f"kubeconfig {file}: every entry of {section} must be a map")
-                name = item.get("name") or ""
-                if not isinstance(name, str):
-                    raise ConfigError(f"kubeconfig {file}: a name in {section} is not a string")
-                if name in seen:
-                    raise ConfigError(f'kubeconfig {file}: duplicate name "{name}" in {section}')
-                seen.add(name)
-                body = item.get(key) or {}
-                if not isinstance(body, dict):
-                    raise ConfigError(f'kubeconfig {file}: {key} of "{name}" must be a map')
-                if name not in target:
-                    target[name] = _Entry(name, body, file, base)
-        current = doc.get("current-context") or ""
-        if not isinstance(current, str):
-            raise ConfigError(f"kubeconfig {file}: current-context must be a string")
-        if current and not merged.current_context:
-            merged.current_context = current
+        _merge_doc(merged, doc, file, os.path.dirname(os.path.abspath(file)))
     return merged
+
+
+def _merge_doc(merged: _Merged, doc: dict[str, Any], file: str, base: str) -> None:
+    """Merge one kubeconfig document into `merged`, whose names win over the document's."""
+    for section, key in _SECTIONS:
+        target: dict[str, _Entry] = getattr(merged, section)
+        items = doc.get(section) or []
+        if not isinstance(items, list):
+            raise ConfigError(f"kubeconfig {file}: {section} must be a list")
+        seen: set[str] = set()
+        for item in items:
+            if not isinstance(item, dict):
+                raise ConfigError(f"kubeconfig {file}: every entry of {section} must be a map")
+            name = item.get("name") or ""
+            if not isinstance(name, str):
+                raise ConfigError(f"kubeconfig {file}: a name in {section} is not a string")
+            if name in seen:
+                raise ConfigError(f'kubeconfig {file}: duplicate name "{name}" in {section}')
+            seen.add(name)
+            body = item.get(key) or {}
+            if not isinstance(body, dict):
+                raise ConfigError(f'kubeconfig {file}: {key} of "{name}" must be a map')
+            if name not in target:
+                target[name] = _Entry(name, body, file, base)
+    current = doc.get("current-context") or ""
+    if not isinstance(current, str):
+        raise ConfigError(f"kubeconfig {file}: current-context must be a string")
+    if current and not merged.current_context:
+        merged.current_context = current
 
 
 def _read(file: str) -> dict[str, Any] | None:
@@ -370,15 +408,48 @@ def _read(file: str) -> dict[str, Any] | None:
         return None
     except OSError as exc:
         raise ConfigError(f"unable to read kubeconfig {file}: {exc}") from exc
+    return _parse(data, file)
+
+
+def _parse(data: bytes, source: str) -> dict[str, Any]:
+    """A kubeconfig's text as a document ({} when empty)."""
     try:
         doc = yaml.load(data, Loader=_Loader)  # a safe loader (C or pure Python)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"error loading kubeconfig {file}: {exc}") from exc
+        raise ConfigError(f"error loading kubeconfig {source}: {exc}") from exc
     if doc is None:
         return {}
     if not isinstance(doc, dict):
-        raise ConfigError(f"error loading kubeconfig {file}: not a Config object")
+        raise ConfigError(f"error loading kubeconfig {source}: not a Config object")
     return doc
+
+
+# What a kubeconfig that must carry everything inline may not name: files of this machine,
+# and commands it would run (Flux refuses exec plugins in the kubeconfigs its Secrets hold
+# by default the same way: fluxcd/pkg runtime/client KubeConfigOptions.InsecureExecProvider).
+_LOCAL_CLUSTER_KEYS = ("certificate-authority",)
+_LOCAL_USER_KEYS = ("tokenFile", "client-certificate", "client-key", "exec", "auth-provider")
+
+
+def _check_inline(merged: _Merged, context: str | None, source: str) -> None:
+    """Refuse a context whose cluster or user reads a local file or runs a command."""
+    entry = merged.contexts.get(context or merged.current_context)
+    if entry is None:
+        return  # _resolve says what is missing
+    for section, name_key, keys in (
+        (merged.clusters, "cluster", _LOCAL_CLUSTER_KEYS),
+        (merged.users, "user", _LOCAL_USER_KEYS),
+    ):
+        name = entry.body.get(name_key)
+        found = section.get(name) if isinstance(name, str) else None
+        if found is None:
+            continue
+        for key in keys:
+            if found.body.get(key):
+                raise ConfigError(
+                    f"{found.where(name_key)}: {key} is not allowed here: the kubeconfig of "
+                    f"{source} must carry its credentials inline (no local files, no commands)"
+                )
 
 
 # -- resolving one context -------------------------------------------------------------------

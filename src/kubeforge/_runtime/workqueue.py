@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable, Hashable
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 from itertools import count
 from typing import Generic, Protocol, TypeVar
 
@@ -213,6 +213,37 @@ class WorkQueue(Generic[T]):
     def num_requeues(self, item: T) -> int:
         """Failures of `item` recorded by the rate limiter since it was last forgotten."""
         return self.rate_limiter.num_requeues(item)
+
+    def discard(self, unwanted: Callable[[T], bool]) -> int:
+        """Take every item `unwanted` selects out of the queue, ready or delayed, with its
+        failure count; one a worker holds stays held until `done()` but is not queued again
+        by adds made meanwhile. Returns how many waiting items went."""
+        gone = [item for item in self._ready if unwanted(item)]
+        metrics = self._metrics
+        for item in gone:
+            priority = self._ready.pop(item)[0]
+            if priority < 0:
+                self._low -= 1
+            if metrics is not None:
+                metrics.depth(priority, -1)
+        if gone:
+            dropped = set(gone)
+            for level, queue in self._queues.items():
+                self._queues[level] = deque(i for i in queue if i not in dropped)
+            for key in [k for k in self._stale if k[1] in dropped]:
+                self._stale_total -= self._stale.pop(key)
+        delayed = [item for item in self._waiting if unwanted(item)]
+        for item in delayed:
+            del self._waiting[item]
+            del self._waiting_priority[item]
+        if delayed:
+            self._heap = [entry for entry in self._heap if self._waiting.get(entry[2]) is entry]
+            heapify(self._heap)
+        for item in [item for item in self._dirty if unwanted(item)]:
+            del self._dirty[item]
+        for item in (*gone, *delayed):
+            self.rate_limiter.forget(item)
+        return len(gone) + len(delayed)
 
     # Taking ---------------------------------------------------------------------------------
 

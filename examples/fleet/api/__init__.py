@@ -1,0 +1,1 @@
+"""The API types of fleet: one package per version (`kubeforge create api`)."""

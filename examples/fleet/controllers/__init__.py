@@ -1,0 +1,1 @@
+"""The controllers of fleet: one module per kind (`kubeforge create api`)."""

@@ -1,0 +1,1 @@
+"""Tests of fleet, each on its own development cluster."""
