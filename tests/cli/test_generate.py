@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from kubeforge._cli.main import app
 from kubeforge._scaffold.ownership import project_files
 from kubeforge._version import __version__
-from tests.support.scaffolds import FLEET_COMMANDS, copy_project, current_scaffold, git, old_fleet
+from tests.support.scaffolds import (
+    FLEET_COMMANDS,
+    alpha,
+    copy_project,
+    current_scaffold,
+    git,
+    old_fleet,
+)
 
 # The fleet's files its user wrote or edited that the project owns.
 USERS_CODE = (
@@ -29,10 +34,7 @@ USERS_CODE = (
 
 
 def generate(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["alpha", "generate", *args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
+    return alpha("generate", *args)
 
 
 @pytest.fixture(scope="module")

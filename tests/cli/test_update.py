@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from kubeforge._cli.main import app
 from kubeforge._version import __version__
 from tests.support.scaffolds import (
     FLEET_COMMANDS,
     OLD_RELEASE,
     OLD_TEMPLATES,
+    alpha,
     commit_all,
     copy_project,
     current_scaffold,
@@ -27,10 +26,7 @@ from tests.support.scaffolds import (
 
 
 def update(root: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(app, ["alpha", "update", "--dir", str(root), *args])
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
+    return alpha("update", "--dir", str(root), *args)
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from kubeforge._cli.main import app
 from kubeforge._cli.replay import run_command
 from kubeforge._scaffold import templatesets
 from kubeforge._scaffold.templatesets import TemplateSet
@@ -98,3 +101,11 @@ def current_scaffold(root: Path, commands: Sequence[list[str]]) -> Path:
     """What this release's commands write for `commands`, at `root`."""
     scaffold(root, commands, templatesets.packaged())
     return root
+
+
+def alpha(*args: str) -> tuple[int, str]:
+    """`kubeforge alpha ARGS` run in this process: its exit status and output."""
+    result = CliRunner().invoke(app, ["alpha", *args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output

@@ -195,4 +195,3 @@ def replay(project: ProjectFile, source: Path, root: Path) -> Replay:
     for argv in rest:
         run_command(argv, root)
     return plan
-
