@@ -76,7 +76,7 @@ def test_the_scaffold_is_this_releases(
     ).read_text()
     # The scaffold files the project had otherwise are named: its own changes (the README's
     # section, the Makefile's lines, main.py's check) and the older release's content alike.
-    listed = said.split("merge them with `kubeforge alpha update` instead):\n", 1)[1]
+    listed = said.split("merge with `kubeforge alpha update` instead):\n", 1)[1]
     assert set(re.findall(r"^  (\S+)$", listed, re.MULTILINE)) == {
         ".dockerignore",
         "Dockerfile",

@@ -193,9 +193,8 @@ def generate(
         # Without the older release's scaffold, a change of the project's and one of the
         # scaffold's look alike; `alpha update` tells them apart and merges both.
         typer.echo(
-            "These scaffold files are written anew and differ from the project's copies; "
-            "changes of the project's own to them are not in them (make them again, or merge "
-            "them with `kubeforge alpha update` instead):"
+            "These scaffold files differ from the project's copies, whose own changes they "
+            "lack (make them again, or merge with `kubeforge alpha update` instead):"
         )
         for path in result.differing:
             typer.echo(f"  {path}")

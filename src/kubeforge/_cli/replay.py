@@ -96,7 +96,7 @@ def commands_of(project: ProjectFile, source: Path) -> Replay:
         argv += ["--owner", owner]
     if header:
         # The header as it is, its year too; --license still writes pyproject's license.
-        argv += ["--license-file", str(boilerplate)]
+        argv += ["--license-file", _relative(boilerplate)]
     recorded = dict(project.extra.get("plugins") or {})
     keys = {key: name for name, (key, _) in PLUGINS.items()}
     known = [keys[key] for key in recorded if key in keys]
@@ -110,6 +110,11 @@ def commands_of(project: ProjectFile, source: Path) -> Replay:
     )
     result.commands += list(_resource_commands(project.resources))
     return result
+
+
+def _relative(path: Path) -> str:
+    """`path` relative to the working directory when under it (as a user would type it)."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
 
 
 def _resource_commands(resources: Sequence[dict[str, Any]]) -> Iterator[list[str]]:

@@ -81,6 +81,13 @@ def _versions(
         raise fail(str(exc)) from None
 
 
+def _template_set(version: str, source: Path | None, option: str, scratch: Path) -> TemplateSet:
+    try:
+        return templatesets.resolve(version, source, scratch)
+    except TemplateSetError as exc:
+        raise fail(f"{exc}; give kubeforge {version}'s templates with {option}") from None
+
+
 def _write(root: Path, changes: list[MergedFile]) -> None:
     for change in changes:
         path = root / change.path
@@ -138,17 +145,10 @@ def update(
     require_clean_tree(root, "alpha update")
     with tempfile.TemporaryDirectory(prefix="kubeforge-update-") as scratch:
         work = Path(scratch)
-        try:
-            sets = [
-                templatesets.resolve(version, source, work / f"set-{index}")
-                for index, (version, source) in enumerate(
-                    zip(versions, (from_templates, to_templates), strict=True)
-                )
-            ]
-        except TemplateSetError as exc:
-            raise fail(
-                f"{exc}; give the release's templates with --from-templates or --to-templates"
-            ) from None
+        sets = [
+            _template_set(versions[0], from_templates, "--from-templates", work / "from"),
+            _template_set(versions[1], to_templates, "--to-templates", work / "to"),
+        ]
         typer.echo(
             f"Writing the scaffold of {project.project_name} as kubeforge {versions[0]} "
             f"and {versions[1]} write it, and merging the difference into it ..."
