@@ -164,7 +164,8 @@ def _conversion(hub: dict[str, Any], spokes: list[str]) -> list[str]:
 
 def run_command(argv: list[str], root: Path) -> str:
     """Run one scaffolding command (`init`, `create ...`) in `root` as the CLI runs it; its
-    output (ReplayError with it when it fails)."""
+    output (ReplayError with what it said when it fails; a usage error, which the commands
+    PROJECT stands for never make, propagates)."""
     out, err = io.StringIO(), io.StringIO()
     command = typer.main.get_command(_commands)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -173,9 +174,6 @@ def run_command(argv: list[str], root: Path) -> str:
                 args=[*argv, "--dir", str(root)], prog_name="kubeforge", standalone_mode=False
             )
         except typer.Abort:
-            code = 1
-        except Exception as exc:  # a usage error (click's), or a bug: the replay stops
-            err.write(f"{exc}\n")
             code = 1
     if code:
         said = (err.getvalue() or out.getvalue()).strip()
