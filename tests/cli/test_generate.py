@@ -75,16 +75,13 @@ def test_the_scaffold_is_this_releases(
         fleet / "hack/boilerplate.py.txt"
     ).read_text()
     # The scaffold files the project had otherwise are named: its own changes (the README's
-    # section, the Makefile's lines, main.py's check) and the older release's content alike.
+    # section, the Makefile's lines, main.py's check) and the older release's content alike;
+    # the project's own files are not.
     listed = said.split("merge with `kubeforge alpha update` instead):\n", 1)[1]
-    assert set(re.findall(r"^  (\S+)$", listed, re.MULTILINE)) == {
-        ".dockerignore",
-        "Dockerfile",
-        "Makefile",
-        "README.md",
-        "main.py",
-        "pyproject.toml",
-    }
+    named = set(re.findall(r"^  (\S+)$", listed, re.MULTILINE))
+    assert {"Dockerfile", "Makefile", "README.md", "main.py", "pyproject.toml"} <= named
+    assert named.isdisjoint(USERS_CODE)
+    assert all((fleet / path).read_bytes() != (output / path).read_bytes() for path in named)
     assert "Every frigate needs a crew" not in (output / "README.md").read_text()
 
 

@@ -18,6 +18,7 @@ from kubeforge._scaffold.ownership import is_project_owned, project_files
         "controllers/frigate.py",
         "webhooks/v1/frigate.py",
         "tests/test_frigate.py",
+        "test/e2e/test_e2e.py",
         "config/samples/ship_v1_frigate.yaml",
         "hack/boilerplate.py.txt",
         "grafana/custom-metrics/config.yaml",

@@ -3,9 +3,9 @@
 `kubeforge alpha generate` writes the scaffold again and carries the project's own files over
 into it. The project owns:
 
-- its code and tests: everything under `api/`, `controllers/`, `webhooks/` and `tests/` (the
-  kinds' types, the reconcilers, the webhooks, the tests, the packages' `__init__.py`), even
-  where a command wrote the first version;
+- its code and tests: everything under `api/`, `controllers/`, `webhooks/`, `tests/` and
+  `test/` (the kinds' types, the reconcilers, the webhooks, the tests and end-to-end tests,
+  the packages' `__init__.py`), even where a command wrote the first version;
 - its samples (`config/samples/`), `hack/` (the license header, its scripts) and the
   Grafana plugin's `grafana/custom-metrics/config.yaml`;
 - every file the scaffold does not write (its own modules, docs, requirements.lock, ...).
@@ -33,7 +33,15 @@ from kubeforge._scaffold import git, grafana
 
 __all__ = ["PROJECT_DIRECTORIES", "PROJECT_FILES", "is_project_owned", "project_files"]
 
-PROJECT_DIRECTORIES = ("api/", "controllers/", "webhooks/", "tests/", "config/samples/", "hack/")
+PROJECT_DIRECTORIES = (
+    "api/",
+    "controllers/",
+    "webhooks/",
+    "tests/",
+    "test/",
+    "config/samples/",
+    "hack/",
+)
 PROJECT_FILES = (grafana.CUSTOM_CONFIG,)
 
 
