@@ -15,12 +15,9 @@ import yaml
 from kubeforge._scaffold.ownership import project_files
 from kubeforge._version import __version__
 from tests.support.scaffolds import (
-    FLEET_COMMANDS,
     alpha,
     copy_project,
-    current_scaffold,
     git,
-    old_fleet,
 )
 
 # The fleet's files its user wrote or edited that the project owns.
@@ -38,26 +35,16 @@ def generate(*args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return old_fleet(tmp_path_factory.mktemp("old") / "fleet")
-
-
-@pytest.fixture(scope="module")
-def current(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return current_scaffold(tmp_path_factory.mktemp("current") / "fleet", FLEET_COMMANDS)
-
-
-@pytest.fixture(scope="module")
-def generated(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+def generated(fleet_project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The fleet generated again by this release into a new directory."""
     output = tmp_path_factory.mktemp("generated") / "fleet"
-    code, said = generate("--input-dir", str(fleet), "--output-dir", str(output))
+    code, said = generate("--input-dir", str(fleet_project), "--output-dir", str(output))
     assert code == 0, said
     return output, said
 
 
 def test_the_scaffold_is_this_releases(
-    generated: tuple[Path, str], current: Path, fleet: Path
+    generated: tuple[Path, str], fleet_scaffold: Path, fleet_project: Path
 ) -> None:
     output, said = generated
     # The commands PROJECT stands for, as they would be typed, were run.
@@ -68,11 +55,11 @@ def test_the_scaffold_is_this_releases(
         "--programmatic-validation\n" in said
     )
     for path in ("Dockerfile", ".dockerignore", ".github/workflows/lint.yml", "README.md"):
-        assert (output / path).read_text() == (current / path).read_text(), path
+        assert (output / path).read_text() == (fleet_scaffold / path).read_text(), path
     assert yaml.safe_load((output / "PROJECT").read_text())["cliVersion"] == __version__
     # The license header, its year too, is the project's.
     assert (output / "hack/boilerplate.py.txt").read_text() == (
-        fleet / "hack/boilerplate.py.txt"
+        fleet_project / "hack/boilerplate.py.txt"
     ).read_text()
     # The scaffold files the project had otherwise are named: its own changes (the README's
     # section, the Makefile's lines, main.py's check) and the older release's content alike;
@@ -81,17 +68,21 @@ def test_the_scaffold_is_this_releases(
     named = set(re.findall(r"^  (\S+)$", listed, re.MULTILINE))
     assert {"Dockerfile", "Makefile", "README.md", "main.py", "pyproject.toml"} <= named
     assert named.isdisjoint(USERS_CODE)
-    assert all((fleet / path).read_bytes() != (output / path).read_bytes() for path in named)
+    assert all(
+        (fleet_project / path).read_bytes() != (output / path).read_bytes() for path in named
+    )
     assert "Every frigate needs a crew" not in (output / "README.md").read_text()
 
 
-def test_the_projects_code_is_carried_over(generated: tuple[Path, str], fleet: Path) -> None:
+def test_the_projects_code_is_carried_over(
+    generated: tuple[Path, str], fleet_project: Path
+) -> None:
     output, said = generated
     for path in USERS_CODE:
-        assert (output / path).read_bytes() == (fleet / path).read_bytes(), path
+        assert (output / path).read_bytes() == (fleet_project / path).read_bytes(), path
     # Every file of the project is in the result; none the project did not have but the
     # scaffold's.
-    assert set(project_files(fleet)) <= set(project_files(output))
+    assert set(project_files(fleet_project)) <= set(project_files(output))
     # The manifests and the dashboards are written from the project's code and config.
     crd = yaml.safe_load((output / "config/crd/bases/ship.example.com_frigates.yaml").read_text())
     spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -116,29 +107,35 @@ def test_the_generated_project_passes_its_own_tests(generated: tuple[Path, str])
     assert re.search(r"^5 passed", done.stdout.splitlines()[-1]), done.stdout
 
 
-def test_in_place_needs_a_clean_git_tree(fleet: Path, current: Path, tmp_path: Path) -> None:
-    root = copy_project(fleet, tmp_path / "fleet")
+def test_in_place_needs_a_clean_git_tree(
+    fleet_project: Path, fleet_scaffold: Path, tmp_path: Path
+) -> None:
+    root = copy_project(fleet_project, tmp_path / "fleet")
     (root / "notes.txt").write_text("untracked\n")
     code, said = generate("--input-dir", str(root))
     assert code == 1
     assert "uncommitted changes (notes.txt); commit or stash them before alpha generate" in said
-    assert (root / "Dockerfile").read_text() == (fleet / "Dockerfile").read_text()
+    assert (root / "Dockerfile").read_text() == (fleet_project / "Dockerfile").read_text()
 
     (root / "notes.txt").unlink()
     code, said = generate("--input-dir", str(root))
     assert code == 0, said
-    assert (root / "Dockerfile").read_text() == (current / "Dockerfile").read_text()
+    assert (root / "Dockerfile").read_text() == (fleet_scaffold / "Dockerfile").read_text()
     changed = {line[3:] for line in git(root, "status", "--porcelain").splitlines()}
     assert changed.isdisjoint(USERS_CODE)
     assert {"Dockerfile", "Makefile", "README.md", ".github/"} <= changed
 
 
-def test_the_output_directory_is_new_or_empty(fleet: Path, tmp_path: Path) -> None:
+def test_the_output_directory_is_new_or_empty(fleet_project: Path, tmp_path: Path) -> None:
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "file").write_text("")
-    code, said = generate("--input-dir", str(fleet), "--output-dir", str(tmp_path / "taken"))
+    code, said = generate(
+        "--input-dir", str(fleet_project), "--output-dir", str(tmp_path / "taken")
+    )
     assert code == 1
     assert "exists and is not an empty directory" in said
-    code, said = generate("--input-dir", str(fleet), "--output-dir", str(fleet / "again"))
+    code, said = generate(
+        "--input-dir", str(fleet_project), "--output-dir", str(fleet_project / "again")
+    )
     assert code == 1
     assert "inside the project" in said

@@ -13,15 +13,12 @@ import yaml
 
 from kubeforge._version import __version__
 from tests.support.scaffolds import (
-    FLEET_COMMANDS,
     OLD_RELEASE,
     OLD_TEMPLATES,
     alpha,
     commit_all,
     copy_project,
-    current_scaffold,
     git,
-    old_fleet,
 )
 
 
@@ -30,38 +27,26 @@ def update(root: Path, *args: str) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fleet as its user left it (tests copy it before changing it)."""
-    return old_fleet(tmp_path_factory.mktemp("old") / "fleet")
-
-
-@pytest.fixture(scope="module")
-def current(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fleet's scaffold as this release writes it, without the user's edits."""
-    return current_scaffold(tmp_path_factory.mktemp("current") / "fleet", FLEET_COMMANDS)
-
-
-@pytest.fixture(scope="module")
-def updated(fleet: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
+def updated(fleet_project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, str]:
     """The fleet updated from 0.1.0.dev0 (PROJECT's cliVersion) to this release."""
-    root = copy_project(fleet, tmp_path_factory.mktemp("updated") / "fleet")
+    root = copy_project(fleet_project, tmp_path_factory.mktemp("updated") / "fleet")
     code, output = update(root, "--from-templates", str(OLD_TEMPLATES))
     return root, code, output
 
 
 def test_scaffold_changes_the_user_left_alone_are_taken(
-    updated: tuple[Path, int, str], current: Path, fleet: Path
+    updated: tuple[Path, int, str], fleet_scaffold: Path, fleet_project: Path
 ) -> None:
     root, _, output = updated
     # The Dockerfile and .dockerignore changed between the releases; the user never edited
     # them: they are this release's now.
     for path in ("Dockerfile", ".dockerignore"):
-        assert (root / path).read_text() == (current / path).read_text(), path
-        assert (root / path).read_text() != (fleet / path).read_text(), path
+        assert (root / path).read_text() == (fleet_scaffold / path).read_text(), path
+        assert (root / path).read_text() != (fleet_project / path).read_text(), path
         assert re.search(rf"^updated +{re.escape(path)}$", output, re.MULTILINE), output
     # Files the older release did not write are added.
     for path in (".github/workflows/test.yml", ".devcontainer/devcontainer.json"):
-        assert (root / path).read_text() == (current / path).read_text(), path
+        assert (root / path).read_text() == (fleet_scaffold / path).read_text(), path
         assert re.search(rf"^added +{re.escape(path)}$", output, re.MULTILINE), output
     # The dependency on kubeforge moves to this release.
     assert f'"kubeforge>={__version__}"' in (root / "pyproject.toml").read_text()
@@ -73,7 +58,7 @@ def test_scaffold_changes_the_user_left_alone_are_taken(
 
 
 def test_the_users_edits_are_kept(
-    updated: tuple[Path, int, str], fleet: Path, current: Path
+    updated: tuple[Path, int, str], fleet_project: Path, fleet_scaffold: Path
 ) -> None:
     root, _, output = updated
     # What the scaffold did not change is the user's, as it was.
@@ -84,16 +69,16 @@ def test_the_users_edits_are_kept(
         "README.md",
         "grafana/custom-metrics/config.yaml",
     ):
-        assert (root / path).read_text() == (fleet / path).read_text(), path
+        assert (root / path).read_text() == (fleet_project / path).read_text(), path
     # Where both changed a file, but not the same lines, both changes are in it.
     controller = (root / "controllers/frigate.py").read_text()
     assert "display_name(frigate), frigate.spec.crew" in controller  # the user's
-    docstring = (current / "controllers/frigate.py").read_text().split("from __future__")[0]
+    docstring = (fleet_scaffold / "controllers/frigate.py").read_text().split("from __future__")[0]
     assert controller.startswith(docstring)  # this release's
     check = '    manager.add_healthz_check("fleet", lambda: True)\n'
     main = (root / "main.py").read_text()
     assert check in main
-    assert main.replace(check, "") == (current / "main.py").read_text()
+    assert main.replace(check, "") == (fleet_scaffold / "main.py").read_text()
     for path in ("controllers/frigate.py", "main.py"):
         assert re.search(rf"^merged +{re.escape(path)}$", output, re.MULTILINE), output
     makefile = (root / "Makefile").read_text()
@@ -125,8 +110,8 @@ def test_both_changing_the_same_lines_is_a_conflict(updated: tuple[Path, int, st
     assert {"Makefile", "Dockerfile", "PROJECT", "main.py"} <= changed
 
 
-def test_without_conflicts_the_update_succeeds(fleet: Path, tmp_path: Path) -> None:
-    root = copy_project(fleet, tmp_path / "fleet")
+def test_without_conflicts_the_update_succeeds(fleet_project: Path, tmp_path: Path) -> None:
+    root = copy_project(fleet_project, tmp_path / "fleet")
     makefile = root / "Makefile"
     makefile.write_text(
         makefile.read_text().replace("CONTAINER_TOOL ?= podman", "CONTAINER_TOOL ?= docker")
@@ -140,8 +125,8 @@ def test_without_conflicts_the_update_succeeds(fleet: Path, tmp_path: Path) -> N
     assert "IMG ?= registry.example.com/fleet/manager:latest\n" in makefile.read_text()
 
 
-def test_uncommitted_changes_are_refused(fleet: Path, tmp_path: Path) -> None:
-    root = copy_project(fleet, tmp_path / "fleet")
+def test_uncommitted_changes_are_refused(fleet_project: Path, tmp_path: Path) -> None:
+    root = copy_project(fleet_project, tmp_path / "fleet")
     (root / "controllers" / "naming.py").write_text("# half-done work\n")
     (root / "notes.txt").write_text("untracked\n")
     before = git(root, "status", "--porcelain")
@@ -150,11 +135,11 @@ def test_uncommitted_changes_are_refused(fleet: Path, tmp_path: Path) -> None:
     assert "uncommitted changes (controllers/naming.py, notes.txt)" in output
     assert "commit or stash them before alpha update" in output
     assert git(root, "status", "--porcelain") == before
-    assert (root / "Dockerfile").read_text() == (fleet / "Dockerfile").read_text()
+    assert (root / "Dockerfile").read_text() == (fleet_project / "Dockerfile").read_text()
 
 
-def test_the_release_to_update_from_is_needed(fleet: Path, tmp_path: Path) -> None:
-    root = copy_project(fleet, tmp_path / "fleet")
+def test_the_release_to_update_from_is_needed(fleet_project: Path, tmp_path: Path) -> None:
+    root = copy_project(fleet_project, tmp_path / "fleet")
     project = root / "PROJECT"
     project.write_text(project.read_text().replace(f"cliVersion: {OLD_RELEASE}\n", ""))
     commit_all(root, "A PROJECT of before cliVersion")
