@@ -64,3 +64,20 @@ async def gc_http(gc_server: APIServer) -> AsyncIterator[HTTPClient]:
 def gc_kubectl(gc_server: APIServer, tmp_path: Path) -> Kubectl:
     kubeconfig = gc_server.write_kubeconfig(tmp_path / "gc-kubeconfig")
     return kubectl_for(kubeconfig, tmp_path / "kube-cache")
+
+
+@pytest.fixture(scope="session")
+def fleet_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fleet, a project kubeforge 0.1.0.dev0 scaffolded and its user then edited, in git
+    (tests/support/scaffolds.py); tests copy it before changing it."""
+    from tests.support.scaffolds import old_fleet  # the CLI, imported by these tests only
+
+    return old_fleet(tmp_path_factory.mktemp("old") / "fleet")
+
+
+@pytest.fixture(scope="session")
+def fleet_scaffold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fleet's scaffold as this release writes it, without the user's edits."""
+    from tests.support.scaffolds import FLEET_COMMANDS, current_scaffold
+
+    return current_scaffold(tmp_path_factory.mktemp("current") / "fleet", FLEET_COMMANDS)

@@ -25,6 +25,7 @@ from kubeforge import NotFound
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
 from kubeforge._cli.project import load_project
+from kubeforge._version import __version__
 from kubeforge.testing import TestEnv
 from tests.cli.test_cli_project import kubeforge, kustomize, rules_of
 from tests.support import ROOT
@@ -199,6 +200,7 @@ def test_init_writes_the_kubebuilder_layout(project: Path) -> None:
 
     described = yaml.safe_load((project / "PROJECT").read_text())
     assert described == {
+        "cliVersion": __version__,
         "domain": "example.com",
         "layout": ["kubeforge.dev/v1"],
         "projectName": PROJECT,

@@ -12,6 +12,7 @@ manifests are generated at the end, so `config/default` builds at once.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -29,9 +30,9 @@ from kubeforge._scaffold.names import (
 )
 from kubeforge._scaffold.projectfile import ProjectFile
 from kubeforge._scaffold.render import render_tree
-from kubeforge._version import __version__
+from kubeforge._scaffold.templatesets import active
 
-__all__ = ["BOILERPLATE", "boilerplate_header", "init"]
+__all__ = ["BOILERPLATE", "boilerplate_header", "init", "license_of"]
 
 BOILERPLATE = "hack/boilerplate.py.txt"
 
@@ -78,6 +79,21 @@ def _boilerplate(license_: str, owner: str) -> str:
     return ""
 
 
+def license_of(header: str) -> tuple[str, str]:
+    """The `--license` and `--owner` that wrote the boilerplate `header` (any year); a header
+    of other words (a --license-file's) is ("none", "")."""
+    for license_, text in (("apache2", _APACHE), ("copyright", _COPYRIGHT)):
+        pattern = (
+            re.escape(text)
+            .replace(r"\{year\}", r"\d{4}")
+            .replace(r"\ \{owner\}\.", r"(?: (?P<owner>.+?))?\.")
+        )
+        match = re.fullmatch(pattern, header)
+        if match is not None:
+            return license_, match.group("owner") or ""
+    return "none", ""
+
+
 def _check_directory(root: Path) -> None:
     if (root / "PROJECT").exists():
         raise fail(f"{root}: already a project (it has a PROJECT file); use `kubeforge create`")
@@ -109,6 +125,14 @@ def init(
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to create the project (default: here).")
     ] = Path("."),
+    license_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--license-file",
+            help="A file whose text is the license header of the Python files "
+            "(hack/boilerplate.py.txt), in place of --license's.",
+        ),
+    ] = None,
     plugins: Annotated[
         list[str] | None,
         typer.Option(
@@ -135,11 +159,22 @@ def init(
     _check_directory(root)
     check_environment(root)  # a .venv made first: the manifests, generated last, import it
 
-    header_text = _boilerplate(license_, owner)
+    if license_file is None:
+        header_text = _boilerplate(license_, owner)
+    else:
+        # As kubebuilder's --license-file: the file's text is the header, as it is.
+        try:
+            header_text = license_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise fail(f"{license_file}: cannot be read: {exc}") from None
+        if header_text and not header_text.endswith("\n"):
+            header_text += "\n"
+    # The release whose templates are in force (this one, or an older one written again).
+    release = active().version
     values = {
         "project_name": name,
         "domain": domain,
-        "kubeforge_version": __version__,
+        "kubeforge_version": release,
         "header": header_text + "\n" if header_text else "",
         "license_field": (
             ('license = "Apache-2.0"\n' if license_ == "apache2" else "")
@@ -159,6 +194,7 @@ def init(
     if header_text:
         files.scaffold(root / BOILERPLATE, header_text)
     project = ProjectFile(domain=domain, project_name=name)
+    project.cli_version = release
     add_plugins(root, chosen, files, project)
     files.scaffold(root / "PROJECT", project.render())
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from kubeforge._cli.alpha import app as alpha_app
 from kubeforge._cli.apiserver import apiserver
 from kubeforge._cli.create import app as create_app
 from kubeforge._cli.demo import demo
@@ -36,6 +37,7 @@ app.command("undeploy")(undeploy)
 app.command("build-installer")(build_installer)
 app.command("migrate-storage")(migrate_storage_command)
 app.command("version")(version)
+app.add_typer(alpha_app, name="alpha")
 
 
 if __name__ == "__main__":  # pragma: no cover

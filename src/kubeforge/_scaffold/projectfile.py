@@ -1,5 +1,6 @@
 """The PROJECT file: what the scaffold knows about a project, in kubebuilder's format (version 3).
 
+    cliVersion: 0.1.0
     domain: example.com
     layout:
     - kubeforge.dev/v1
@@ -16,7 +17,9 @@
     version: "3"
 
 Keys are written in alphabetical order, as kubebuilder writes them; keys this module does not
-know (plugin settings, ...) are kept as they are.
+know (plugin settings, ...) are kept as they are. `cliVersion` is the kubeforge release whose
+scaffold the project has (kubebuilder's config/v3 records its own the same way): `init` writes
+it, `alpha update` and `alpha generate` move it on.
 """
 
 from __future__ import annotations
@@ -89,6 +92,15 @@ class ProjectFile:
         text = yaml.safe_dump(body, sort_keys=True, default_flow_style=False, allow_unicode=True)
         # kubebuilder writes the version as a double-quoted string.
         return HEADER + text + 'version: "3"\n'
+
+    @property
+    def cli_version(self) -> str:
+        """The kubeforge release whose scaffold the project has ("" when not recorded)."""
+        return str(self.extra.get("cliVersion") or "")
+
+    @cli_version.setter
+    def cli_version(self, version: str) -> None:
+        self.extra["cliVersion"] = version
 
     def find(self, group: str, version: str, kind: str) -> dict[str, Any] | None:
         """The entry of a group (as given to `create api`), version and kind."""

@@ -4,15 +4,17 @@ A template is a file ending in `.tmpl` whose `{{ name }}` placeholders are repla
 values; there is no logic in templates: the code chooses which to render. `dot-` at the start
 of a template's or a folder's name stands for `.` (`dot-gitignore` is written as `.gitignore`,
 `dot-github/` as `.github/`), so that packaging tools neither take the templates for their own
-configuration nor leave hidden folders out.
+configuration nor leave hidden folders out. Templates are read from the template set in force
+(templatesets.py): this release's, or an older release's while its scaffold is written again.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from importlib import resources
 from importlib.resources.abc import Traversable
+
+from kubeforge._scaffold import templatesets
 
 __all__ = [
     "FIRST_PARTY",
@@ -29,17 +31,23 @@ _PLACEHOLDER = re.compile(r"\{\{ ([a-z_]+) \}\}")
 _SUFFIX = ".tmpl"
 
 
-def _root() -> Traversable:
-    return resources.files("kubeforge._scaffold").joinpath("templates")
+def _node(root: Traversable, name: str) -> Traversable:
+    *folders, file = name.split("/")
+    for part in folders:
+        root = root.joinpath(part)
+    return root.joinpath(file + _SUFFIX)
 
 
 def template(name: str) -> str:
-    """The text of template `name` (a path under templates/, without `.tmpl`)."""
-    node = _root()
-    *folders, file = name.split("/")
-    for part in folders:
-        node = node.joinpath(part)
-    return node.joinpath(file + _SUFFIX).read_text(encoding="utf-8")
+    """The text of template `name` (a path under templates/, without `.tmpl`), from the set in
+    force; one an older set lacks is this release's (and noted in the set's stand_ins)."""
+    template_set = templatesets.active()
+    node = _node(template_set.root, name)
+    if node.is_file() or template_set.is_packaged:
+        return node.read_text(encoding="utf-8")
+    if name not in template_set.stand_ins:
+        template_set.stand_ins.append(name)
+    return _node(templatesets.packaged().root, name).read_text(encoding="utf-8")
 
 
 def render(name: str, values: Mapping[str, str]) -> str:
@@ -71,7 +79,7 @@ def render_tree(directory: str, values: Mapping[str, str]) -> Iterator[tuple[str
             elif child.name.endswith(_SUFFIX):
                 yield f"{prefix}{_undot(child.name[: -len(_SUFFIX)])}", child
 
-    for path, node in walk(_root().joinpath(directory), ""):
+    for path, node in walk(templatesets.active().root.joinpath(directory), ""):
         yield path, substitute(node.read_text(encoding="utf-8"), values)
 
 
