@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import aiohttp
 
 from kubeforge.testing import DevProcess, eventually
-
-CONSOLE_LINE = re.compile(r"^console: (http://127\.0\.0\.1:\d+)/#login=(\S+)$", re.MULTILINE)
+from tests.support.console import CONSOLE_LINE
 
 
 async def test_dev_prints_the_console_link_and_the_link_logs_in(tmp_path: Path) -> None:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import re
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -11,6 +16,8 @@ import aiohttp
 from kubeforge._client.client import Client
 from kubeforge._console.server import Console
 from kubeforge._testing.env import TestEnv
+from kubeforge.testing import eventually
+from tests.support import KUBEFORGE
 
 
 class ConsoleSession:
@@ -59,3 +66,69 @@ async def console_session(
             yield browser
     finally:
         await console.stop()
+
+
+CONSOLE_LINE = re.compile(r"^console: (http://127\.0\.0\.1:\d+)/#login=(\S+)$", re.MULTILINE)
+
+
+class Background:
+    """`kubeforge ARGS` running in the background, what it prints collected as it comes."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.args = args
+        self.cwd = cwd
+        self.output = bytearray()
+        self.process: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def text(self) -> str:
+        return self.output.decode(errors="replace")
+
+    async def __aenter__(self) -> Background:
+        self.process = await asyncio.create_subprocess_exec(
+            *KUBEFORGE,
+            *self.args,
+            cwd=self.cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+        self._reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        while chunk := await self.process.stdout.read(65536):
+            self.output += chunk
+
+    async def console(self) -> tuple[str, str]:
+        """The console's address and login token, once the command printed them."""
+
+        def printed() -> re.Match[str] | None:
+            assert self.process is not None
+            assert self.process.returncode is None, self.text
+            return CONSOLE_LINE.search(self.text)
+
+        found = await eventually(printed, timeout=60)
+        return found.group(1), found.group(2)
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.process is not None
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.process.wait(), 30)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+        if self._reader is not None:
+            await self._reader
+
+
+async def logged_in(url: str, token: str) -> aiohttp.ClientSession:
+    """A session of the console at `url`, logged in with `token` (close it after use)."""
+    session = aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+    async with session.post(f"{url}/api/session", json={"token": token}) as reply:
+        assert reply.status == 200, await reply.text()
+    return session
