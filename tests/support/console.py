@@ -16,8 +16,8 @@ import aiohttp
 from kubeforge._client.client import Client
 from kubeforge._console.server import Console
 from kubeforge._testing.env import TestEnv
-from kubeforge.testing import eventually
-from tests.support import KUBEFORGE
+from kubeforge.testing import DevProcess, Kubectl, eventually
+from tests.support import KUBEFORGE, kubectl_for, kubeforge
 
 
 class ConsoleSession:
@@ -132,3 +132,22 @@ async def logged_in(url: str, token: str) -> aiohttp.ClientSession:
     async with session.post(f"{url}/api/session", json={"token": token}) as reply:
         assert reply.status == 200, await reply.text()
     return session
+
+
+@asynccontextmanager
+async def run_against_dev(
+    project: Path, tmp_path: Path
+) -> AsyncIterator[tuple[Background, Kubectl]]:
+    """`kubeforge dev` (no console of its own), the project's CRDs installed, and `kubeforge
+    run` of the project against it, each a process of its own; kubectl pointed at the
+    cluster."""
+    kubeconfig = tmp_path / "kubeconfig"
+    async with DevProcess("--no-console", kubeconfig=kubeconfig, cwd=tmp_path):
+        installed = await kubeforge(
+            "install", "--dir", str(project), "--kubeconfig", str(kubeconfig)
+        )
+        assert installed.code == 0, installed.out + installed.err
+        args = ["run", "--dir", str(project), "--kubeconfig", str(kubeconfig)]
+        args += ["--health-probe-bind-address", "0", "--webhook-port", "0"]
+        async with Background(*args, cwd=tmp_path) as run:
+            yield run, kubectl_for(kubeconfig, tmp_path / "kubectl")

@@ -227,6 +227,7 @@ export class TimelineView {
       const bar = svg("rect", {
         x: start, y: y(lane) - 8, width: Math.max(end - start, 3), height: 16, rx: 2,
         class: classes.join(" "), "data-seq": entry.seq, "data-object": objectName(entry.namespace, entry.name),
+        "data-wrote": (entry.writes || []).map((w) => `${shortKind(w.kind)} ${objectName(w.namespace, w.name)}`).join("; "),
       }, `${entry.controller} ${objectName(entry.namespace, entry.name)}: ${entry.outcome || "running"}, ${ms(entry.seconds)}`);
       bar.addEventListener("click", () => this.select(entry.seq));
       layers.bars.append(bar);
