@@ -1,7 +1,7 @@
 """The console in a real browser (Debian's Chromium through Playwright; `make
 test-console`): an object created with kubectl appears without a reload, and the cnat
 example run with `kubeforge run` shows its reconciles on the timeline and its pod in the
-At's ownership graph."""
+At's ownership graph; and the timeline page a failing test leaves opens from disk."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from kubeforge.testing import TestEnv
+from kubeforge._console.report import render_timeline
+from kubeforge._testing.timelines import record_timeline
+from kubeforge.testing import TestEnv, eventually
 from tests.cli.test_run_console import CNAT, at
 from tests.support import kubectl_for
 from tests.support.browser import chromium
+from tests.support.builtin_objects import deployment as builtin_deployment
 from tests.support.console import console_session, run_against_dev
 
 if TYPE_CHECKING:
@@ -94,3 +97,23 @@ async def test_the_cnat_example_reconciles_on_the_timeline_and_its_pod_in_the_gr
         heading = page.locator(".object h2", has_text="Pod")
         await heading.wait_for(timeout=TIMEOUT)
         assert "default/hello" in await heading.inner_text()
+
+
+async def test_a_timeline_page_opens_from_disk(
+    testenv: TestEnv, tmp_path: Path, page: Page
+) -> None:
+    # What --kubeforge-timeline leaves for a failing test, rendered by a real browser.
+    timeline = record_timeline(testenv)
+    await testenv.client.create(
+        {"apiVersion": "apps/v1", "kind": "Deployment", **builtin_deployment(replicas=1)}
+    )
+    await eventually(lambda: any(e.get("controller") == "replicaset" for e in timeline.entries()))
+    path = tmp_path / "timeline.html"
+    path.write_text(render_timeline(timeline.document(), "a failing test"))
+    await page.goto(path.as_uri())
+    await page.locator(".tl-label", has_text="kube-controller-manager / deployment").wait_for(
+        timeout=TIMEOUT
+    )
+    await page.locator(".tl-link").first.wait_for(timeout=TIMEOUT)
+    await page.locator('.tl-bar[data-object$="/web"]').first.click()
+    await page.locator(".tl-details", has_text="kubeforge-testenv").wait_for(timeout=TIMEOUT)
