@@ -136,7 +136,7 @@ class Timeline:
 
     def now(self) -> float:
         """Seconds since the timeline began."""
-        return round(clock.monotonic() - self.started, 6)
+        return clock.monotonic() - self.started
 
     def subscribe(self, listener: Callable[[int], None]) -> None:
         """Call `listener(seq)` for every entry added or changed (under the timeline's lock:
@@ -323,19 +323,9 @@ class Timeline:
         if len(entry["reads"]) + len(entry["writes"]) >= _STEPS_PER_RECONCILE:
             entry["more_steps"] += 1
             return
-        entry["reads"].append(
-            {
-                "t": self.now(),
-                "source": record.source,
-                "verb": record.verb,
-                "kind": record.kind,
-                "namespace": record.namespace,
-                "name": record.name,
-                "found": len(record.objects),
-                "rvs": [version for _, _, version in record.objects[:5]],
-                "error": record.error,
-            }
-        )
+        # Kept as the record itself (what a reconcile reads is recorded often): made a
+        # JSON-ready dict only when the entry is read.
+        entry["reads"].append((self.now(), record))
         self._touched(self._reconciles[record.reconcile.reconcile_id])
 
     def _write(self, record: Write) -> None:
@@ -422,10 +412,32 @@ def _link(producer: tuple[int, int]) -> dict[str, int]:
     return {"change": seq} if index < 0 else {"reconcile": seq, "write": index}
 
 
+def _read_step(when: float, record: Read) -> dict[str, Any]:
+    return {
+        "t": round(when, 6),
+        "source": record.source,
+        "verb": record.verb,
+        "kind": record.kind,
+        "namespace": record.namespace,
+        "name": record.name,
+        "found": len(record.objects),
+        "rvs": [version for _, _, version in record.objects[:5]],
+        "error": record.error,
+    }
+
+
+_ROUNDED = ("t", "start", "end", "queued", "wait")
+
+
 def _copy(entry: Entry) -> Entry:
+    """The entry as JSON-ready data (times to the microsecond)."""
     out = dict(entry)
+    for key in _ROUNDED:
+        value = out.get(key)
+        if isinstance(value, float):
+            out[key] = round(value, 6)
     if entry["type"] == "reconcile":
         out["triggers"] = [dict(t) for t in entry["triggers"]]
-        out["reads"] = list(entry["reads"])
-        out["writes"] = list(entry["writes"])
+        out["reads"] = [_read_step(when, record) for when, record in entry["reads"]]
+        out["writes"] = [dict(w, t=round(w["t"], 6)) for w in entry["writes"]]
     return out
