@@ -16,7 +16,7 @@ PYTEST_WORKERS ?= 3
 # on their clusters. Each suite's output is printed whole when it ends.
 EXAMPLE_TESTS = $(BIN)/python tools/run_examples.py --jobs 2 $(EXAMPLES) -- $(PYTEST_ARGS)
 
-.PHONY: demo dist test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv explore
+.PHONY: chromium test-console screenshots demo dist test test-suite test-examples test-existing test-existing-one test-existing-multinode lint typecheck bench dev clean venv explore
 
 venv: $(STAMP)
 
@@ -96,6 +96,26 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/operators.py
 	$(BIN)/python benchmarks/admission.py
 	$(BIN)/python benchmarks/conversion.py
+
+# The console in a real browser (docs/devcluster.md, "Console"): Debian's Chromium, driven
+# by Playwright from PyPI with the system browser (nothing downloads a browser). Installed
+# here when missing; a run of a few tens of seconds, so kept out of `make test`.
+CHROMIUM := /usr/bin/chromium
+BROWSER_STAMP := $(VENV)/.browser
+
+chromium:
+	test -x $(CHROMIUM) || (apt-get update -q && apt-get install -y -q chromium)
+
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,browser]'
+	touch $(BROWSER_STAMP)
+
+test-console: chromium $(BROWSER_STAMP)
+	$(BIN)/pytest -n 0 -m browser tests/e2e/test_console_browser.py $(PYTEST_ARGS)
+
+# The console's two main screens in docs/devcluster.md, taken again.
+screenshots: chromium $(BROWSER_STAMP)
+	$(BIN)/python tools/console_screenshots.py
 
 dev: $(STAMP)
 	$(BIN)/kubeforge dev --data-dir .kubeforge/data

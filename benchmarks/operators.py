@@ -4,6 +4,7 @@ converge, requests counted at the server, CPU and peak RSS of the operator's pro
     python benchmarks/operators.py                   # N = 1,000 and 5,000
     python benchmarks/operators.py --quick           # N = 200
     python benchmarks/operators.py -n 20 --operators kubeforge --json out.json
+    python benchmarks/operators.py --operators kubeforge kubeforge-recording   # console cost
 
 The job (benchmarks/widgets/): for each Widget, create an owned ConfigMap holding its
 spec.size and set its status (the ConfigMap's name and the generation it reflects). Cases:
@@ -12,6 +13,10 @@ fresh server, N Widgets created while the operator runs. The API server (`kubefo
 apiserver`), each operator and this driver run in their own processes; the operator's CPU
 and peak RSS are read from /proc, its requests from the server's `apiserver_request_total`
 (the driver's own creates and patches taken out).
+
+`kubeforge-recording` is the kubeforge operator with the console's recording on: a timeline
+(kubeforge._runtime.timeline, what `kubeforge run`'s console keeps) observes its manager, so
+the table's ratio line between it and `kubeforge` is what recording costs.
 """
 
 # ruff: noqa: E402
@@ -48,6 +53,7 @@ BIN = Path(sys.executable).parent
 WIDGETS = Path(HERE) / "widgets"
 OPERATORS = {
     "kubeforge": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
+    "kubeforge-recording": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
     "kopf": [
         str(BIN / "kopf"),
         "run",
@@ -56,7 +62,7 @@ OPERATORS = {
         str(WIDGETS / "kopf_operator.py"),
     ],
 }
-LABELS = {"kubeforge": "kubeforge", "kopf": "Kopf"}
+LABELS = {"kubeforge": "kubeforge", "kubeforge-recording": "recording", "kopf": "Kopf"}
 NAMESPACE = "default"
 API_VERSION = f"{GROUP}/{VERSION}"
 WRITES = {"POST", "PUT", "PATCH", "DELETE", "APPLY"}
@@ -382,6 +388,7 @@ WORKERS = 0  # --workers: kubeforge's max_concurrent_reconciles (0: its default)
 
 def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
     env = dict(os.environ, KUBECONFIG=str(kubeconfig), WIDGET_WORKERS=str(WORKERS))
+    env["WIDGET_TIMELINE"] = "1" if operator == "kubeforge-recording" else ""
     with log.open("wb") as out:
         return subprocess.Popen(OPERATORS[operator], env=env, stdout=out, stderr=out)
 
@@ -515,14 +522,18 @@ def table(phases: list[Phase]) -> str:
                 + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
             )
             case = ""
-        if "kubeforge" in ops and "kopf" in ops:
-            ours, theirs = ops["kubeforge"], ops["kopf"]
-            lines.append(
-                f"{'':<32} {'ratio':<10} {ours.wall / theirs.wall:>6.2f}x "
-                f"{ours.cpu / max(theirs.cpu, 0.01):>6.2f}x "
-                f"{ours.peak_rss / theirs.peak_rss:>6.2f}x "
-                f"{ours.writes / max(theirs.writes, 1):>6.2f}x"
-            )
+        for ours_name, theirs_name, label in (
+            ("kubeforge", "kopf", "ratio"),
+            ("kubeforge-recording", "kubeforge", "rec./off"),
+        ):
+            if ours_name in ops and theirs_name in ops:
+                ours, theirs = ops[ours_name], ops[theirs_name]
+                lines.append(
+                    f"{'':<32} {label:<10} {ours.wall / theirs.wall:>6.2f}x "
+                    f"{ours.cpu / max(theirs.cpu, 0.01):>6.2f}x "
+                    f"{ours.peak_rss / theirs.peak_rss:>6.2f}x "
+                    f"{ours.writes / max(theirs.writes, 1):>6.2f}x"
+                )
     lines.append("")
     lines.append("requests by verb, resource and code:")
     for p in phases:

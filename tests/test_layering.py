@@ -18,13 +18,19 @@ from tests.support import ROOT
 PACKAGE = ROOT / "src" / "kubeforge"
 
 # Layer -> the kubeforge packages and modules its code may import (besides itself).
+_BELOW_RUNTIME = {"_version", "clock", "_api", "_api.machinery", "_client", "_webhook"}
+_BELOW_CLUSTER = {*_BELOW_RUNTIME, "_runtime", "_apiserver"}
 ALLOWED = {
     "_api.machinery": {"_version", "clock"},
     "_api": {"_version", "clock", "_api.machinery"},
     "_apiserver": {"_version", "clock", "_api", "_api.machinery"},
     "_client": {"_version", "clock", "_api", "_api.machinery"},
     "_webhook": {"_version", "clock", "_api", "_api.machinery"},
-    "_runtime": {"_version", "clock", "_api", "_api.machinery", "_client", "_webhook"},
+    "_runtime": _BELOW_RUNTIME,
+    "_cluster": _BELOW_CLUSTER,
+    "_testing": {*_BELOW_CLUSTER, "_cluster"},
+    # The console sits above the testing layer (it may use its helpers) and below the CLI.
+    "_console": {*_BELOW_CLUSTER, "_cluster", "_testing"},
 }
 
 # The API server's stages, from the bottom: each imports only the stages before it (besides

@@ -51,6 +51,11 @@ async def main() -> None:
     manager = kubeforge.Manager(kubeforge.load_config())
     # The benchmark's --workers (default: the controller's default).
     setup(manager, int(os.environ.get("WIDGET_WORKERS", "0")))
+    if os.environ.get("WIDGET_TIMELINE"):
+        # What the console records (`kubeforge-recording`): every reconcile on a timeline.
+        from kubeforge._runtime.timeline import Timeline
+
+        manager.add_observer(Timeline().observer("widgets"))
     await manager.run()
 
 

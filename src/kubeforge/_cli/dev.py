@@ -21,6 +21,13 @@ from kubeforge._cli.connections import (
     MaxConnections,
     MaxHeaderBytes,
 )
+from kubeforge._cli.consoleoptions import (
+    DEFAULT_HISTORY,
+    ConsoleHistory,
+    ConsoleOption,
+    ConsolePort,
+    ConsoleSettings,
+)
 from kubeforge._cli.project import fail
 from kubeforge._cli.signals import until_stopped
 from kubeforge._cluster.controllernames import KNOWN, enabled_controllers
@@ -107,6 +114,9 @@ def dev(
         ),
     ] = 50.0,
     bind: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    console: ConsoleOption = True,
+    console_port: ConsolePort = 0,
+    console_history: ConsoleHistory = DEFAULT_HISTORY,
     header_timeout: HeaderTimeout = DEFAULTS.header_timeout,
     body_timeout: BodyTimeout = DEFAULTS.body_timeout,
     idle_timeout: IdleTimeout = DEFAULTS.idle_timeout,
@@ -159,7 +169,8 @@ def dev(
         max_header_bytes=max_header_bytes,
     )
     try:
-        asyncio.run(_run(options, port, kubeconfig, data_dir, bind, limits))
+        settings = ConsoleSettings(console, console_port, console_history)
+        asyncio.run(_run(options, port, kubeconfig, data_dir, bind, limits, settings))
     except DataDirInUse as exc:
         raise fail(f"{exc}; stop it first, or choose another --data-dir") from None
 
@@ -280,6 +291,7 @@ async def _run(
     data_dir: Path | None,
     bind: str,
     limits: ConnectionLimits,
+    console: ConsoleSettings,
 ) -> None:
     from kubeforge._apiserver.server import tune_gc
     from kubeforge._cluster.devcluster import CONTEXT, DevCluster
@@ -295,7 +307,13 @@ async def _run(
     await cluster.start()
     tune_gc()
     path = cluster.write_kubeconfig(kubeconfig)
+    view = await console.start(cluster.cluster_config(), "kubeforge dev")
+    if view is not None and cluster.manager is not None:
+        # The built-in controllers run on kubeforge's runtime: their reconciles are shown.
+        view.observe(cluster.manager, "kube-controller-manager")
     typer.echo(f"kubeforge development cluster running at {cluster.url}")
+    if view is not None:
+        typer.echo(f"console: {view.login_url}")
     typer.echo(
         f"  nodes: {options.nodes}"
         + ("  (--exec-pods: commands run locally)" if options.exec_pods else "")
@@ -322,4 +340,6 @@ async def _run(
         await until_stopped()
     finally:
         typer.echo("stopping the cluster")
+        if view is not None:
+            await view.stop()
         await cluster.stop()

@@ -22,6 +22,9 @@ as `<project>-local-mutating-webhook-configuration` and `...-validating-...`, ca
 URL, and the CRDs it converts are pointed at it; on the way out the configurations are
 deleted and the CRDs get their own conversion back.
 
+Unless `--no-console`, the console serves the cluster and the project's reconciles on
+127.0.0.1 (`console: <link>` is printed; docs/devcluster.md, "Console").
+
 `manager_main` is the same manager as a project's own command (the container's `manager`):
 the same flags, but in a pod the webhook server listens on every interface and nothing is
 registered, since the deployed configurations call it through its Service.
@@ -39,7 +42,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -48,6 +51,13 @@ from kubeforge._cli.connections import (
     KubeconfigOption,
     cluster_config,
     describe_cluster,
+)
+from kubeforge._cli.consoleoptions import (
+    DEFAULT_HISTORY,
+    ConsoleHistory,
+    ConsoleOption,
+    ConsolePort,
+    ConsoleSettings,
 )
 from kubeforge._cli.project import Project, ProjectError, fail, open_project
 from kubeforge._client.client import Client
@@ -66,6 +76,9 @@ from kubeforge._runtime.logs import configure_logging
 from kubeforge._runtime.manager import Manager
 from kubeforge._webhook.certwatcher import CertificateError
 from kubeforge._webhook.server import DEFAULT_PORT, WebhookServer
+
+if TYPE_CHECKING:
+    from kubeforge._console.server import Console
 
 __all__ = ["ManagerFlags", "manager_main", "run"]
 
@@ -213,6 +226,9 @@ def run(
         ),
     ] = False,
     log_format: LogFormat = LogFormatChoice.text,
+    console: ConsoleOption = True,
+    console_port: ConsolePort = 0,
+    console_history: ConsoleHistory = DEFAULT_HISTORY,
 ) -> None:
     """Run the project's controllers and webhooks until SIGTERM or SIGINT."""
     project = open_project(directory)
@@ -243,7 +259,8 @@ def run(
             err=True,
             fg=typer.colors.YELLOW,
         )
-    _main(_run(project, config, flags, as_service_account=as_service_account), config)
+    view = ConsoleSettings(console, console_port, console_history)
+    _main(_run(project, config, flags, as_service_account=as_service_account, view=view), config)
 
 
 def manager_main(
@@ -356,7 +373,12 @@ async def _coroutine(step: Awaitable[None]) -> None:
 
 
 async def _run(
-    project: Project, config: ClusterConfig, flags: ManagerFlags, *, as_service_account: bool
+    project: Project,
+    config: ClusterConfig,
+    flags: ManagerFlags,
+    *,
+    as_service_account: bool,
+    view: ConsoleSettings | None = None,
 ) -> None:
     # The kubeconfig's credentials install RBAC and register webhooks; the controllers may
     # run as the project's ServiceAccount, which may do neither.
@@ -381,6 +403,8 @@ async def _run(
             manager_config,
             flags,
             register_with=admin,
+            console=view,
+            console_config=config,
         )
 
 
@@ -409,12 +433,16 @@ async def _run_manager(
     flags: ManagerFlags,
     *,
     register_with: Client | None = None,
+    console: ConsoleSettings | None = None,
+    console_config: ClusterConfig | None = None,
 ) -> None:
     """Build the manager, let setup register with it, and run it. With `register_with` (the
     admin client of `kubeforge run`), its webhooks are served on this machine and registered
-    with the cluster while it runs."""
+    with the cluster while it runs. With `console`, the console serves the cluster (read
+    with `console_config`, the kubeconfig's credentials) and the manager's reconciles."""
     manager = flags.manager(config, name)
     local: _LocalWebhooks | None = None
+    view: Console | None = None
     try:
         pending = call_setup(manager)
         if pending is not None:
@@ -426,8 +454,15 @@ async def _run_manager(
         log.info("project %s: controllers %s; cluster %s", name, names, describe_cluster(config))
         if register_with is not None:
             local = _serve_webhooks(name, manager, register_with, flags)
+        if console is not None:
+            view = await console.start(console_config or config, f"kubeforge run {name}")
+        if view is not None:
+            view.observe(manager, name)
+            typer.echo(f"console: {view.login_url}")
     except BaseException:
         await manager.api_reader.close()
+        if local is not None:
+            local.cleanup()
         raise
     try:
         await manager.run()
@@ -436,6 +471,8 @@ async def _run_manager(
             raise
         raise _NotSynced(_sync_failure(manager)) from exc
     finally:
+        if view is not None:
+            await view.stop()
         if local is not None:
             local.cleanup()
     log.info("stopped")

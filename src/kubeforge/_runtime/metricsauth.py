@@ -85,19 +85,27 @@ class MetricsAuth:
         self._decisions[key] = (now + (_ALLOWED_TTL if allowed else _DENIED_TTL), allowed)
         return allowed
 
-    @web.middleware
-    async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        header = request.headers.get("Authorization", "").strip()
-        scheme, _, token = header.partition(" ")
+    async def refusal(self, authorization: str, verb: str, path: str) -> web.Response | None:
+        """Why a request with this Authorization header may not `verb` the non-resource
+        `path` (a 401 or 403 answer), or None when it may."""
+        scheme, _, token = authorization.strip().partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return web.Response(status=401, text="Unauthorized\n")
         user = await self._identity(token)
         if user is None:
             return web.Response(status=401, text="Unauthorized\n")
-        if not await self._allowed(user, request.method.lower(), request.path):
+        if not await self._allowed(user, verb, path):
             name = user.get("username", "")
             return web.Response(status=403, text=f"Authorization denied for user {name}\n")
+        return None
+
+    @web.middleware
+    async def middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        refused = await self.refusal(header, request.method.lower(), request.path)
+        if refused is not None:
+            return refused
         response: web.StreamResponse = await handler(request)
         return response
 

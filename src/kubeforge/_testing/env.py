@@ -52,6 +52,7 @@ from kubeforge._runtime.localwebhooks import (
     serve_locally,
 )
 from kubeforge._runtime.manager import Manager
+from kubeforge._runtime.timeline import Timeline
 from kubeforge._testing.cleanup import TestObjects, project_kinds
 from kubeforge._testing.crashpoints import CrashAfter, CrashPoint, ManagerCrashed
 from kubeforge._testing.interceptors import Interceptors, intercept
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
     from kubeforge._cluster.nodehealth import NodeHealth
     from kubeforge._testing.serverfaults import ServerFaults
 
-__all__ = ["USE_EXISTING_CLUSTER", "TestEnv"]
+__all__ = ["TEST_MANAGER", "USE_EXISTING_CLUSTER", "TestEnv"]
 
 USE_EXISTING_CLUSTER = "KUBEFORGE_USE_EXISTING_CLUSTER"
 FIELD_MANAGER = "kubeforge-testenv"
@@ -71,6 +72,8 @@ FIELD_MANAGER = "kubeforge-testenv"
 MANAGER_USER = "kubeforge-manager"
 MANAGER_GROUPS = ("system:masters",)
 CRD_TIMEOUT = 10.0
+# What the managers run_manager starts are called on a recorded timeline.
+TEST_MANAGER = "manager"
 # The context a kubeconfig written for kubectl adds over an existing cluster's kubeconfig.
 CONTEXT = "kubeforge-testenv"
 
@@ -128,6 +131,9 @@ class TestEnv:
         self._real = process_clock.RealClock()
         # The block of clock.use() the environment is in while it runs on virtual time.
         self._on_clock: contextlib.ExitStack | None = None
+        # What the managers run_manager starts report to, when a timeline is recorded
+        # (testing/timelines.py).
+        self.timeline: Timeline | None = None
 
     @property
     def clock(self) -> process_clock.VirtualClock | process_clock.RealClock:
@@ -395,6 +401,8 @@ class TestEnv:
         if self.config is None:
             raise RuntimeError("the test environment is not started")
         manager = Manager(config or self._manager_settings(), **options)
+        if self.timeline is not None:
+            manager.add_observer(self.timeline.observer(TEST_MANAGER))
         layers = [interceptors] if isinstance(interceptors, Interceptors) else list(interceptors)
         crash = CrashPoint(crash_after_writes) if crash_after_writes is not None else None
         if crash is not None:

@@ -29,6 +29,9 @@ default of the client, kubectl and the managers. Set KUBEFORGE_USE_EXISTING_CLUS
 the same tests against the current kubeconfig's cluster instead of a development cluster
 started per test; what a test made there is removed after it (docs/testing.md).
 
+`--kubeforge-timeline[=DIR]` writes the timeline of each failing test that used `testenv` (its
+reconciles and the writes that woke them) as one HTML file (testing/timelines.py).
+
 `--kubeforge-explore` explores each test that uses the `manager` fixture: it is run again
 under perturbations learned from a reference run, and fails with what the oracles find
 (testing/explore/; docs/testing.md, "Exploration"). `--kubeforge-explore-jobs`,
@@ -75,6 +78,7 @@ __all__ = [
     "kubeforge_manager_config",
     "kubeforge_setup",
     "manager",
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_collection_finish",
     "pytest_configure",
@@ -160,6 +164,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run each selected test under this one perturbation (a finding's replay)",
     )
     group.addoption("--kubeforge-explore-worker", default=None, help=argparse.SUPPRESS)
+    parser.getgroup("kubeforge-timeline", "kubeforge timelines").addoption(
+        "--kubeforge-timeline",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="write the timeline of each failing test that used the test cluster as one "
+        "HTML file in DIR (default: next to --junitxml's report, else kubeforge-timelines/)",
+    )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The hook that renders a timeline (the console's plugin implements it)."""
+    from kubeforge._testing.timelines import TimelineHooks
+
+    pluginmanager.add_hookspecs(TimelineHooks)
 
 
 CONTROLLERS_MARKER = "kubeforge_controllers"
@@ -415,6 +435,10 @@ async def testenv(
         env = ExploringEnv(run, **settings)
         run.begin(env)
     async with env:
+        if run is None and request.config.getoption("kubeforge_timeline", None) is not None:
+            from kubeforge._testing.timelines import TIMELINE, record_timeline
+
+            request.node.stash[TIMELINE] = record_timeline(env)
         yield env
 
 
@@ -515,14 +539,32 @@ async def manager(
             await testenv.clean_up()
 
 
+_TIMELINE_WRITTEN = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """A failing test whose manager was refused says which RBAC rules were missing."""
+    """A failing test whose manager was refused says which RBAC rules were missing; with
+    --kubeforge-timeline, a failing test's timeline is written and its report names it."""
     outcome = yield
     report = outcome.get_result()
     refusals = item.stash.get(_REFUSALS, None)
     if report.failed and refusals is not None and refusals.found:
         report.sections.append(("kubeforge RBAC refusals", refusals.summary()))
+    if report.failed and not item.stash.get(_TIMELINE_WRITTEN, False):
+        from kubeforge._testing.timelines import TIMELINE, timeline_dir, write_timeline
+
+        timeline = item.stash.get(TIMELINE, None)
+        directory = timeline_dir(item.config)
+        if timeline is None or directory is None:
+            return
+        item.stash[_TIMELINE_WRITTEN] = True
+        about = f"failed in {report.when}; {len(timeline)} entries"
+        path = write_timeline(
+            item.config, directory, item.nodeid, timeline.document(), item.nodeid, about
+        )
+        if path is not None:
+            report.sections.append(("kubeforge timeline", f"file://{path.resolve()}"))
 
 
 @pytest.fixture

@@ -314,6 +314,8 @@ class WriteRecord(Fault):
         super().__init__(faults, match, None)
         self.field_managers = _values(field_manager)
         self.writes: list[RecordedWrite] = []
+        # Told of each write as it is recorded.
+        self.listeners: list[Callable[[RecordedWrite], None]] = []
 
     def by(
         self, *, user: str | None = None, field_manager: str | None = None
@@ -779,3 +781,5 @@ def _record(records: list[WriteRecord], call: Call, answer: Response) -> None:
             record.field_managers is None or write.field_manager in record.field_managers
         ):
             record.writes.append(write)
+            for listener in record.listeners:
+                listener(write)

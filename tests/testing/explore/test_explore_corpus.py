@@ -11,6 +11,7 @@ import re
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -85,6 +86,12 @@ def test_a_finding_replays_with_its_command() -> None:
     assert explored.returncode == 1, explored.stdout
     assert "leaked:  ConfigMap/<ns>/w-b" in explored.stdout
     (replay,) = set(re.findall(r"^  replay: (.*)$", explored.stdout, re.M))
+    # The finding links to its run's timeline: a page of the reconciles of every incarnation
+    # of the manager, the perturbed one's included.
+    (page,) = set(re.findall(r"^  timeline: file://(.*)$", explored.stdout, re.M))
+    text = Path(page).read_text()
+    assert "class TimelineView" in text
+    assert '"controller":"widget"' in text and '"manager":"manager #1"' in text
     command = shlex.split(replay)
     assert command == [
         "pytest",

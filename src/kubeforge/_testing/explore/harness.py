@@ -228,6 +228,7 @@ class Run:
                 await started_here.aclose()
             self.result["applied"] = list(self.notes)
             self.result["steps"] = self.recorder.steps
+            self.result["timeline"] = self.recorder.timeline.document()
             self.result["errors"] = list(self.errors.found)
             self.result["namespace"] = self.env.namespace
 

@@ -118,9 +118,13 @@ def format_steps(steps: Sequence[Step], *, around: int = 12) -> list[str]:
 
 
 def format_findings(
-    perturbation: str, findings: Sequence[Finding], run: Mapping[str, Any], replay: str
+    perturbation: str,
+    findings: Sequence[Finding],
+    run: Mapping[str, Any],
+    replay: str,
+    timeline: str | None = None,
 ) -> str:
-    """A finding as the report shows it."""
+    """A finding as the report shows it (`timeline`: where the run's timeline page is)."""
     lines = [f"{perturbation}"]
     try:
         lines.append(f"  {Perturbation.parse(perturbation).describe()}")
@@ -135,6 +139,8 @@ def format_findings(
     if around:
         lines.append("  around it (seconds into the run):")
         lines.extend(f"    {line}" for line in around)
+    if timeline:
+        lines.append(f"  timeline: {timeline}")
     lines.append(f"  replay: {replay}")
     return "\n".join(lines)
 

@@ -33,6 +33,7 @@ from kubeforge._testing.explore.plan import make_plan
 from kubeforge._testing.explore.points import ACTIONS, Perturbation
 from kubeforge._testing.explore.pool import Job, Pool
 from kubeforge._testing.explore.report import Row, format_findings, replay_command, summary_table
+from kubeforge._testing.timelines import timeline_dir, write_timeline
 
 __all__ = ["MARKER", "Exploration", "Explored", "explorable", "skipped_actions", "worker_loop"]
 
@@ -156,20 +157,34 @@ class Exploration:
             f"{len(findings)} with findings"
         ]
         for perturbation, found, run in findings:
+            page = self._timeline_page(nodeid, perturbation, run)
             if perturbation == "(none)":
                 parts.append(
                     "without any perturbation:\n"
                     + "\n".join(f"  {f.oracle}:\n    " + "\n    ".join(f.details) for f in found)
+                    + (f"\n  timeline: {page}" if page else "")
                 )
                 continue
             replay = replay_command(self.args, nodeid, perturbation, self.cd)
-            parts.append(format_findings(perturbation, found, run, replay))
+            parts.append(format_findings(perturbation, found, run, replay, page))
         errors = [r for r in results if r.get("harness_error")]
         for result in errors[:3]:
             parts.append(
                 f"not judged: {result.get('perturbation')}:\n{result['harness_error'][-2000:]}"
             )
         return "\n\n".join(parts)
+
+    def _timeline_page(self, nodeid: str, perturbation: str, run: dict[str, Any]) -> str | None:
+        """Write the run's timeline as a page (where --kubeforge-timeline says, else with
+        the runs' records); its file URL."""
+        document = run.get("timeline")
+        if not document:
+            return None
+        directory = timeline_dir(self.config) or self.pool.logs / "timelines"
+        title = f"{nodeid} under {perturbation}"
+        about = "exploration: the run of a finding"
+        path = write_timeline(self.config, directory, title, document, title, about)
+        return f"file://{path.resolve()}" if path is not None else None
 
     def summary(self) -> str:
         table = summary_table(self.rows)

@@ -36,6 +36,7 @@ from kubeforge._runtime.observer import (
     Trigger,
     Write,
 )
+from kubeforge._runtime.timeline import Timeline
 
 __all__ = ["ObjectKey", "Recorder", "Versions", "may_be_stale", "short_kind", "write_key"]
 
@@ -43,6 +44,8 @@ Step = dict[str, Any]
 ObjectKey = tuple[str, str, str]
 """(short kind, namespace, name) of an object."""
 
+# Entries a run's timeline keeps (what a finding's page shows).
+TIMELINE_ENTRIES = 3000
 # Writes that are bookkeeping of the runtime, not the operator's decisions.
 _IGNORED_KINDS = frozenset({"Event", "Lease"})
 # Outcomes of a reconcile that failed and is retried (a TerminalError is the reconciler's
@@ -138,6 +141,8 @@ class Recorder:
         self.generated: dict[str, str] = {}
         # Told about each step as it is kept (perturbations that wait for a point).
         self.listeners: list[Callable[[Step], None]] = []
+        # The same records as the console's timeline, for a finding's HTML page.
+        self.timeline = Timeline(TIMELINE_ENTRIES)
         self._lock = threading.Lock()
 
     # naming ---------------------------------------------------------------------------------
@@ -159,9 +164,10 @@ class Recorder:
     # observing ------------------------------------------------------------------------------
 
     def attach(self, manager: Manager) -> None:
-        """Observe `manager` (a new incarnation)."""
+        """Observe `manager` (a new incarnation, a lane set of its own on the timeline)."""
         self.incarnation += 1
         manager.add_observer(self.observe)
+        manager.add_observer(self.timeline.observer(f"manager #{self.incarnation}"))
 
     def observe(self, record: Record) -> None:
         with self._lock:
