@@ -19,7 +19,7 @@ import typer
 
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
-from kubeforge._cli.plugins import PLUGINS, add_plugins, parse_plugins
+from kubeforge._cli.plugins import PluginsOption, add_plugins, parse_plugins
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge._scaffold.names import (
     InvalidName,
@@ -109,15 +109,7 @@ def init(
     directory: Annotated[
         Path, typer.Option("--dir", help="Where to create the project (default: here).")
     ] = Path("."),
-    plugins: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--plugins",
-            help="Optional plugins to turn on, comma-separated: "
-            + ", ".join(f"{name} ({key})" for name, (key, _) in PLUGINS.items())
-            + ".",
-        ),
-    ] = None,
+    plugins: PluginsOption = None,
 ) -> None:
     """Create a new project: pyproject.toml, Makefile, Dockerfile, PROJECT, main.py, config/
     and a first test."""

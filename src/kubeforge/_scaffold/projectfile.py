@@ -15,8 +15,10 @@
       webhooks: {defaulting: true, validation: true, webhookVersion: v1}
     version: "3"
 
-Keys are written in alphabetical order, as kubebuilder writes them; keys this module does not
-know (plugin settings, ...) are kept as they are.
+A multigroup project (`kubeforge edit --multigroup`) has `multigroup: true` and its kinds'
+paths name their group (`path: api/webapp/v1`). Keys are written in alphabetical order, as
+kubebuilder writes them; keys this module does not know (plugin settings, ...) are kept as
+they are.
 """
 
 from __future__ import annotations
@@ -89,6 +91,20 @@ class ProjectFile:
         text = yaml.safe_dump(body, sort_keys=True, default_flow_style=False, allow_unicode=True)
         # kubebuilder writes the version as a double-quoted string.
         return HEADER + text + 'version: "3"\n'
+
+    @property
+    def multigroup(self) -> bool:
+        """kubebuilder's `multigroup: true`: new kinds go to api/<group>/<version>/ and the
+        group's other directories (kubeforge._scaffold.layout)."""
+        return bool(self.extra.get("multigroup"))
+
+    @multigroup.setter
+    def multigroup(self, on: bool) -> None:
+        # kubebuilder writes the key only when it is true (omitempty).
+        if on:
+            self.extra["multigroup"] = True
+        else:
+            self.extra.pop("multigroup", None)
 
     def find(self, group: str, version: str, kind: str) -> dict[str, Any] | None:
         """The entry of a group (as given to `create api`), version and kind."""
