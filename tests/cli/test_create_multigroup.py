@@ -212,3 +212,14 @@ def test_a_second_group_of_a_kind_needs_the_multigroup_layout(tmp_path: Path) ->
         "in characters a package name cannot hold"
     ]
     assert tree(root) == before
+
+
+def test_init_multigroup_starts_a_project_in_the_multigroup_layout(tmp_path: Path) -> None:
+    root = tmp_path / "fleet"
+    root.mkdir()
+    done = cli(*STEPS[0], "--multigroup", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert load(root / "PROJECT")["multigroup"] is True
+    done = cli(*STEPS[2], "--no-controller", cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert (root / "api/ship/v1/frigate.py").is_file()

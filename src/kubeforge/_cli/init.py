@@ -5,7 +5,8 @@ Makefile with kubebuilder's targets, a Dockerfile and .dockerignore, .gitignore,
 file, main.py with `setup(manager)` and the manager's `main()`, a README, the kustomize tree
 under config/ (default, manager, rbac, prometheus, network-policy), a first test, the GitHub
 workflows (lint, test, test-e2e) and a dev container; `--plugins` adds optional plugins'
-files (kubeforge._cli.plugins). The
+files (kubeforge._cli.plugins), and `--multigroup` starts the project in the multigroup
+layout, as kubebuilder's `init --multigroup` does (kubeforge._scaffold.layout). The
 manifests are generated at the end, so `config/default` builds at once.
 """
 
@@ -110,6 +111,14 @@ def init(
         Path, typer.Option("--dir", help="Where to create the project (default: here).")
     ] = Path("."),
     plugins: PluginsOption = None,
+    multigroup: Annotated[
+        bool,
+        typer.Option(
+            "--multigroup",
+            help="The multigroup layout: api/<group>/<version>/ and each group's directories "
+            "(kubeforge edit --multigroup later).",
+        ),
+    ] = False,
 ) -> None:
     """Create a new project: pyproject.toml, Makefile, Dockerfile, PROJECT, main.py, config/
     and a first test."""
@@ -151,6 +160,7 @@ def init(
     if header_text:
         files.scaffold(root / BOILERPLATE, header_text)
     project = ProjectFile(domain=domain, project_name=name)
+    project.multigroup = multigroup
     add_plugins(root, chosen, files, project)
     files.scaffold(root / "PROJECT", project.render())
     try:
