@@ -316,27 +316,25 @@ def _check_files_free(ctx: _Context) -> None:
         raise fail(f"{names.kind} would share the files of {other} ({files}); choose another kind")
 
 
+# What each of a group's packages holds, for its __init__.py's docstring.
+_GROUP_PACKAGES = {
+    "api": ("API types", "one package per version"),
+    "controllers": ("controllers", "one module per kind"),
+    "tests": ("tests", "one module per kind"),
+    "webhooks": ("webhooks", "one package per version"),
+}
+
+
 def _scaffold_group_packages(ctx: _Context, *tops: str) -> None:
     """The group's packages under `tops` (api, controllers, tests, webhooks) in the
     multigroup layout, each with its __init__.py, written once."""
     if not ctx.place.grouped:
         return
-    what = {
-        "api": "API types",
-        "controllers": "controllers",
-        "tests": "tests",
-        "webhooks": "webhooks",
-    }
-    layout = {
-        "api": "one package per version",
-        "controllers": "one module per kind",
-        "tests": "one module per kind",
-        "webhooks": "one package per version",
-    }
     for top in tops:
         path = f"{top}/{ctx.place.package}/__init__.py"
         if not ctx.path(path).exists():
-            values = {**ctx.values, "what": what[top], "layout": layout[top]}
+            what, layout = _GROUP_PACKAGES[top]
+            values = {**ctx.values, "what": what, "layout": layout}
             ctx.scaffold(path, render("api/group_init.py", values))
 
 
