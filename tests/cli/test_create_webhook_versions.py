@@ -173,14 +173,16 @@ async def test_the_generated_project_passes_ruff_mypy_and_its_own_tests(project:
         (
             ("api", "--group", "crew", "--version", "v1", "--kind", "Frigate"),
             "error: Frigate exists in group ship.example.com already (PROJECT): a kind's files "
-            "(api/<version>/frigate.py, controllers/frigate.py) are named by the kind alone, so "
-            "a project without the multigroup layout has each kind in one group",
+            "(api/<version>/frigate.py, controllers/frigate.py) are named by the kind alone in the "
+            "single-group layout; `kubeforge edit --multigroup` gives each group its own "
+            "directories (api/<group>/<version>/)",
         ),
         (
             ("api", "--group", "crew", "--version", "v3", "--kind", "Sloop", "--no-controller"),
             "error: Sloop exists in group ship.example.com already (PROJECT): a kind's files "
-            "(api/<version>/sloop.py, controllers/sloop.py) are named by the kind alone, so "
-            "a project without the multigroup layout has each kind in one group",
+            "(api/<version>/sloop.py, controllers/sloop.py) are named by the kind alone in the "
+            "single-group layout; `kubeforge edit --multigroup` gives each group its own "
+            "directories (api/<group>/<version>/)",
         ),
         (
             ("api", *SHIP, "--version", "v3", "--kind", "FriGate"),

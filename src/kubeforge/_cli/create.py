@@ -24,6 +24,7 @@ from kubeforge._cli.files import Files
 from kubeforge._cli.init import boilerplate_header
 from kubeforge._cli.manifests import certmanager_comment, generate
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
+from kubeforge._scaffold.layout import Placement, placement
 from kubeforge._scaffold.names import InvalidName, ResourceNames
 from kubeforge._scaffold.projectfile import ProjectFile, ProjectFileError
 from kubeforge._scaffold.render import (
@@ -33,7 +34,13 @@ from kubeforge._scaffold.render import (
     render,
     uncomment,
 )
-from kubeforge._scaffold.webhookfile import add_classes, add_registrations, add_tests, registration
+from kubeforge._scaffold.webhookfile import (
+    LINE_LENGTH,
+    add_classes,
+    add_registrations,
+    add_tests,
+    registration,
+)
 
 __all__ = ["app"]
 
@@ -62,6 +69,7 @@ class _Context:
     root: Path
     project: ProjectFile
     names: ResourceNames
+    place: Placement
     files: Files
     values: dict[str, str]
     python: list[Path]  # Python files written, formatted at the end
@@ -121,6 +129,7 @@ def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) ->
         raise fail(str(exc)) from None
     lower = names.module
     namespaced = names.namespaced
+    place = placement(project, names.group, kind)
     values = {
         "header": boilerplate_header(root),
         "project_name": project.project_name,
@@ -131,10 +140,13 @@ def _open(directory: Path, group: str, version: str, kind: str, **extra: Any) ->
         "lower_kind": lower,
         "plural": names.plural,
         "var": lower + "_" if keyword.iskeyword(lower) else lower,
-        "api_module": f"api.{version}",
+        "api_module": place.api_package(version),
+        "api_parent": place.api_parent,
+        "api_parent_dir": place.api_parent.replace(".", "/"),
+        "role_prefix": place.role_prefix,
         "sample_namespace": ', namespace="default"' if namespaced else "",
     }
-    return _Context(root, project, names, Files(root, brief=True), values, [])
+    return _Context(root, project, names, place, Files(root, brief=True), values, [])
 
 
 def _finish(ctx: _Context) -> None:
@@ -245,7 +257,7 @@ def create_api(
             "domain": ctx.project.domain,
             "group": names.group,
             "kind": kind,
-            "path": f"api/{version}",
+            "path": entry.get("path") or ctx.place.api_dir(version),
             "version": version,
         }
     )
@@ -254,32 +266,76 @@ def create_api(
     if not names.default_plural:
         entry["plural"] = names.plural
     _finish(ctx)
-    typer.echo(f"Next: edit api/{version}/{names.module}.py, then `make manifests` and `make test`")
+    typer.echo(
+        f"Next: edit {ctx.place.api_dir(version)}/{names.module}.py, then `make manifests` and "
+        "`make test`"
+    )
 
 
 def _check_files_free(ctx: _Context) -> None:
-    """Refuse a kind whose files would be another kind's: a kind's modules, test and roles
-    are named by its lowercase kind alone (api/<version>/<kind>.py,
-    controllers/<kind>.py, tests/test_<kind>.py, config/rbac/<kind>_*_role.yaml), so the
-    same kind in another group, or a kind spelled alike (Cronjob, CronJob), would write
-    nothing of its own. kubebuilder keeps kinds of several groups apart only in its
-    multigroup layout (api/<group>/<version>/), which this project does not have; without
-    it, pkg/plugins/golang/v4/api.go refuses any second group. Here kinds of other names
-    may be in another group (their files do not meet), so only a clash is refused."""
-    names = ctx.names
+    """Refuse a kind whose files would be another kind's. In the single-group layout a
+    kind's modules, test and roles are named by its lowercase kind alone
+    (api/<version>/<kind>.py, controllers/<kind>.py, tests/test_<kind>.py,
+    config/rbac/<kind>_*_role.yaml), so the same kind in another group, or a kind spelled
+    alike (Cronjob, CronJob), would write nothing of its own; the multigroup layout
+    (kubeforge._scaffold.layout) keeps each group's kinds apart. kubebuilder refuses any
+    second group outside that layout (pkg/plugins/golang/v4/api.go); here a kind's group is
+    its class's, not its package's, so kinds of other names may be in another group (their
+    files do not meet) and only a clash is refused."""
+    names, place = ctx.names, ctx.place
     for entry in ctx.project.resources:
         other, group = str(entry.get("kind", "")), str(entry.get("group", ""))
-        if other.lower() != names.module or (other, group) == (names.kind, names.group):
+        if (other, group) == (names.kind, names.group):
             continue
-        files = f"api/<version>/{names.module}.py, controllers/{names.module}.py"
+        theirs = placement(ctx.project, group, other)
+        qualified = ".".join(part for part in (group, ctx.project.domain) if part)
+        if place.grouped and theirs.package == place.package and group != names.group:
+            raise fail(
+                f"group {names.qualified_group} would share the directories of group "
+                f"{qualified} ({place.api_parent.replace('.', '/')}/, "
+                f"{place.controller_package.replace('.', '/')}/): their names differ only in "
+                "characters a package name cannot hold"
+            )
+        if theirs.module != place.module or theirs.package != place.package:
+            continue
+        files = (
+            f"{place.api_parent.replace('.', '/')}/<version>/{place.module}.py, "
+            f"{place.controller_module.replace('.', '/')}.py"
+        )
         if group != names.group:
-            qualified = ".".join(part for part in (group, ctx.project.domain) if part)
+            hint = (
+                ""
+                if ctx.project.multigroup
+                else "; `kubeforge edit --multigroup` gives each group its own directories "
+                "(api/<group>/<version>/)"
+            )
             raise fail(
                 f"{other} exists in group {qualified or '(core)'} already (PROJECT): a kind's "
-                f"files ({files}) are named by the kind alone, so a project without the "
-                "multigroup layout has each kind in one group"
+                f"files ({files}) are named by the kind alone in the single-group layout{hint}"
             )
         raise fail(f"{names.kind} would share the files of {other} ({files}); choose another kind")
+
+
+# What each of a group's packages holds, for its __init__.py's docstring.
+_GROUP_PACKAGES = {
+    "api": ("API types", "one package per version"),
+    "controllers": ("controllers", "one module per kind"),
+    "tests": ("tests", "one module per kind"),
+    "webhooks": ("webhooks", "one package per version"),
+}
+
+
+def _scaffold_group_packages(ctx: _Context, *tops: str) -> None:
+    """The group's packages under `tops` (api, controllers, tests, webhooks) in the
+    multigroup layout, each with its __init__.py, written once."""
+    if not ctx.place.grouped:
+        return
+    for top in tops:
+        path = f"{top}/{ctx.place.package}/__init__.py"
+        if not ctx.path(path).exists():
+            what, layout = _GROUP_PACKAGES[top]
+            values = {**ctx.values, "what": what, "layout": layout}
+            ctx.scaffold(path, render("api/group_init.py", values))
 
 
 def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
@@ -293,10 +349,11 @@ def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
         # Another version of the kind is stored; this one is served and converted.
         options.append("storage=False")
     resource_values = {**values, "resource_options": "".join(", " + o for o in options)}
-    version_dir = f"api/{names.version}"
+    _scaffold_group_packages(ctx, "api")
+    version_dir = ctx.place.api_dir(names.version)
     ctx.scaffold(f"{version_dir}/{names.module}.py", render("api/types.py", resource_values))
     exported = [names.kind, f"{names.kind}Spec", f"{names.kind}Status"]
-    statement = f"from api.{names.version}.{names.module} import {', '.join(exported)}"
+    statement = f"from {values['api_module']}.{names.module} import {', '.join(exported)}"
     ctx.edit_or_create(
         f"{version_dir}/__init__.py",
         lambda: render("api/version_init.py", values),
@@ -313,7 +370,7 @@ def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
         f"list {names.sample_file} in its resources",
     )
 
-    roles = [f"{names.module}_{role}_role.yaml" for role in ("admin", "editor", "viewer")]
+    roles = [f"{ctx.place.role_stem}_{role}_role.yaml" for role in ("admin", "editor", "viewer")]
     for role, file in zip(("admin", "editor", "viewer"), roles, strict=True):
         ctx.scaffold(f"config/rbac/{file}", render(f"api/rbac/{role}_role.yaml", values))
     ctx.edit(
@@ -329,16 +386,30 @@ def _scaffold_resource(ctx: _Context, *, storage: bool) -> None:
 
 
 def _scaffold_controller(ctx: _Context) -> None:
-    names, values = ctx.names, ctx.values
-    module = f"controllers/{names.module}.py"
+    names, values, place = ctx.names, ctx.values, ctx.place
+    _scaffold_group_packages(ctx, "controllers", "tests")
+    module = place.controller_module.replace(".", "/") + ".py"
     ctx.scaffold(module, render("api/controller.py", values))
-    ctx.scaffold(f"tests/test_{names.module}.py", render("api/controller_test.py", values))
+    test = f"{place.tests_dir}/test_{names.module}.py"
+    ctx.scaffold(test, render("api/controller_test.py", values))
     kind = names.kind
-    imports = [
-        f"from api.{names.version} import {kind}",
-        f"from controllers.{names.module} import {kind}Reconciler",
-    ]
-    registration = f"    manager.controller().for_({kind}).complete({kind}Reconciler())\n"
+    if place.grouped:
+        # Modules under aliases naming the group, as kubebuilder's cmd/main.go imports
+        # `shipv1` and `shipcontroller`: the same Kind may come from two groups.
+        api, controllers = place.alias(names.version), place.alias(names.module)
+        imports = [
+            f"from {place.api_parent} import {names.version} as {api}",
+            f"from {place.controller_package} import {names.module} as {controllers}",
+        ]
+        registration = _controller_registration(
+            f"{api}.{kind}", f"{controllers}.{kind}Reconciler", place.controller_name
+        )
+    else:
+        imports = [
+            f"from {values['api_module']} import {kind}",
+            f"from {place.controller_module} import {kind}Reconciler",
+        ]
+        registration = _controller_registration(kind, f"{kind}Reconciler", None)
 
     def register(text: str) -> str | None:
         for statement in imports:
@@ -349,6 +420,16 @@ def _scaffold_controller(ctx: _Context) -> None:
         return insert_at_marker(text, BUILDER, registration)
 
     ctx.edit("main.py", register, f"register {kind}Reconciler in setup()")
+
+
+def _controller_registration(kind: str, reconciler: str, name: str | None) -> str:
+    """The statement of setup() registering a controller, split as ruff formats it when
+    it is longer than a line."""
+    named = f'.named("{name}")' if name else ""
+    head = f"    manager.controller(){named}.for_({kind}).complete("
+    if len(head) + len(reconciler) + 3 <= LINE_LENGTH:
+        return f"{head}{reconciler}())\n"
+    return f"{head}\n        {reconciler}()\n    )\n"
 
 
 def _export(text: str | None, names: list[str]) -> str | None:
@@ -465,7 +546,7 @@ def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) ->
     webhook module already, e.g. a defaulter or the conversion) given the new classes."""
     names, values = ctx.names, ctx.values
     kind, version, module = names.kind, names.version, names.module
-    webhook_module = f"webhooks.{version}.{module}"
+    webhook_module = f"{ctx.place.webhook_package(version)}.{module}"
     classes = [f"{kind}Defaulter"] * defaulting + [f"{kind}Validator"] * validation
     calls = [f".defaulter({kind}Defaulter())"] * defaulting + [
         f".validator({kind}Validator())"
@@ -476,20 +557,17 @@ def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) ->
         "classes": ", ".join(classes),
         "registration": registration(kind, calls),
     }
-    if not ctx.path("webhooks/__init__.py").exists():
-        ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))
-    if not ctx.path(f"webhooks/{version}/__init__.py").exists():
-        ctx.scaffold(f"webhooks/{version}/__init__.py", render("webhook/version_init.py", values))
+    _scaffold_webhook_packages(ctx, version)
 
     added = ""
     tests = ""
     if defaulting:
-        added += render("webhook/defaulter.py", hook_values)
+        added += render("webhook/defaulter.py", {**hook_values, **_webhook_name(ctx, "m")})
         tests += render("webhook/test_defaulter.py", hook_values)
     if validation:
-        added += render("webhook/validator.py", hook_values)
+        added += render("webhook/validator.py", {**hook_values, **_webhook_name(ctx, "v")})
         tests += render("webhook/test_validator.py", hook_values)
-    path = f"webhooks/{version}/{module}.py"
+    path = f"{ctx.place.webhook_dir(version)}/{module}.py"
     if ctx.path(path).exists():
 
         def join(text: str) -> str | None:
@@ -518,28 +596,55 @@ def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) ->
     _register_webhooks(ctx)
 
 
+def _webhook_name(ctx: _Context, prefix: str) -> dict[str, str]:
+    """The marker's `name=` (the `webhook_name` template value): none in the single-group
+    layout, where the default `m<kind>-<version>.kb.io` is kubebuilder's; with the group
+    (`m<group>-<kind>-<version>.kb.io`) in the multigroup layout, where the same kind in two
+    groups would otherwise give one configuration two webhooks of one name, which the API
+    server refuses."""
+    place = ctx.place
+    if not place.grouped:
+        return {"webhook_name": ""}
+    name = f"{prefix}{place.group}-{place.module}-{ctx.names.version}.kb.io"
+    return {"webhook_name": f', name="{name}"'}
+
+
+def _scaffold_webhook_packages(ctx: _Context, version: str) -> None:
+    """webhooks/ and the version's package under it (in the group's, in the multigroup
+    layout), each with its __init__.py, written once."""
+    if not ctx.path("webhooks/__init__.py").exists():
+        ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", ctx.values))
+    _scaffold_group_packages(ctx, "webhooks")
+    package = ctx.place.webhook_dir(version)
+    if not ctx.path(f"{package}/__init__.py").exists():
+        values = {**ctx.values, "version": version}
+        ctx.scaffold(f"{package}/__init__.py", render("webhook/version_init.py", values))
+
+
 def _webhook_test(ctx: _Context) -> str:
-    """The test module of the version's webhooks: `tests/test_<kind>_<version>_webhook.py`,
-    or the `tests/test_<kind>_webhook.py` of a project scaffolded before webhooks of
-    several versions had a test each, when it tests this version's."""
+    """The test module of the version's webhooks: `tests/test_<kind>_<version>_webhook.py`
+    (under tests/<group>/ in the multigroup layout), or the `tests/test_<kind>_webhook.py`
+    of a project scaffolded before webhooks of several versions had a test each, when it
+    tests this version's."""
     module, version = ctx.names.module, ctx.names.version
     earlier = f"tests/test_{module}_webhook.py"
-    if ctx.path(earlier).is_file():
+    if not ctx.place.grouped and ctx.path(earlier).is_file():
         text = ctx.path(earlier).read_text(encoding="utf-8")
         if re.search(rf"^from webhooks\.{version}\.{module} import ", text, re.MULTILINE):
             return earlier
-    return f"tests/test_{module}_{version}_webhook.py"
+    return f"{ctx.place.tests_dir}/test_{module}_{version}_webhook.py"
 
 
 def _register_webhooks(ctx: _Context) -> None:
     """Call the version's `setup_<kind>_webhook` from main.setup. Each version's module
     has one, so main.py imports it under a name with the version, as kubebuilder's
     cmd/main.go imports each version's webhook package under its own alias
-    (`webhookbatchv1`, `webhookbatchv2`)."""
-    module, version = ctx.names.module, ctx.names.version
-    source = f"webhooks.{version}.{module}"
+    (`webhookbatchv1`, `webhookbatchv2`); in the multigroup layout the alias names the group
+    too."""
+    module, version, place = ctx.names.module, ctx.names.version, ctx.place
+    source = f"{place.webhook_package(version)}.{module}"
     function = f"setup_{module}_webhook"
-    alias = f"setup_{module}_{version}_webhook"
+    alias = f"setup_{place.alias(module) if place.grouped else module}_{version}_webhook"
     statement = f"from {source} import {function} as {alias}"
 
     def register(text: str) -> str | None:
@@ -648,7 +753,7 @@ def _check_conversion(ctx: _Context, spokes: list[str]) -> None:
                 f"create it first with `kubeforge create api --version {version} --no-controller`"
             )
     for version in [names.version, *spokes]:
-        path = f"api/{version}/{names.module}.py"
+        path = f"{ctx.place.api_dir(version)}/{names.module}.py"
         if not ctx.path(path).is_file():
             raise fail(f"{path} is missing: the {version} {names.kind} type is not where it was")
 
@@ -657,10 +762,10 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
     """kubebuilder's conversion scaffolding: the hub marked, each spoke given to_hub and
     from_hub stubs, a round-trip test, the webhook served, and the kustomize pieces that
     call it (the CRD's CA injection) turned on."""
-    names, values = ctx.names, ctx.values
+    names, values, place = ctx.names, ctx.values, ctx.place
     kind, hub, module = names.kind, names.version, names.module
     ctx.edit(
-        f"api/{hub}/{module}.py",
+        f"{place.api_dir(hub)}/{module}.py",
         lambda text: _convertible(_add_base(text, kind, "conversion.Hub")),
         f"add conversion.Hub to the bases of {kind}",
     )
@@ -674,29 +779,32 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
                 return changed
             changed = _add_method_block(changed, kind, methods)
             changed = changed and _add_typing_name(changed, "Self")
-            return changed and _add_first_party_import(changed, f"from api import {hub}")
+            hub_import = f"from {place.api_parent} import {hub}"
+            return changed and _add_first_party_import(changed, hub_import)
 
         ctx.edit(
-            f"api/{spoke}/{module}.py",
+            f"{place.api_dir(spoke)}/{module}.py",
             convertible,
             f"make {kind} conversion.Convertible[{hub}.{kind}] with to_hub and from_hub",
         )
 
     versions = sorted({hub, *spokes})
+    parent = place.api_parent
     ctx.edit(
-        "api/__init__.py",
-        lambda text: _import_versions(text, versions),
-        f"import {', '.join(versions)} in it (`from api import ...`)",
+        f"{parent.replace('.', '/')}/__init__.py",
+        lambda text: _import_versions(text, parent, versions),
+        f"import {', '.join(versions)} in it (`from {parent} import ...`)",
     )
     cases = "".join(
         render("webhook/test_conversion_case.py", {**values, "version": v}) for v in versions
     )
     test_values = {**values, "hub": hub, "versions": ", ".join(versions), "cases": cases}
     ctx.scaffold(
-        f"tests/test_{module}_conversion.py", render("webhook/test_conversion.py", test_values)
+        f"{place.tests_dir}/test_{module}_conversion.py",
+        render("webhook/test_conversion.py", test_values),
     )
 
-    existing = sorted(ctx.root.glob(f"webhooks/*/{module}.py"))
+    existing = sorted(ctx.root.glob(f"{place.webhook_dir('*')}/{module}.py"))
     if existing:
         # Its webhook_for(...).complete() serves the conversion too, the kind being
         # convertible now.
@@ -706,11 +814,9 @@ def _scaffold_conversion(ctx: _Context, spokes: list[str]) -> None:
         )
     else:
         hook_values = {**values, "hub": hub, "spokes": ", ".join(spokes)}
-        if not ctx.path("webhooks/__init__.py").exists():
-            ctx.scaffold("webhooks/__init__.py", render("webhook/package_init.py", values))
-        if not ctx.path(f"webhooks/{hub}/__init__.py").exists():
-            ctx.scaffold(f"webhooks/{hub}/__init__.py", render("webhook/version_init.py", values))
-        ctx.scaffold(f"webhooks/{hub}/{module}.py", render("webhook/conversion.py", hook_values))
+        _scaffold_webhook_packages(ctx, hub)
+        hook = f"{place.webhook_dir(hub)}/{module}.py"
+        ctx.scaffold(hook, render("webhook/conversion.py", hook_values))
         _register_webhooks(ctx)
     _enable_conversion_config(ctx)
 
@@ -771,24 +877,36 @@ def _ca_target(crd: str, index: int) -> str:
 
 def _enable_crd_ca_injection(ctx: _Context) -> None:
     """Turn on the CRD's cainjection patch in config/crd/kustomization.yaml (written by the
-    manifests; `kubeforge manifests` keeps it on from then)."""
-    entry = f"#- path: patches/cainjection_in_{ctx.values['plural']}.yaml\n"
+    manifests; `kubeforge manifests` keeps it on from then). Its name has the group's first
+    label in front when another group has a kind of the same plural (the manifests' patch
+    names)."""
+    plural, group = ctx.values["plural"], ctx.names.qualified_group.partition(".")[0]
+    entries = [
+        f"#- path: patches/cainjection_in_{stem}.yaml\n" for stem in (f"{group}_{plural}", plural)
+    ]
+    entry = entries[1]
 
     def enable(text: str) -> str | None:
-        changed = uncomment(text, entry) or _already(text, entry[1:])
+        changed = None
+        for each in entries:
+            changed = uncomment(text, each) or _already(text, each[1:])
+            if changed is not None:
+                break
         return None if changed is None else certmanager_comment(changed)
 
     ctx.edit("config/crd/kustomization.yaml", enable, f"uncomment {entry.strip()}")
 
 
-def _import_versions(text: str, versions: list[str]) -> str:
-    """api/__init__.py importing (and exporting) the version packages: a hub's spokes are
-    the classes that name it, known once their modules are imported, whichever version the
-    program imports first (what Go's AddToScheme calls in main.go do)."""
-    match = re.search(r"^from api import (?P<names>[^(\n]+)$", text, re.MULTILINE)
+def _import_versions(text: str, parent: str, versions: list[str]) -> str:
+    """The `parent` package's __init__.py (api/, or api/<group>/ in the multigroup layout)
+    importing (and exporting) its version packages: a hub's spokes are the classes that name
+    it, known once their modules are imported, whichever version the program imports first
+    (what Go's AddToScheme calls in main.go do)."""
+    pattern = rf"^from {re.escape(parent)} import (?P<names>[^(\n]+)$"
+    match = re.search(pattern, text, re.MULTILINE)
     present = [n.strip() for n in match.group("names").split(",")] if match else []
     names = sorted(set(present) | set(versions))
-    statement = f"from api import {', '.join(names)}"
+    statement = f"from {parent} import {', '.join(names)}"
     exports = "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]"
     if match is not None:
         text = text[: match.start()] + statement + text[match.end() :]

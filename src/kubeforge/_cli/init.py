@@ -5,7 +5,8 @@ Makefile with kubebuilder's targets, a Dockerfile and .dockerignore, .gitignore,
 file, main.py with `setup(manager)` and the manager's `main()`, a README, the kustomize tree
 under config/ (default, manager, rbac, prometheus, network-policy), a first test, the GitHub
 workflows (lint, test, test-e2e) and a dev container; `--plugins` adds optional plugins'
-files (kubeforge._cli.plugins). The
+files (kubeforge._cli.plugins), and `--multigroup` starts the project in the multigroup
+layout, as kubebuilder's `init --multigroup` does (kubeforge._scaffold.layout). The
 manifests are generated at the end, so `config/default` builds at once.
 """
 
@@ -20,7 +21,7 @@ import typer
 
 from kubeforge._cli.files import Files
 from kubeforge._cli.manifests import generate
-from kubeforge._cli.plugins import PLUGINS, add_plugins, parse_plugins
+from kubeforge._cli.plugins import PluginsOption, add_plugins, parse_plugins
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
 from kubeforge._scaffold.names import (
     InvalidName,
@@ -133,15 +134,15 @@ def init(
             "(hack/boilerplate.py.txt), in place of --license's.",
         ),
     ] = None,
-    plugins: Annotated[
-        list[str] | None,
+    plugins: PluginsOption = None,
+    multigroup: Annotated[
+        bool,
         typer.Option(
-            "--plugins",
-            help="Optional plugins to turn on, comma-separated: "
-            + ", ".join(f"{name} ({key})" for name, (key, _) in PLUGINS.items())
-            + ".",
+            "--multigroup",
+            help="The multigroup layout: api/<group>/<version>/ and each group's directories "
+            "(kubeforge edit --multigroup later).",
         ),
-    ] = None,
+    ] = False,
 ) -> None:
     """Create a new project: pyproject.toml, Makefile, Dockerfile, PROJECT, main.py, config/
     and a first test."""
@@ -195,6 +196,7 @@ def init(
         files.scaffold(root / BOILERPLATE, header_text)
     project = ProjectFile(domain=domain, project_name=name)
     project.cli_version = release
+    project.multigroup = multigroup
     add_plugins(root, chosen, files, project)
     files.scaffold(root / "PROJECT", project.render())
     try:

@@ -10,6 +10,7 @@ from kubeforge._cli.create import app as create_app
 from kubeforge._cli.demo import demo
 from kubeforge._cli.deploy import build_installer, deploy, undeploy
 from kubeforge._cli.dev import app as dev_app
+from kubeforge._cli.edit import CONTEXT as EDIT_CONTEXT, edit
 from kubeforge._cli.init import init
 from kubeforge._cli.install import install, uninstall
 from kubeforge._cli.manifests import manifests
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.command("init")(init)
 app.add_typer(create_app, name="create")
+app.command("edit", context_settings=EDIT_CONTEXT)(edit)
 app.command("apiserver")(apiserver)
 app.command("demo")(demo)
 app.add_typer(dev_app, name="dev")

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from kubeforge._cli.files import Files
 from kubeforge._cli.project import fail
 from kubeforge._scaffold import grafana
 from kubeforge._scaffold.projectfile import ProjectFile
 
-__all__ = ["PLUGINS", "add_plugins", "parse_plugins", "write_grafana"]
+__all__ = ["PLUGINS", "PluginsOption", "add_plugins", "parse_plugins", "write_grafana"]
 
 
 def write_grafana(root: Path, files: Files) -> None:
@@ -42,6 +45,18 @@ def write_grafana(root: Path, files: Files) -> None:
 PLUGINS: dict[str, tuple[str, Callable[[Path, Files], None]]] = {
     "grafana": (grafana.PLUGIN, write_grafana),
 }
+
+
+# The `--plugins` option of the commands that turn plugins on (init, edit).
+PluginsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--plugins",
+        help="Optional plugins to turn on, comma-separated: "
+        + ", ".join(f"{name} ({key})" for name, (key, _) in PLUGINS.items())
+        + ".",
+    ),
+]
 
 
 def parse_plugins(values: Iterable[str]) -> list[str]:

@@ -16,10 +16,12 @@
       webhooks: {defaulting: true, validation: true, webhookVersion: v1}
     version: "3"
 
-Keys are written in alphabetical order, as kubebuilder writes them; keys this module does not
-know (plugin settings, ...) are kept as they are. `cliVersion` is the kubeforge release whose
-scaffold the project has (kubebuilder's config/v3 records its own the same way): `init` writes
-it, `alpha update` and `alpha generate` move it on.
+A multigroup project (`kubeforge edit --multigroup`) has `multigroup: true` and its kinds'
+paths name their group (`path: api/webapp/v1`). Keys are written in alphabetical order, as
+kubebuilder writes them; keys this module does not know (plugin settings, ...) are kept as
+they are. `cliVersion` is the kubeforge release whose scaffold the project has (kubebuilder's
+config/v3 records its own the same way): `init` writes it, `alpha update` and `alpha
+generate` move it on.
 """
 
 from __future__ import annotations
@@ -101,6 +103,20 @@ class ProjectFile:
     @cli_version.setter
     def cli_version(self, version: str) -> None:
         self.extra["cliVersion"] = version
+
+    @property
+    def multigroup(self) -> bool:
+        """kubebuilder's `multigroup: true`: new kinds go to api/<group>/<version>/ and the
+        group's other directories (kubeforge._scaffold.layout)."""
+        return bool(self.extra.get("multigroup"))
+
+    @multigroup.setter
+    def multigroup(self, on: bool) -> None:
+        # kubebuilder writes the key only when it is true (omitempty).
+        if on:
+            self.extra["multigroup"] = True
+        else:
+            self.extra.pop("multigroup", None)
 
     def find(self, group: str, version: str, kind: str) -> dict[str, Any] | None:
         """The entry of a group (as given to `create api`), version and kind."""

@@ -149,10 +149,15 @@ def import_kubeforge_module(text: str, name: str) -> str:
 
 def _merge(block: list[str], statement: str) -> list[str]:
     """`block` with `from m import x` added: into a one-line import of the same module when
-    there is one (isort keeps one statement per module), names in isort's order."""
+    there is one (isort keeps one statement per module), names in isort's order. An import
+    under an alias (`from m import x as y`) stays a statement of its own, as isort keeps it
+    unless told to combine them."""
     module, _, names = statement.partition(" import ")
+    aliased = " as " in names
     for index, line in enumerate(block):
         other, _, present = line.partition(" import ")
+        if aliased or " as " in present:
+            continue
         if other == module and "(" not in present and module.startswith("from "):
             merged = {n.strip() for n in present.split(",")} | {n.strip() for n in names.split(",")}
             block[index] = f"{module} import {', '.join(sorted(merged, key=_name_key))}"

@@ -16,7 +16,7 @@ import re
 
 from kubeforge._scaffold.render import import_kubeforge_module
 
-__all__ = ["add_classes", "add_registrations", "add_tests", "registration"]
+__all__ = ["LINE_LENGTH", "add_classes", "add_registrations", "add_tests", "registration"]
 
 LINE_LENGTH = 100  # the scaffolded project's ruff line length
 
