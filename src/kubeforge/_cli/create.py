@@ -24,6 +24,7 @@ from kubeforge._cli.files import Files
 from kubeforge._cli.init import boilerplate_header
 from kubeforge._cli.manifests import certmanager_comment, generate
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
+from kubeforge._scaffold.e2e import E2E_WEBHOOK_TESTS, add_checks, webhook_checks
 from kubeforge._scaffold.names import InvalidName, ResourceNames
 from kubeforge._scaffold.projectfile import ProjectFile, ProjectFileError
 from kubeforge._scaffold.render import (
@@ -444,6 +445,9 @@ def create_webhook(
         _enable_webhook_config(ctx, defaulting=defaulting, validation=validation)
     if conversion:
         _scaffold_conversion(ctx, spoke or [])
+    _add_e2e_checks(
+        ctx, defaulting=defaulting, validation=validation, spokes=(spoke or []) * conversion
+    )
 
     if defaulting:
         hooks["defaulting"] = True
@@ -516,6 +520,24 @@ def _scaffold_admission(ctx: _Context, *, defaulting: bool, validation: bool) ->
     else:
         ctx.scaffold(test_path, render("webhook/test_head.py", hook_values) + tests)
     _register_webhooks(ctx)
+
+
+def _add_e2e_checks(
+    ctx: _Context, *, defaulting: bool, validation: bool, spokes: list[str]
+) -> None:
+    """The new webhooks' checks in the project's end-to-end suite (kubeforge._scaffold.e2e);
+    a project made before `init` wrote test/e2e/ is left without one."""
+    if not ctx.path("test/e2e").is_dir():
+        return
+    checks = webhook_checks(
+        ctx.names, ctx.values, defaulting=defaulting, validation=validation, spokes=spokes
+    )
+    ctx.edit_or_create(
+        E2E_WEBHOOK_TESTS,
+        lambda: render("webhook/e2e_test.py", ctx.values),
+        lambda text: add_checks(text, checks),
+        "add the end-to-end checks of its webhooks",
+    )
 
 
 def _webhook_test(ctx: _Context) -> str:
