@@ -119,13 +119,17 @@ def files_of(root: Path) -> dict[str, bytes]:
     }
 
 
-async def run(*args: str, cwd: Path, timeout: float = 120) -> tuple[int, str]:
+async def run(
+    *args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run a command to its end, in `env` (default: this process's environment) without
+    colours: its exit status and its output, stdout and stderr together."""
     proc = await asyncio.create_subprocess_exec(
         *args,
         cwd=cwd,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
+        env={**(os.environ if env is None else env), "NO_COLOR": "1"},
     )
     out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     return proc.returncode or 0, out.decode()

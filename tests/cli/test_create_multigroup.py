@@ -103,6 +103,19 @@ def test_each_group_has_its_own_directories(fleet: Path) -> None:
     ]
 
 
+def test_the_end_to_end_checks_of_each_groups_webhooks_have_names_of_their_own(
+    fleet: Path,
+) -> None:
+    """The same Kind's checks in two groups are two tests, each expecting its own webhook's
+    name in a refusal (one name for both would leave one test shadowing the other)."""
+    suite = (fleet / "test/e2e/test_webhooks.py").read_text()
+    for group in ("ship", "crew"):
+        assert suite.count(f"def test_the_{group}_frigate_v1_defaulter_admits_the_sample(") == 1
+        assert f'admission webhook "m{group}-frigate-v1.kb.io" denied the request' in suite
+    assert "def test_the_ship_frigate_v1_validator_admits_the_sample(" in suite
+    assert "def test_the_crew_frigate_converts_between_its_versions_through_the_webhook(" in suite
+
+
 def test_main_registers_a_controller_and_the_webhooks_of_each_group(fleet: Path) -> None:
     main = (fleet / "main.py").read_text()
     for group in GROUPS:

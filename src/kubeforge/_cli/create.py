@@ -24,6 +24,7 @@ from kubeforge._cli.files import Files
 from kubeforge._cli.init import boilerplate_header
 from kubeforge._cli.manifests import certmanager_comment, generate
 from kubeforge._cli.project import ProjectError, check_environment, fail, load_project
+from kubeforge._scaffold.e2e import E2E_WEBHOOK_TESTS, add_checks, webhook_checks
 from kubeforge._scaffold.layout import Placement, placement
 from kubeforge._scaffold.names import InvalidName, ResourceNames
 from kubeforge._scaffold.projectfile import ProjectFile, ProjectFileError
@@ -525,6 +526,9 @@ def create_webhook(
         _enable_webhook_config(ctx, defaulting=defaulting, validation=validation)
     if conversion:
         _scaffold_conversion(ctx, spoke or [])
+    _add_e2e_checks(
+        ctx, defaulting=defaulting, validation=validation, spokes=(spoke or []) * conversion
+    )
 
     if defaulting:
         hooks["defaulting"] = True
@@ -602,11 +606,16 @@ def _webhook_name(ctx: _Context, prefix: str) -> dict[str, str]:
     (`m<group>-<kind>-<version>.kb.io`) in the multigroup layout, where the same kind in two
     groups would otherwise give one configuration two webhooks of one name, which the API
     server refuses."""
+    name = _grouped_webhook_name(ctx, prefix)
+    return {"webhook_name": f', name="{name}"' if name else ""}
+
+
+def _grouped_webhook_name(ctx: _Context, prefix: str) -> str:
+    """The webhook's name with its group in the multigroup layout ("" in the other)."""
     place = ctx.place
     if not place.grouped:
-        return {"webhook_name": ""}
-    name = f"{prefix}{place.group}-{place.module}-{ctx.names.version}.kb.io"
-    return {"webhook_name": f', name="{name}"'}
+        return ""
+    return f"{prefix}{place.group}-{place.module}-{ctx.names.version}.kb.io"
 
 
 def _scaffold_webhook_packages(ctx: _Context, version: str) -> None:
@@ -619,6 +628,33 @@ def _scaffold_webhook_packages(ctx: _Context, version: str) -> None:
     if not ctx.path(f"{package}/__init__.py").exists():
         values = {**ctx.values, "version": version}
         ctx.scaffold(f"{package}/__init__.py", render("webhook/version_init.py", values))
+
+
+def _add_e2e_checks(
+    ctx: _Context, *, defaulting: bool, validation: bool, spokes: list[str]
+) -> None:
+    """The new webhooks' checks in the project's end-to-end suite (kubeforge._scaffold.e2e);
+    a project made before `init` wrote test/e2e/ is left without one."""
+    if not ctx.path("test/e2e").is_dir():
+        return
+    place = ctx.place
+    checks = webhook_checks(
+        ctx.names,
+        ctx.values,
+        defaulting=defaulting,
+        validation=validation,
+        spokes=spokes,
+        # The same Kind in two groups: the tests' names and the webhooks' carry the group.
+        test_kind=f"{place.package}_{place.module}" if place.grouped else "",
+        mutate_name=_grouped_webhook_name(ctx, "m"),
+        validate_name=_grouped_webhook_name(ctx, "v"),
+    )
+    ctx.edit_or_create(
+        E2E_WEBHOOK_TESTS,
+        lambda: render("webhook/e2e_test.py", ctx.values),
+        lambda text: add_checks(text, checks),
+        "add the end-to-end checks of its webhooks",
+    )
 
 
 def _webhook_test(ctx: _Context) -> str:
