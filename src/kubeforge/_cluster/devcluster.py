@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import shutil
 import socket
 import tempfile
@@ -88,6 +89,26 @@ _NOT_CONTROLLER_MANAGER = frozenset({names.SCHEDULER, names.LOCAL_PATH_PROVISION
 # How long a kubelet may take to act on a change of the health it simulates.
 HEALTH_TIMEOUT = 30.0
 
+
+
+SOCKET_NAME = "apiserver.sock"
+# sun_path holds 108 bytes on Linux (104 on the BSDs and macOS), the terminating NUL included.
+_SOCKET_PATH_MAX = 103
+
+
+def private_socket_dir() -> Path | None:
+    """A new directory only this user may enter (mkdtemp makes it 0700) for the API server's
+    Unix socket: under TMPDIR, else under /tmp when TMPDIR is too deep for a socket's path;
+    None when neither will do, and the components use the HTTPS port instead."""
+    for parent in (None, "/tmp"):
+        try:
+            made = Path(tempfile.mkdtemp(prefix="kubeforge-", dir=parent))
+        except OSError:
+            continue
+        if len(os.fsencode(made / SOCKET_NAME)) <= _SOCKET_PATH_MAX:
+            return made
+        made.rmdir()
+    return None
 
 class DevCluster:
     """The embedded API server with the controllers and nodes an operator relies on."""
@@ -273,9 +294,9 @@ class DevCluster:
         for component in self._control_plane():
             self.components.begin(component)
         if hasattr(socket, "AF_UNIX"):
-            # In a directory only this user may enter (mkdtemp makes it 0700).
-            self._socket_dir = Path(tempfile.mkdtemp(prefix="kubeforge-"))
-            self.server.config.local_socket = self._socket_dir / "apiserver.sock"
+            self._socket_dir = private_socket_dir()
+            if self._socket_dir is not None:
+                self.server.config.local_socket = self._socket_dir / SOCKET_NAME
         with self.components.running_as(KUBE_APISERVER):
             await self.server.start()
         # The controllers and nodes are clients like any other, of the same API, with the
