@@ -430,7 +430,7 @@ class Manager:
             log.info("caches synced")
             # Work that needs no leadership starts at once.
             for controller in self.controllers.values():
-                if not controller.options.need_leader_election:
+                if controller.started_by is None and not controller.options.need_leader_election:
                     await controller.start()
             for runnable, needs_leader in self._runnables:
                 if not needs_leader:
@@ -450,7 +450,8 @@ class Manager:
     async def _run_leading(self, lost: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> None:
         """Start what needs leadership, then wait for a stop or the loss of the lease."""
         for controller in self.controllers.values():
-            await controller.start()
+            if controller.started_by is None:
+                await controller.start()
         for runnable, needs_leader in self._runnables:
             if needs_leader:
                 tasks.append(self._start_runnable(runnable))
