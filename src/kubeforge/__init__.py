@@ -13,10 +13,10 @@ and the manager that runs them. The rest is in concept modules, one per concept:
 `kubeforge.markers` (schema markers), `kubeforge.meta`, `kubeforge.conversion`,
 `kubeforge.webhook`, `kubeforge.client`, `kubeforge.cache`, `kubeforge.handler`,
 `kubeforge.predicate`, `kubeforge.source`, `kubeforge.workqueue`, `kubeforge.controller`,
-`kubeforge.leaderelection`, `kubeforge.metrics`, `kubeforge.events`, `kubeforge.logs`,
-`kubeforge.testing`, `kubeforge.cluster`, `kubeforge.apiserver`, `kubeforge.clock` (the
-process's one source of time) and `kubeforge.models`. A module with an underscore anywhere in
-its path (`kubeforge._runtime.workqueue`) is internal.
+`kubeforge.leaderelection`, `kubeforge.sharding`, `kubeforge.metrics`, `kubeforge.events`,
+`kubeforge.logs`, `kubeforge.testing`, `kubeforge.cluster`, `kubeforge.apiserver`,
+`kubeforge.clock` (the process's one source of time) and `kubeforge.models`. A module with an
+underscore anywhere in its path (`kubeforge._runtime.workqueue`) is internal.
 
 Names are loaded on first use, so `import kubeforge` stays cheap for tools that need little.
 """

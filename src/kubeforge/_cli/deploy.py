@@ -3,7 +3,8 @@
 kubebuilder's Makefile targets, with one tool:
 
 - deploy: set the manager's image in config/manager/kustomization.yaml (what `kustomize edit
-  set image controller=IMG` writes), build config/default with kustomize, server-side apply
+  set image controller=IMG` writes) and, with --replicas, its replica count (`kustomize edit
+  set replicas`), build config/default with kustomize, server-side apply
   every object (field manager `kubeforge`), waiting for CRDs to be established before
   anything else, then wait until each Deployment has rolled out and is available, printing
   its progress and what holds its pods back.
@@ -44,10 +45,11 @@ from kubeforge._client.config import ClusterConfig
 from kubeforge._client.discovery import NoKindMatch
 from kubeforge._client.errors import ApiError, NotFound
 
-__all__ = ["build", "build_installer", "deploy", "set_image", "undeploy"]
+__all__ = ["build", "build_installer", "deploy", "set_image", "set_replicas", "undeploy"]
 
 FIELD_MANAGER = "kubeforge"
 IMAGE_NAME = "controller"  # the image name config/manager/manager.yaml uses
+MANAGER = "controller-manager"  # the Deployment config/manager/manager.yaml defines
 CRD = "CustomResourceDefinition"
 
 DirOption = Annotated[Path, typer.Option("--dir", help="The project root (holds config/default).")]
@@ -57,6 +59,16 @@ ImageOption = Annotated[
         "--img",
         help="The manager's image, e.g. registry.example.com/guestbook:v1 (default: the one "
         "config/manager/kustomization.yaml names).",
+    ),
+]
+ReplicasOption = Annotated[
+    int | None,
+    typer.Option(
+        "--replicas",
+        min=0,
+        help="How many replicas of the manager to run (written to "
+        "config/manager/kustomization.yaml). Replicas share a sharded controller's objects; "
+        "other controllers run in the one that leads.",
     ),
 ]
 KustomizeOption = Annotated[
@@ -127,11 +139,7 @@ def split_image(image: str) -> dict[str, str]:
     return {"newName": image}
 
 
-def set_image(root: Path, image: str) -> bool:
-    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
-    `kustomize edit set image controller=<image>` does; whether the file changed."""
-    if not image or any(c.isspace() for c in image):
-        raise fail(f"invalid image {image!r}")
+def _manager_kustomization(root: Path) -> tuple[Path, dict[str, Any]]:
     path = root / "config" / "manager" / "kustomization.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -139,6 +147,15 @@ def set_image(root: Path, image: str) -> bool:
         raise fail(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise fail(f"{path}: not a kustomization")
+    return path, data
+
+
+def set_image(root: Path, image: str) -> bool:
+    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
+    `kustomize edit set image controller=<image>` does; whether the file changed."""
+    if not image or any(c.isspace() for c in image):
+        raise fail(f"invalid image {image!r}")
+    path, data = _manager_kustomization(root)
     images = data.setdefault("images", [])
     entry = next((i for i in images if isinstance(i, dict) and i.get("name") == IMAGE_NAME), None)
     if entry is None:
@@ -149,6 +166,25 @@ def set_image(root: Path, image: str) -> bool:
         return False
     entry.clear()
     entry.update(wanted)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return True
+
+
+def set_replicas(root: Path, count: int) -> bool:
+    """Run `count` replicas of the manager: the `replicas` entry of
+    config/manager/kustomization.yaml, as `kustomize edit set replicas
+    controller-manager=<count>` writes it; whether the file changed."""
+    if count < 0:
+        raise fail(f"invalid replica count {count}")
+    path, data = _manager_kustomization(root)
+    entries = data.setdefault("replicas", [])
+    entry = next((r for r in entries if isinstance(r, dict) and r.get("name") == MANAGER), None)
+    if entry is None:
+        entry = {"name": MANAGER}
+        entries.append(entry)
+    if entry.get("count") == count:
+        return False
+    entry["count"] = count
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return True
 
@@ -174,12 +210,15 @@ def deploy(
     ] = True,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the rollout.")] = 300.0,
     kustomize: KustomizeOption = None,
+    replicas: ReplicasOption = None,
 ) -> None:
-    """Deploy the manager to the cluster: config/default (with --img as its image),
-    server-side applied, then wait until the manager is available."""
+    """Deploy the manager to the cluster: config/default (with --img as its image and
+    --replicas replicas), server-side applied, then wait until the manager is available."""
     root = directory.resolve()
     if image is not None and set_image(root, image):
         typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    if replicas is not None and set_replicas(root, replicas):
+        typer.echo(f"replicas     {MANAGER}={replicas} (config/manager/kustomization.yaml)")
     _, objects = build(root, kustomize)
     config = cluster_config(kubeconfig, context)
     run_against(_deploy(config, objects, wait=wait, timeout=timeout), config)

@@ -13,7 +13,7 @@ Builder(manager)
 (controller-runtime's OnlyMetadata): the handlers and map functions see PartialObjectMetadata,
 and the reconciler reads them with `get_metadata` / `list_metadata`.
 
-`.sharded()` spreads the controller's objects over every replica of the manager (sharding/ring.py).
+`.sharded()` spreads the controller's objects over the manager's replicas (sharding/ring.py).
 """
 
 from __future__ import annotations
@@ -44,7 +44,12 @@ from kubeforge._runtime.reconcile import (
     SyncObjectReconciler,
     SyncReconciler,
 )
-from kubeforge._runtime.sharding.ring import ShardHost, ShardingOptions, ShardRing
+from kubeforge._runtime.sharding.ring import (
+    ShardHost,
+    ShardingOptions,
+    ShardingOptionsArgs,
+    ShardRing,
+)
 
 __all__ = ["AnyReconciler", "Builder", "ControllerHost"]
 
@@ -201,7 +206,7 @@ class Builder:
         self._options = replace(self._options, **options)
         return self
 
-    def sharded(self, ring: str | None = None, **options: Any) -> Builder:
+    def sharded(self, ring: str | None = None, **options: Unpack[ShardingOptionsArgs]) -> Builder:
         """Spread the objects over the manager's replicas (decision 60): each replica holds a
         shard Lease in `ring` (default: the controller's name) and reconciles only the
         objects labelled for its shard (the for_ kind, and the owned kinds with their

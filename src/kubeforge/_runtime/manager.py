@@ -3,7 +3,9 @@ and leader election.
 
 Start-up order follows controller-runtime: the health/metrics server, the webhook server (once
 a webhook is registered) and the caches start at once (they need no leadership); controllers
-start once the caches have synced and, with leader election on, once this process leads.
+start once the caches have synced and, with leader election on, once this process leads. A
+sharded controller (`Builder.sharded`) is started instead by its ring, in every replica, while
+the replica holds its shard Lease.
 Between the webhook server and the caches come the webhook registrations
 (`add_webhook_registration`): a cluster told to call this process's webhooks before the
 caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIGINT or

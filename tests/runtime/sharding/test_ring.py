@@ -3,21 +3,18 @@ on virtual time: spreading over the replicas that join, handing objects over wit
 replicas ever reconciling one object at once, restarts that lose nothing, and a replica that
 loses its shard Lease stopping.
 
-The tests share one cluster; each works in a namespace of its own, with a ring of its own.
+The tests share one cluster (conftest.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import pytest
-import pytest_asyncio
 
-from kubeforge._cluster.options import ClusterOptions
 from kubeforge._runtime.leaderelection import LeadershipLost
 from kubeforge._runtime.manager import Manager
 from kubeforge.testing import TestEnv, eventually, metric_sum
@@ -35,22 +32,7 @@ from tests.support.sharding import (
     sharded_setup,
 )
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-_names = itertools.count()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def env() -> AsyncIterator[TestEnv]:
-    async with TestEnv(crd_paths=[], virtual_time=True, options=ClusterOptions.bare()) as started:
-        yield started
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def ns(env: TestEnv) -> str:
-    name = f"ring-{next(_names)}"
-    await env.client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 def even_within(counts: Counter[str], total: int, shards: int, tolerance: float) -> bool:

@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from kubeforge import clock
 from kubeforge._api.meta import GroupVersionKind
@@ -50,7 +50,7 @@ from kubeforge._runtime.sharding.shard import (
 )
 from kubeforge._runtime.sharding.sharder import RingKind, RingSpec, Sharder
 
-__all__ = ["ShardHost", "ShardRing", "ShardingOptions"]
+__all__ = ["ShardHost", "ShardRing", "ShardingOptions", "ShardingOptionsArgs"]
 
 log = logging.getLogger("kubeforge.sharding")
 
@@ -95,6 +95,17 @@ class ShardingOptions:
     namespace: str | None = None
     resync_period: float = 300.0
     concurrency: int = 32
+
+
+class ShardingOptionsArgs(TypedDict, total=False):
+    """The keyword arguments of `Builder.sharded` (the fields of ShardingOptions)."""
+
+    lease_duration: float | None
+    renew_deadline: float | None
+    retry_period: float | None
+    namespace: str | None
+    resync_period: float
+    concurrency: int
 
 
 _METRICS: weakref.WeakKeyDictionary[Metrics, ShardingMetrics] = weakref.WeakKeyDictionary()
