@@ -2,7 +2,9 @@
 `controller:latest` image is mapped to the project's directory: the manager really runs
 (as a local process, with in-cluster configuration), its probes make it Ready, its webhooks
 are served with a certificate from the built-in cert-manager, its generated RBAC is what it
-may do, two replicas elect one leader, and `undeploy` removes everything and stops it."""
+may do, two replicas elect one leader, and `undeploy` removes everything and stops it. A
+sharded controller deployed with `--replicas 3` spreads its objects over the three pods, under
+the RBAC `kubeforge manifests` generates for it."""
 
 from __future__ import annotations
 

@@ -139,7 +139,9 @@ def split_image(image: str) -> dict[str, str]:
     return {"newName": image}
 
 
-def _manager_kustomization(root: Path) -> tuple[Path, dict[str, Any]]:
+def _edit_manager_kustomization(root: Path, field: str, name: str, wanted: dict[str, Any]) -> bool:
+    """Make the entry `name` of the list `field` of config/manager/kustomization.yaml read
+    `wanted` (with its name), as `kustomize edit set` does; whether the file changed."""
     path = root / "config" / "manager" / "kustomization.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -147,21 +149,12 @@ def _manager_kustomization(root: Path) -> tuple[Path, dict[str, Any]]:
         raise fail(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise fail(f"{path}: not a kustomization")
-    return path, data
-
-
-def set_image(root: Path, image: str) -> bool:
-    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
-    `kustomize edit set image controller=<image>` does; whether the file changed."""
-    if not image or any(c.isspace() for c in image):
-        raise fail(f"invalid image {image!r}")
-    path, data = _manager_kustomization(root)
-    images = data.setdefault("images", [])
-    entry = next((i for i in images if isinstance(i, dict) and i.get("name") == IMAGE_NAME), None)
+    entries = data.setdefault(field, [])
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == name), None)
     if entry is None:
-        entry = {"name": IMAGE_NAME}
-        images.append(entry)
-    wanted = {"name": IMAGE_NAME, **split_image(image)}
+        entry = {"name": name}
+        entries.append(entry)
+    wanted = {"name": name, **wanted}
     if entry == wanted:
         return False
     entry.clear()
@@ -170,23 +163,21 @@ def set_image(root: Path, image: str) -> bool:
     return True
 
 
+def set_image(root: Path, image: str) -> bool:
+    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
+    `kustomize edit set image controller=<image>` does; whether the file changed."""
+    if not image or any(c.isspace() for c in image):
+        raise fail(f"invalid image {image!r}")
+    return _edit_manager_kustomization(root, "images", IMAGE_NAME, split_image(image))
+
+
 def set_replicas(root: Path, count: int) -> bool:
     """Run `count` replicas of the manager: the `replicas` entry of
     config/manager/kustomization.yaml, as `kustomize edit set replicas
     controller-manager=<count>` writes it; whether the file changed."""
     if count < 0:
         raise fail(f"invalid replica count {count}")
-    path, data = _manager_kustomization(root)
-    entries = data.setdefault("replicas", [])
-    entry = next((r for r in entries if isinstance(r, dict) and r.get("name") == MANAGER), None)
-    if entry is None:
-        entry = {"name": MANAGER}
-        entries.append(entry)
-    if entry.get("count") == count:
-        return False
-    entry["count"] = count
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return True
+    return _edit_manager_kustomization(root, "replicas", MANAGER, {"count": count})
 
 
 def _describe(obj: dict[str, Any]) -> str:
@@ -197,6 +188,14 @@ def _describe(obj: dict[str, Any]) -> str:
 
 
 # commands -----------------------------------------------------------------------------------
+
+
+def _set(root: Path, image: str | None, replicas: int | None) -> None:
+    """--img and --replicas, written where kustomize reads them."""
+    if image is not None and set_image(root, image):
+        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    if replicas is not None and set_replicas(root, replicas):
+        typer.echo(f"replicas     {MANAGER}={replicas} (config/manager/kustomization.yaml)")
 
 
 def deploy(
@@ -215,10 +214,7 @@ def deploy(
     """Deploy the manager to the cluster: config/default (with --img as its image and
     --replicas replicas), server-side applied, then wait until the manager is available."""
     root = directory.resolve()
-    if image is not None and set_image(root, image):
-        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
-    if replicas is not None and set_replicas(root, replicas):
-        typer.echo(f"replicas     {MANAGER}={replicas} (config/manager/kustomization.yaml)")
+    _set(root, image, replicas)
     _, objects = build(root, kustomize)
     config = cluster_config(kubeconfig, context)
     run_against(_deploy(config, objects, wait=wait, timeout=timeout), config)
@@ -248,12 +244,12 @@ def build_installer(
         Path, typer.Option(help="Where to write the installer (relative to the project).")
     ] = Path("dist/install.yaml"),
     kustomize: KustomizeOption = None,
+    replicas: ReplicasOption = None,
 ) -> None:
     """Write dist/install.yaml: everything `deploy` applies, in one file for
     `kubectl apply -f`."""
     root = directory.resolve()
-    if image is not None and set_image(root, image):
-        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    _set(root, image, replicas)
     text, objects = build(root, kustomize)
     target = output if output.is_absolute() else root / output
     target.parent.mkdir(parents=True, exist_ok=True)
