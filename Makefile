@@ -96,6 +96,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/operators.py
 	$(BIN)/python benchmarks/admission.py
 	$(BIN)/python benchmarks/conversion.py
+	$(BIN)/python benchmarks/sharding.py
 
 dev: $(STAMP)
 	$(BIN)/kubeforge dev --data-dir .kubeforge/data
