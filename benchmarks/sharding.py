@@ -356,9 +356,11 @@ async def measure(args: argparse.Namespace) -> tuple[list[Run], Failover | None]
 
 def table(runs: list[Run], failover: Failover | None) -> str:
     base = runs[0].throughput if runs else 0.0
+    load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
     lines = [
         f"N = {runs[0].objects:,} objects, reconcile = 50 ms of I/O, "
-        f"{runs[0].workers} workers per replica",
+        f"{runs[0].workers} workers per replica; {os.cpu_count()} CPUs, load average "
+        f"{load} at the end",
         "",
         "| replicas | created in (s) | converge (s) | throughput (/s) | speed-up | "
         "share (min-max) | replicas' CPU (s) | server CPU (s) | peak RSS per replica (MB) |",

@@ -198,13 +198,16 @@ async def test_a_replica_that_cannot_renew_its_shard_lease_stops(env: TestEnv, n
     assert ring.controller is not None and not ring.controller.started
 
 
-async def test_a_ring_name_must_be_a_label_and_its_kinds_uncached_elsewhere() -> None:
+async def test_a_ring_needs_a_label_for_a_name_fitting_timings_and_its_kinds_alone() -> None:
     from kubeforge._client.config import ClusterConfig
 
     manager = Manager(ClusterConfig(server="https://127.0.0.1:1"))
     probe = Probe()
     with pytest.raises(ValueError, match="cannot name a shard ring"):
         manager.controller().for_(CM).sharded(ring="Not_A_Label").complete(probe.reconciler("x"))
+    with pytest.raises(ValueError, match="lease_duration must be greater than renew_deadline"):
+        # The manager's renew deadline (10 s) does not fit a 3 s lease.
+        manager.controller().for_(CM).sharded(lease_duration=3).complete(probe.reconciler("x"))
     manager.controller().for_(CM).complete(probe.reconciler("x"))
     with pytest.raises(ValueError, match="cached already"):
         sharded_setup(probe, "x", "cms")(manager)

@@ -153,6 +153,14 @@ class ShardRing:
         self.lease_duration = self.options.lease_duration or host.lease_duration
         self.renew_deadline = self.options.renew_deadline or host.renew_deadline
         self.retry_period = self.options.retry_period or host.retry_period
+        # Made here, so that timings the election refuses fail the builder, not the start.
+        self.member = self._elector(
+            self.shard,
+            self.shard,
+            labels={RING_LABEL: ring},
+            on_started_leading=self._serve,
+            on_stopped_leading=lambda: host.metrics.set_leader(self.shard, False),
+        )
         self.metrics = _metrics_of(host.metrics)
         self.kind = GroupVersionKind.parse(kind_key(for_kind))
         owned_kinds = [k for k in dict.fromkeys(owned) if kind_key(k) != kind_key(for_kind)]
@@ -169,7 +177,6 @@ class ShardRing:
             on_release=self.metrics.drains_acknowledged_total.labels(ring, self.shard).inc,
         )
         self.controller: Controller | None = None
-        self.member: LeaderElector | None = None
         self.candidate: LeaderElector | None = None
         self.sharder: Sharder | None = None
         self._graceful = False
@@ -227,7 +234,7 @@ class ShardRing:
     @property
     def active(self) -> bool:
         """Whether this replica holds its shard Lease (its controller runs)."""
-        return self.member is not None and self.member.is_leader
+        return self.member.is_leader
 
     @property
     def leading(self) -> bool:
@@ -250,14 +257,6 @@ class ShardRing:
     async def run(self, stopping: asyncio.Event) -> None:
         """Hold the shard Lease (running the controller) and campaign for the sharder until
         `stopping`; raise LeadershipLost when the shard Lease is lost."""
-        metrics = self.host.metrics
-        self.member = self._elector(
-            self.shard,
-            self.shard,
-            labels={RING_LABEL: self.name},
-            on_started_leading=self._serve,
-            on_stopped_leading=lambda: metrics.set_leader(self.shard, False),
-        )
         ending = asyncio.Event()
         member = asyncio.create_task(self.member.run(), name=f"shard {self.shard}")
         campaign = asyncio.create_task(self._campaign(ending), name=f"sharder {self.name}")
