@@ -3,7 +3,7 @@
 (as a local process, with in-cluster configuration), its probes make it Ready, its webhooks
 are served with a certificate from the built-in cert-manager, its generated RBAC is what it
 may do, two replicas elect one leader, and `undeploy` removes everything and stops it. A
-sharded controller deployed with `--replicas 3` spreads its objects over the three pods, under
+sharded controller deployed with `--replicas 2` spreads its objects over the two pods, under
 the RBAC `kubeforge manifests` generates for it."""
 
 from __future__ import annotations
@@ -214,11 +214,11 @@ async def test_a_sharded_manager_deployed_with_replicas_shares_the_objects(tmp_p
         client = env.client
         kubeconfig = str(env.write_kubeconfig(tmp_path / "kubeconfig"))
         deployed = await kubeforge(
-            "deploy", "--dir", str(project), "--img", "controller:latest", "--replicas", "3",
+            "deploy", "--dir", str(project), "--img", "controller:latest", "--replicas", "2",
             "--kubeconfig", kubeconfig, "--timeout", "60", timeout=70,
         )  # fmt: skip
         assert deployed.code == 0, deployed.out + deployed.err
-        assert f"available    Deployment {NAMESPACE}/{DEPLOYMENT}: 3 of 3" in deployed.out
+        assert f"available    Deployment {NAMESPACE}/{DEPLOYMENT}: 2 of 2" in deployed.out
         pods = {p["metadata"]["name"] for p in await manager_pods(client)}
         # Each replica holds a shard Lease of the ring named for the controller.
         leases = await client.list(

@@ -23,7 +23,7 @@ import logging
 import weakref
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol, TypedDict, cast
 
 from kubeforge import clock
 from kubeforge._api.meta import GroupVersionKind
@@ -208,10 +208,11 @@ class ShardRing:
 
     def reconciler(self, reconciler: Reconciler | SyncReconciler) -> Reconciler | SyncReconciler:
         """`reconciler` behind the shard's checks (shard.py)."""
-        if isinstance(reconciler, SyncReconciler) or not inspect.iscoroutinefunction(
-            reconciler.reconcile
-        ):
-            return SyncShardedReconciler(reconciler, self.membership)  # type: ignore[arg-type]
+        if isinstance(reconciler, SyncReconciler):
+            return SyncShardedReconciler(reconciler, self.membership)
+        if not inspect.iscoroutinefunction(reconciler.reconcile):
+            # A plain `def reconcile` runs in a thread, whatever the class says (controller.py).
+            return SyncShardedReconciler(cast(SyncReconciler, reconciler), self.membership)
         return ShardedReconciler(reconciler, self.membership)
 
     def attach(self, controller: Controller) -> None:
