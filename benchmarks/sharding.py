@@ -42,8 +42,10 @@ from typing import Any
 from kubeforge import Client
 from kubeforge.client import load_kubeconfig
 
+# The process helpers of the operator benchmark (this script's folder is first on the path).
+from operators import peak_rss, start_server, stop, tick_seconds
+
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
 REPLICA = HERE / "shards" / "replica.py"
 RING = "bench"
 CREATE_CONCURRENCY = 64
@@ -78,50 +80,6 @@ class Failover:
     recovered: float = 0.0
     concurrent: int = 0
     repeated: int = 0
-
-
-# processes ------------------------------------------------------------------------------------
-
-
-def start_server(tmp: Path) -> tuple[subprocess.Popen[str], Path]:
-    """`kubeforge apiserver` on a free port; returns it and its kubeconfig."""
-    kubeconfig = tmp / "kubeconfig"
-    proc = subprocess.Popen(
-        [str(BIN / "kubeforge"), "apiserver", "--port", "0", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if line.startswith("kubeconfig written"):
-            break
-    else:
-        raise RuntimeError("the API server did not start")
-    return proc, kubeconfig
-
-
-def stop(proc: subprocess.Popen[Any]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def peak_rss(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # the replicas' logs -----------------------------------------------------------------------------
@@ -294,16 +252,16 @@ class Bench:
         outcome = None
         try:
             await self.ready(namespace, replicas)
-            cpu_before = sum(cpu_seconds(p.pid) for p in processes.values())
-            server_before = cpu_seconds(server_pid)
+            cpu_before = sum(tick_seconds(p.pid) for p in processes.values())
+            server_before = tick_seconds(server_pid)
             started = time.time()
             await self.create(namespace, names)
             result.create = time.time() - started
             await self.until(logs, "1", len(names), self.args.timeout)
             result.converge = logs.last_end("1") - started
             result.shares = sorted(logs.shares("1").values())
-            result.cpu = sum(cpu_seconds(p.pid) for p in processes.values()) - cpu_before
-            result.server_cpu = cpu_seconds(server_pid) - server_before
+            result.cpu = sum(tick_seconds(p.pid) for p in processes.values()) - cpu_before
+            result.server_cpu = tick_seconds(server_pid) - server_before
             result.peak_rss = [peak_rss(p.pid) for p in processes.values()]
             if failover:
                 outcome = await self.failover(namespace, names, logs, processes)
