@@ -96,6 +96,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/operators.py
 	$(BIN)/python benchmarks/admission.py
 	$(BIN)/python benchmarks/conversion.py
+	$(BIN)/python benchmarks/sharding.py
 
 # The console in a real browser (docs/devcluster.md, "Console"): Debian's Chromium, driven
 # by Playwright from PyPI with the system browser (nothing downloads a browser). Installed

@@ -290,6 +290,14 @@ PUBLIC: dict[str, list[str]] = {
         "any_of",
         "negate",
     ],
+    "kubeforge.sharding": [
+        "RING_LABEL",
+        "ShardRing",
+        "ShardState",
+        "ShardingOptions",
+        "drain_label",
+        "shard_label",
+    ],
     "kubeforge.source": [
         "Channel",
     ],

@@ -13,11 +13,12 @@ and the manager that runs them. The rest is in concept modules, one per concept:
 `kubeforge.markers` (schema markers), `kubeforge.meta`, `kubeforge.conversion`,
 `kubeforge.webhook`, `kubeforge.client`, `kubeforge.cache`, `kubeforge.handler`,
 `kubeforge.predicate`, `kubeforge.source`, `kubeforge.workqueue`, `kubeforge.controller`,
-`kubeforge.leaderelection`, `kubeforge.multicluster` (controllers that span clusters),
-`kubeforge.metrics`, `kubeforge.events`, `kubeforge.logs`, `kubeforge.testing`,
-`kubeforge.cluster`, `kubeforge.apiserver`, `kubeforge.clock` (the process's one source of
-time) and `kubeforge.models`. A module with an underscore anywhere in
-its path (`kubeforge._runtime.workqueue`) is internal.
+`kubeforge.leaderelection`, `kubeforge.sharding` (a controller sharded across replicas),
+`kubeforge.multicluster` (controllers that span clusters), `kubeforge.metrics`,
+`kubeforge.events`, `kubeforge.logs`, `kubeforge.testing`, `kubeforge.cluster`,
+`kubeforge.apiserver`, `kubeforge.clock` (the process's one source of time) and
+`kubeforge.models`. A module with an underscore anywhere in its path
+(`kubeforge._runtime.workqueue`) is internal.
 
 Names are loaded on first use, so `import kubeforge` stays cheap for tools that need little.
 """

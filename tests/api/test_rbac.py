@@ -336,6 +336,22 @@ def test_runtime_rules_merge_like_any_other() -> None:
     ]
 
 
+def test_a_sharded_kind_may_also_be_patched() -> None:
+    # The sharder labels the ring's objects; a shard removes the labels of a drained one.
+    rules = runtime_rules([("", "configmaps"), ("", "secrets")], [("", "configmaps")])
+    [role] = role_manifests(rules)
+    assert role["rules"][0] == {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["get", "list", "patch", "watch"],
+    }
+    assert role["rules"][1] == {
+        "apiGroups": [""],
+        "resources": ["secrets"],
+        "verbs": ["get", "list", "watch"],
+    }
+
+
 # the decorator ------------------------------------------------------------------------------
 
 

@@ -591,12 +591,19 @@ async def test_build_installer_writes_what_kustomize_builds(project: Path, tmp_p
     copy = tmp_path / PROJECT
     code, out = await run("cp", "-r", str(project), str(copy), cwd=tmp_path)
     assert code == 0, out
-    done = await kubeforge("build-installer", "--dir", str(copy), "--img", "fleet:dev")
+    done = await kubeforge(
+        "build-installer", "--dir", str(copy), "--img", "fleet:dev", "--replicas", "3"
+    )
     assert done.code == 0, done.err
+    assert "replicas     controller-manager=3 (config/manager/kustomization.yaml)" in done.out
     installer = [d for d in yaml.safe_load_all((copy / "dist" / "install.yaml").read_text()) if d]
     assert installer == [o for o in await kustomize(copy / "config" / "default") if o]
     (deployment,) = [o for o in installer if o["kind"] == "Deployment"]
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "fleet:dev"
+    # As `kustomize edit set replicas` writes it, so kubectl's own build has it too.
+    assert deployment["spec"]["replicas"] == 3
+    manager = yaml.safe_load((copy / "config/manager/kustomization.yaml").read_text())
+    assert manager["replicas"] == [{"name": "controller-manager", "count": 3}]
     # The CRD calls the conversion webhook through the project's Service, with the CA
     # cert-manager injects from the serving certificate.
     crds = by_kind([o for o in installer if o["kind"] == "CustomResourceDefinition"])

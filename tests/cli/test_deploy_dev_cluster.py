@@ -2,15 +2,19 @@
 `controller:latest` image is mapped to the project's directory: the manager really runs
 (as a local process, with in-cluster configuration), its probes make it Ready, its webhooks
 are served with a certificate from the built-in cert-manager, its generated RBAC is what it
-may do, two replicas elect one leader, and `undeploy` removes everything and stops it."""
+may do, two replicas elect one leader, and `undeploy` removes everything and stops it. A
+sharded controller deployed with `--replicas 2` spreads its objects over the two pods, under
+the RBAC `kubeforge manifests` generates for it."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kubeforge import Client, NotFound
 from kubeforge._cluster.options import ClusterOptions
@@ -161,3 +165,91 @@ async def test_the_scaffolded_manager_runs_on_the_dev_cluster(tmp_path: Path) ->
         for port in health:
             assert port is not None
             assert not await port_open(port)
+
+
+SHARDED_SETUP = """\
+    manager.controller().for_(Frigate).owns("v1/ConfigMap").sharded().complete(
+        FrigateReconciler()
+    )
+"""
+
+# The scaffolded reconciler, making a ConfigMap for each Frigate: its rules grant creating
+# ConfigMaps, not patching them, so only the generated sharding rules let the sharder label them.
+OWNED_CONFIGMAP = """
+@kubeforge.rbac(groups="", resources="configmaps", verbs=["create"])
+class FrigateReconciler(FrigateReconciler):  # type: ignore[no-redef]
+    async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
+        frigate = await self.client.get(Frigate, request.name, namespace=request.namespace)
+        deck = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": request.name, "namespace": request.namespace},
+        }
+        kubeforge.set_controller_reference(frigate, deck)
+        try:
+            await self.client.create(deck)
+        except kubeforge.AlreadyExists:
+            pass
+        return await super().reconcile(request)
+"""
+
+
+async def test_a_sharded_manager_deployed_with_replicas_shares_the_objects(tmp_path: Path) -> None:
+    project = tmp_path / PROJECT
+    scaffold(project, webhook=False)
+    main = project / "main.py"
+    builder = "    manager.controller().for_(Frigate).complete(FrigateReconciler())\n"
+    assert builder in main.read_text()
+    main.write_text(main.read_text().replace(builder, SHARDED_SETUP))
+    controller = project / "controllers" / "frigate.py"
+    controller.write_text(controller.read_text() + OWNED_CONFIGMAP)
+    generated = await kubeforge("manifests", "--dir", str(project), timeout=60)
+    assert generated.code == 0, generated.out + generated.err
+    role = yaml.safe_load((project / "config/rbac/role.yaml").read_text())
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": [
+        "create", "get", "list", "patch", "watch"]} in role["rules"]  # fmt: skip
+
+    options = ClusterOptions(images={"controller:latest": project}, pod_start_seconds=0.05)
+    async with TestEnv(crd_paths=(), options=options) as env:
+        client = env.client
+        kubeconfig = str(env.write_kubeconfig(tmp_path / "kubeconfig"))
+        deployed = await kubeforge(
+            "deploy", "--dir", str(project), "--img", "controller:latest", "--replicas", "2",
+            "--kubeconfig", kubeconfig, "--timeout", "60", timeout=70,
+        )  # fmt: skip
+        assert deployed.code == 0, deployed.out + deployed.err
+        assert f"available    Deployment {NAMESPACE}/{DEPLOYMENT}: 2 of 2" in deployed.out
+        pods = {p["metadata"]["name"] for p in await manager_pods(client)}
+        # Each replica holds a shard Lease of the ring named for the controller.
+        leases = await client.list(
+            "coordination.k8s.io/v1/Lease",
+            namespace=NAMESPACE,
+            label_selector="alpha.sharding.timebertt.dev/controllerring=frigate",
+        )
+        shards = {lease["metadata"]["name"] for lease in leases}
+        assert {name.rpartition("-")[0].removeprefix("frigate-") for name in shards} == pods
+
+        names = [f"frigate-{i}" for i in range(30)]
+        for name in names:
+            await client.create(frigate(name))
+        label = "shard.alpha.sharding.timebertt.dev/frigate"
+
+        async def all_reconciled() -> dict[str, str]:
+            found = {}
+            for name in names:
+                obj = await client.get("ship.example.com/v1/Frigate", name, namespace="default")
+                conditions = (obj.get("status") or {}).get("conditions") or []
+                assert conditions and conditions[-1]["status"] == "True", name
+                found[name] = obj["metadata"]["labels"][label]
+            return found
+
+        placed = await eventually(all_reconciled, timeout=30)
+        assert set(placed.values()) == shards  # every replica has a share
+        decks = await client.list("v1/ConfigMap", namespace="default")
+        owned = {d["metadata"]["name"]: d["metadata"]["labels"][label] for d in decks
+                 if d["metadata"]["name"] in placed}  # fmt: skip
+        assert owned == placed  # each owned ConfigMap is on its Frigate's shard
+        for pod in pods:
+            text = await log_of(client, pod)
+            mine = {n for n, s in placed.items() if s.removeprefix("frigate-").startswith(pod)}
+            assert set(re.findall(r"reconciling Frigate default/(frigate-\d+)\b", text)) == mine

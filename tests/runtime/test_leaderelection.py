@@ -212,6 +212,26 @@ async def test_cancelling_releases_the_lease(
     assert (await lease(api))["spec"]["leaseTransitions"] == 1
 
 
+async def test_the_lease_carries_the_candidates_labels_through_renewals(
+    api: Client, candidates: Callable[..., Candidate]
+) -> None:
+    # A shard Lease names its ring so (sharding): kept when someone edits the labels.
+    a = candidates("a", labels={"ring": "widgets"})
+    a.start()
+    await wait_leader(a)
+    held = await lease(api)
+    assert held["metadata"]["labels"] == {"ring": "widgets"}
+    held["metadata"]["labels"] = {"ring": "changed", "state": "ready"}
+    await api.update(held)
+
+    async def restored() -> bool:
+        labels = (await lease(api))["metadata"]["labels"]
+        return bool(labels == {"ring": "widgets", "state": "ready"})
+
+    await eventually(restored, timeout=MAX_RETRY + 2)
+    assert a.elector.is_leader
+
+
 async def test_stopping_a_waiting_candidate_ends_its_run(
     api: Client, candidates: Callable[..., Candidate]
 ) -> None:

@@ -30,6 +30,7 @@ __all__ = [
     "roles_yaml",
     "rules_of",
     "runtime_rules",
+    "shard_rules",
     "watch_rules",
 ]
 
@@ -149,9 +150,21 @@ def watch_rules(resources: Iterable[tuple[str, str]]) -> list[RbacRule]:
     ]
 
 
-def runtime_rules(watched: Iterable[tuple[str, str]] = ()) -> list[RbacRule]:
-    """Leader election, events, and reading the watched (group, plural) resources."""
-    return [*LEADER_ELECTION_RULES, *EVENT_RULES, *watch_rules(watched)]
+def shard_rules(resources: Iterable[tuple[str, str]]) -> list[RbacRule]:
+    """patch on each (group, plural) a sharded controller's ring holds: the sharder labels
+    the objects for their shards, and a shard lets a drained one go by removing its labels."""
+    return [
+        RbacRule(groups=(group,), resources=(plural,), verbs=("patch",))
+        for group, plural in resources
+    ]
+
+
+def runtime_rules(
+    watched: Iterable[tuple[str, str]] = (), sharded: Iterable[tuple[str, str]] = ()
+) -> list[RbacRule]:
+    """Leader election (and shard Leases), events, reading the watched (group, plural)
+    resources, and labelling the sharded ones."""
+    return [*LEADER_ELECTION_RULES, *EVENT_RULES, *watch_rules(watched), *shard_rules(sharded)]
 
 
 # Merging and ordering (controller-gen's NormalizeRules) ---------------------------------------

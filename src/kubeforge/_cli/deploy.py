@@ -3,7 +3,8 @@
 kubebuilder's Makefile targets, with one tool:
 
 - deploy: set the manager's image in config/manager/kustomization.yaml (what `kustomize edit
-  set image controller=IMG` writes), build config/default with kustomize, server-side apply
+  set image controller=IMG` writes) and, with --replicas, its replica count (`kustomize edit
+  set replicas`), build config/default with kustomize, server-side apply
   every object (field manager `kubeforge`), waiting for CRDs to be established before
   anything else, then wait until each Deployment has rolled out and is available, printing
   its progress and what holds its pods back.
@@ -44,10 +45,11 @@ from kubeforge._client.config import ClusterConfig
 from kubeforge._client.discovery import NoKindMatch
 from kubeforge._client.errors import ApiError, NotFound
 
-__all__ = ["build", "build_installer", "deploy", "set_image", "undeploy"]
+__all__ = ["build", "build_installer", "deploy", "set_image", "set_replicas", "undeploy"]
 
 FIELD_MANAGER = "kubeforge"
 IMAGE_NAME = "controller"  # the image name config/manager/manager.yaml uses
+MANAGER = "controller-manager"  # the Deployment config/manager/manager.yaml defines
 CRD = "CustomResourceDefinition"
 
 DirOption = Annotated[Path, typer.Option("--dir", help="The project root (holds config/default).")]
@@ -57,6 +59,16 @@ ImageOption = Annotated[
         "--img",
         help="The manager's image, e.g. registry.example.com/guestbook:v1 (default: the one "
         "config/manager/kustomization.yaml names).",
+    ),
+]
+ReplicasOption = Annotated[
+    int | None,
+    typer.Option(
+        "--replicas",
+        min=0,
+        help="How many replicas of the manager to run (written to "
+        "config/manager/kustomization.yaml). Replicas share a sharded controller's objects; "
+        "other controllers run in the one that leads.",
     ),
 ]
 KustomizeOption = Annotated[
@@ -127,11 +139,9 @@ def split_image(image: str) -> dict[str, str]:
     return {"newName": image}
 
 
-def set_image(root: Path, image: str) -> bool:
-    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
-    `kustomize edit set image controller=<image>` does; whether the file changed."""
-    if not image or any(c.isspace() for c in image):
-        raise fail(f"invalid image {image!r}")
+def _edit_manager_kustomization(root: Path, field: str, name: str, wanted: dict[str, Any]) -> bool:
+    """Make the entry `name` of the list `field` of config/manager/kustomization.yaml read
+    `wanted` (with its name), as `kustomize edit set` does; whether the file changed."""
     path = root / "config" / "manager" / "kustomization.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -139,18 +149,35 @@ def set_image(root: Path, image: str) -> bool:
         raise fail(f"{path}: {exc}") from None
     if not isinstance(data, dict):
         raise fail(f"{path}: not a kustomization")
-    images = data.setdefault("images", [])
-    entry = next((i for i in images if isinstance(i, dict) and i.get("name") == IMAGE_NAME), None)
+    entries = data.setdefault(field, [])
+    entry = next((e for e in entries if isinstance(e, dict) and e.get("name") == name), None)
     if entry is None:
-        entry = {"name": IMAGE_NAME}
-        images.append(entry)
-    wanted = {"name": IMAGE_NAME, **split_image(image)}
+        entry = {"name": name}
+        entries.append(entry)
+    wanted = {"name": name, **wanted}
     if entry == wanted:
         return False
     entry.clear()
     entry.update(wanted)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return True
+
+
+def set_image(root: Path, image: str) -> bool:
+    """Point the `controller` image of config/manager/kustomization.yaml at `image`, as
+    `kustomize edit set image controller=<image>` does; whether the file changed."""
+    if not image or any(c.isspace() for c in image):
+        raise fail(f"invalid image {image!r}")
+    return _edit_manager_kustomization(root, "images", IMAGE_NAME, split_image(image))
+
+
+def set_replicas(root: Path, count: int) -> bool:
+    """Run `count` replicas of the manager: the `replicas` entry of
+    config/manager/kustomization.yaml, as `kustomize edit set replicas
+    controller-manager=<count>` writes it; whether the file changed."""
+    if count < 0:
+        raise fail(f"invalid replica count {count}")
+    return _edit_manager_kustomization(root, "replicas", MANAGER, {"count": count})
 
 
 def _describe(obj: dict[str, Any]) -> str:
@@ -161,6 +188,14 @@ def _describe(obj: dict[str, Any]) -> str:
 
 
 # commands -----------------------------------------------------------------------------------
+
+
+def _set(root: Path, image: str | None, replicas: int | None) -> None:
+    """--img and --replicas, written where kustomize reads them."""
+    if image is not None and set_image(root, image):
+        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    if replicas is not None and set_replicas(root, replicas):
+        typer.echo(f"replicas     {MANAGER}={replicas} (config/manager/kustomization.yaml)")
 
 
 def deploy(
@@ -174,12 +209,12 @@ def deploy(
     ] = True,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the rollout.")] = 300.0,
     kustomize: KustomizeOption = None,
+    replicas: ReplicasOption = None,
 ) -> None:
-    """Deploy the manager to the cluster: config/default (with --img as its image),
-    server-side applied, then wait until the manager is available."""
+    """Deploy the manager to the cluster: config/default (with --img as its image and
+    --replicas replicas), server-side applied, then wait until the manager is available."""
     root = directory.resolve()
-    if image is not None and set_image(root, image):
-        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    _set(root, image, replicas)
     _, objects = build(root, kustomize)
     config = cluster_config(kubeconfig, context)
     run_against(_deploy(config, objects, wait=wait, timeout=timeout), config)
@@ -209,12 +244,12 @@ def build_installer(
         Path, typer.Option(help="Where to write the installer (relative to the project).")
     ] = Path("dist/install.yaml"),
     kustomize: KustomizeOption = None,
+    replicas: ReplicasOption = None,
 ) -> None:
     """Write dist/install.yaml: everything `deploy` applies, in one file for
     `kubectl apply -f`."""
     root = directory.resolve()
-    if image is not None and set_image(root, image):
-        typer.echo(f"image        {IMAGE_NAME}={image} (config/manager/kustomization.yaml)")
+    _set(root, image, replicas)
     text, objects = build(root, kustomize)
     target = output if output.is_absolute() else root / output
     target.parent.mkdir(parents=True, exist_ok=True)

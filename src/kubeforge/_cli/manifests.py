@@ -16,8 +16,9 @@ Written under the project root (kubebuilder's layout):
   certificate (below) are scaffolded for them too.
 - `config/rbac/role.yaml`: the ClusterRole `manager-role` (and namespaced Roles) from the
   reconcilers' @rbac rules plus what every manager needs at run time: Leases for leader
-  election, creating events (core and events.k8s.io), and get/list/watch on every kind a
-  controller watches (for_, owns, watches).
+  election (and shard Leases), creating events (core and events.k8s.io), get/list/watch on
+  every kind a controller watches (for_, owns, watches), and patch on the kinds of a sharded
+  controller's ring (their shard labels).
 - `config/rbac/{service_account,role_binding,kustomization}.yaml` (created once, then the
   project's own): the `controller-manager` ServiceAccount bound to `manager-role`.
 - When setup() registers admission webhooks: `config/webhook/manifests.yaml`, the Mutating and
@@ -294,7 +295,15 @@ def generate(project: Project, files: _Files | None = None) -> None:
     except (TypeError, ValueError) as exc:
         raise ProjectError(f"cannot generate the CRDs: {exc}") from None
     roles = roles_yaml(
-        role_manifests([*project.rules, *runtime_rules((k.group, k.plural) for k in watched)])
+        role_manifests(
+            [
+                *project.rules,
+                *runtime_rules(
+                    [(k.group, k.plural) for k in watched],
+                    [(k.group, k.plural) for k in watched if k.sharded],
+                ),
+            ]
+        )
     )
     specs: list[WebhookSpec] = []
     converted: set[tuple[str, str]] = set()

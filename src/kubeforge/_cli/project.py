@@ -22,7 +22,7 @@ import re
 import sys
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,6 +64,7 @@ class WatchedKind:
     kind: str
     plural: str
     resolved: bool = True  # False: the plural was guessed from the kind
+    sharded: bool = False  # in a sharded controller's ring: its objects' labels are patched
 
     @property
     def api_version(self) -> str:
@@ -310,13 +311,22 @@ def _offline_manager(project: Project) -> Any:
 
 
 def _watched_kinds(project: Project) -> list[WatchedKind]:
+    from kubeforge._runtime.cache import kind_key
+    from kubeforge._runtime.sharding.ring import ShardRing
+
     manager = project.offline_manager()
     resolver = _KindResolver(project.resources)
     kinds: dict[tuple[str, str, str], WatchedKind] = {}
     for controller in manager.controllers.values():
+        ring = controller.started_by if isinstance(controller.started_by, ShardRing) else None
+        sharded = {str(k.gvk) for k in ring.kinds} if ring is not None else set()
         for informer in controller.informers:
             watched = resolver.resolve(informer.kind)
-            kinds.setdefault((watched.group, watched.version, watched.kind), watched)
+            key = (watched.group, watched.version, watched.kind)
+            if kind_key(informer.kind) in sharded:
+                watched = replace(watched, sharded=True)
+            if key not in kinds or watched.sharded:
+                kinds[key] = watched
     return sorted(kinds.values(), key=lambda w: (w.group, w.plural, w.version))
 
 

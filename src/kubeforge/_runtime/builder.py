@@ -12,6 +12,8 @@ Builder(manager)
 `metadata_only=True` on `for_`, `owns` or `watches` caches only the objects' metadata
 (controller-runtime's OnlyMetadata): the handlers and map functions see PartialObjectMetadata,
 and the reconciler reads them with `get_metadata` / `list_metadata`.
+
+`.sharded()` spreads the controller's objects over the manager's replicas (sharding/ring.py).
 """
 
 from __future__ import annotations
@@ -42,6 +44,12 @@ from kubeforge._runtime.reconcile import (
     SyncObjectReconciler,
     SyncReconciler,
 )
+from kubeforge._runtime.sharding.ring import (
+    ShardHost,
+    ShardingOptions,
+    ShardingOptionsArgs,
+    ShardRing,
+)
 
 __all__ = ["AnyReconciler", "Builder", "ControllerHost"]
 
@@ -49,9 +57,10 @@ AnyReconciler = Reconciler | SyncReconciler | ObjectReconciler[Any] | SyncObject
 """Any of the reconciler shapes a controller can run."""
 
 
-class ControllerHost(Protocol):
+class ControllerHost(ShardHost, Protocol):
     """What a Builder needs of the manager it registers a controller with (manager.py's
-    Manager): its defaults, metrics and cache, and the registration itself."""
+    Manager): its defaults, metrics and cache, the registration itself, and what a sharded
+    controller's ring needs."""
 
     @property
     def controller_defaults(self) -> ControllerOptions: ...
@@ -115,6 +124,7 @@ class Builder:
         self._filters: list[Predicate] = []
         self._options = replace(manager.controller_defaults)
         self._name: str | None = None
+        self._sharding: tuple[str | None, ShardingOptions] | None = None
 
     def for_(
         self,
@@ -196,6 +206,15 @@ class Builder:
         self._options = replace(self._options, **options)
         return self
 
+    def sharded(self, ring: str | None = None, **options: Unpack[ShardingOptionsArgs]) -> Builder:
+        """Spread the objects over the manager's replicas (decision 60): each replica holds a
+        shard Lease in `ring` (default: the controller's name) and reconciles only the
+        objects labelled for its shard (the for_ kind, and the owned kinds with their
+        owner), which the ring's sharder assigns; no leader election applies to this
+        controller. `options` are ShardingOptions' fields."""
+        self._sharding = (ring, ShardingOptions(**options))
+        return self
+
     def named(self, name: str) -> Builder:
         """The controller's name in logs and metrics (default: the for_ kind, lowercased)."""
         self._name = name
@@ -220,6 +239,15 @@ class Builder:
         gvk = GroupVersionKind.parse(kind_key(for_kind))
         name = self._name or gvk.kind.lower()
         runnable = self._adapt(reconciler, for_kind, self._for.metadata_only)
+        for_predicates = tuple(self._filters) + self._for.predicates
+        ring: ShardRing | None = None
+        if self._sharding is not None:
+            # Before any informer of the ring's kinds exists: they select this shard's share.
+            owned = [watch.kind for watch, _ in self._owns]
+            ring_name, sharding = self._sharding
+            ring = ShardRing(self.manager, ring_name or name, for_kind, owned, sharding)
+            runnable = ring.reconciler(runnable)
+            for_predicates = ring.predicates(for_predicates)
         controller = Controller(
             name, runnable, options=self._options, metrics=self.manager.metrics, kind=gvk.kind
         )
@@ -229,7 +257,7 @@ class Builder:
         assert self._for.handler is not None
         for_informer = cache.informer_for(for_kind, metadata_only=self._for.metadata_only)
         controller.for_informer = for_informer
-        controller.watch(for_informer, self._for.handler, filters + self._for.predicates)
+        controller.watch(for_informer, self._for.handler, for_predicates)
         for watch, every_owner in self._owns:
             handler = EnqueueRequestForOwner(gvk, only_controller=not every_owner)
             self.manager.resolve_owner_scope(for_kind, handler)
@@ -245,6 +273,8 @@ class Builder:
                 source.items, self._map_handler(source, None), filters + source.predicates
             )
         self.manager.add_controller(controller)
+        if ring is not None:
+            ring.attach(controller)
         return controller
 
     @staticmethod

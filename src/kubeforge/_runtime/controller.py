@@ -272,6 +272,9 @@ class Controller:
         self.for_informer: Informer | None = None
         # Told about a panic that was not recovered (the manager stops on it).
         self.on_failure: Callable[[BaseException], None] | None = None
+        # What starts the controller in place of the manager (None: the manager, at once or
+        # once leading): a shard ring, while this replica holds its shard Lease.
+        self.started_by: object | None = None
         self.failure: BaseException | None = None
         self._streams: list[_Stream] = []
         self._workers: list[asyncio.Task[None]] = []

@@ -24,7 +24,7 @@ import math
 import random
 import socket
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -111,6 +111,7 @@ class LeaderElector:
         on_stopped_leading: Callback,
         on_new_leader: Callable[[str], Awaitable[None] | None] | None = None,
         on_leading_changed: Callable[[bool], Awaitable[None] | None] | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         if not name or not namespace:
             raise ValueError("leader election needs the Lease's name and namespace")
@@ -134,6 +135,8 @@ class LeaderElector:
         self.on_stopped_leading = on_stopped_leading
         self.on_new_leader = on_new_leader
         self.on_leading_changed = on_leading_changed
+        # Kept on the Lease (a shard Lease names its ring so: sharding/labels.py).
+        self.labels = dict(labels or {})
         # The Lease stores whole seconds; rounding up never shortens the configured term.
         self._duration_seconds = max(1, math.ceil(lease_duration))
         self._lease: dict[str, Any] | None = None
@@ -321,12 +324,14 @@ class LeaderElector:
         return self._observed_time + duration > self._now()
 
     async def _create(self, record: _Record) -> None:
-        lease = {
+        lease: dict[str, Any] = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": self.name, "namespace": self.namespace},
             "spec": record.to_spec(),
         }
+        if self.labels:
+            lease["metadata"]["labels"] = dict(self.labels)
         created: dict[str, Any] = await self.client.create(lease)
         self._lease = created
         self._observed_spec = created.get("spec")
@@ -336,6 +341,10 @@ class LeaderElector:
             raise RuntimeError("the lease has not been read yet")
         # The resourceVersion read last goes along: a Lease changed meanwhile is a Conflict.
         lease = {**self._lease, "spec": {**(self._lease.get("spec") or {}), **record.to_spec()}}
+        if self.labels:
+            metadata = dict(self._lease.get("metadata") or {})
+            metadata["labels"] = {**(metadata.get("labels") or {}), **self.labels}
+            lease["metadata"] = metadata
         updated: dict[str, Any] = await self.client.update(lease)
         self._lease = updated
         self._observed_spec = updated.get("spec")

@@ -3,7 +3,9 @@ and leader election.
 
 Start-up order follows controller-runtime: the health/metrics server, the webhook server (once
 a webhook is registered) and the caches start at once (they need no leadership); controllers
-start once the caches have synced and, with leader election on, once this process leads.
+start once the caches have synced and, with leader election on, once this process leads. A
+sharded controller (`Builder.sharded`) is started instead by its ring, in every replica, while
+the replica holds its shard Lease.
 Between the webhook server and the caches come the webhook registrations
 (`add_webhook_registration`): a cluster told to call this process's webhooks before the
 caches' first list, which may need its conversion webhook. Shutdown (SIGTERM/SIGINT or
@@ -430,7 +432,7 @@ class Manager:
             log.info("caches synced")
             # Work that needs no leadership starts at once.
             for controller in self.controllers.values():
-                if not controller.options.need_leader_election:
+                if controller.started_by is None and not controller.options.need_leader_election:
                     await controller.start()
             for runnable, needs_leader in self._runnables:
                 if not needs_leader:
@@ -450,7 +452,8 @@ class Manager:
     async def _run_leading(self, lost: asyncio.Event, tasks: list[asyncio.Task[Any]]) -> None:
         """Start what needs leadership, then wait for a stop or the loss of the lease."""
         for controller in self.controllers.values():
-            await controller.start()
+            if controller.started_by is None:
+                await controller.start()
         for runnable, needs_leader in self._runnables:
             if needs_leader:
                 tasks.append(self._start_runnable(runnable))
