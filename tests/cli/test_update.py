@@ -66,10 +66,16 @@ def test_the_users_edits_are_kept(
         "api/v1/frigate.py",
         "controllers/naming.py",
         "tests/test_naming.py",
-        "README.md",
         "grafana/custom-metrics/config.yaml",
     ):
         assert (root / path).read_text() == (fleet_project / path).read_text(), path
+    # The README: the user's section, and this release's lines (the end-to-end suite's).
+    readme = (root / "README.md").read_text()
+    assert "## Sailing\n\nEvery frigate needs a crew: set `spec.crew`.\n" in readme
+    assert (
+        readme.replace("## Sailing\n\nEvery frigate needs a crew: set `spec.crew`.\n\n", "")
+        == (fleet_scaffold / "README.md").read_text()
+    )
     # Where both changed a file, but not the same lines, both changes are in it.
     controller = (root / "controllers/frigate.py").read_text()
     assert "display_name(frigate), frigate.spec.crew" in controller  # the user's

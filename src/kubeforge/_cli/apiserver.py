@@ -17,7 +17,7 @@ from kubeforge._cli.connections import (
     MaxConnections,
     MaxHeaderBytes,
 )
-from kubeforge._cli.signals import until_stopped
+from kubeforge._cli.signals import stop_on_signals, until_stopped
 
 __all__ = ["apiserver"]
 
@@ -65,6 +65,7 @@ async def _run(
         host=bind, port=port, kubernetes_version=kubernetes_version, connections=limits
     )
     server = APIServer(config)
+    stopping = stop_on_signals()
     await server.start()
     tune_gc()
     path = server.write_kubeconfig(kubeconfig, context=context)
@@ -73,7 +74,7 @@ async def _run(
     typer.echo(f"  export KUBECONFIG={path.resolve()}")
     typer.echo("  kubectl get namespaces")
     try:
-        await until_stopped()
+        await until_stopped(stopping)
     finally:
         typer.echo("shutting down")
         await server.stop()

@@ -29,7 +29,7 @@ from kubeforge._cli.consoleoptions import (
     ConsoleSettings,
 )
 from kubeforge._cli.project import fail
-from kubeforge._cli.signals import until_stopped
+from kubeforge._cli.signals import stop_on_signals, until_stopped
 from kubeforge._cluster.controllernames import KNOWN, enabled_controllers
 from kubeforge._cluster.options import ClusterOptions
 
@@ -296,6 +296,7 @@ async def _run(
     from kubeforge._apiserver.server import tune_gc
     from kubeforge._cluster.devcluster import CONTEXT, DevCluster
 
+    stopping = stop_on_signals()
     cluster = DevCluster(
         options,
         host=bind,
@@ -337,7 +338,7 @@ async def _run(
         typer.echo(f"  kubeforge dev node {first} unreachable   # take a node down")
     typer.echo("Ctrl-C stops the cluster.")
     try:
-        await until_stopped()
+        await until_stopped(stopping)
     finally:
         typer.echo("stopping the cluster")
         if view is not None:

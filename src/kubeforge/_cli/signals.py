@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import signal
 
-__all__ = ["until_stopped"]
+__all__ = ["stop_on_signals", "until_stopped"]
 
 
-async def until_stopped() -> None:
-    """Return once the process gets SIGINT or SIGTERM, so the caller shuts down in order.
+def stop_on_signals() -> asyncio.Event:
+    """An event set on SIGINT or SIGTERM, from now on. Called before a command starts what
+    it serves, so that a signal during the start (a script that stops the process as soon
+    as it answers) still ends in an orderly shutdown, not the default handler's death.
 
     The handlers stay installed: a second signal during that shutdown is absorbed rather than
     interrupting it halfway with KeyboardInterrupt."""
@@ -17,4 +19,10 @@ async def until_stopped() -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
+
+
+async def until_stopped(stop: asyncio.Event | None = None) -> None:
+    """Return once the process gets SIGINT or SIGTERM (`stop`, from `stop_on_signals`,
+    when the handlers were installed earlier), so the caller shuts down in order."""
+    await (stop if stop is not None else stop_on_signals()).wait()

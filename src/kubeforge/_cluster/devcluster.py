@@ -90,7 +90,6 @@ _NOT_CONTROLLER_MANAGER = frozenset({names.SCHEDULER, names.LOCAL_PATH_PROVISION
 HEALTH_TIMEOUT = 30.0
 
 
-
 SOCKET_NAME = "apiserver.sock"
 # sun_path holds 108 bytes on Linux (104 on the BSDs and macOS), the terminating NUL included.
 _SOCKET_PATH_MAX = 103
@@ -109,6 +108,7 @@ def private_socket_dir() -> Path | None:
             return made
         made.rmdir()
     return None
+
 
 class DevCluster:
     """The embedded API server with the controllers and nodes an operator relies on."""
