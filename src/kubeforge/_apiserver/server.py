@@ -50,6 +50,7 @@ from kubeforge._apiserver.handlers.subresources import SubresourceHandler
 from kubeforge._apiserver.handlers.update import UpdateHandler
 from kubeforge._apiserver.handlers.watch import WatchStreams
 from kubeforge._apiserver.handlers.writes import Writes, run_now
+from kubeforge._apiserver.http.inprocess import UnframedAnswer
 from kubeforge._apiserver.http.server import HTTPServer
 from kubeforge._apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge._apiserver.request.info import RequestInfo
@@ -282,6 +283,17 @@ class APIServer:
         if self.namespaces is not None:
             self.namespaces.start()
         log.info("serving on %s", self.url)
+
+    async def exchange(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+    ) -> UnframedAnswer:
+        """Answer one request of a client in this process, given as its parts (header field
+        names in lower case), through the handler a connection's requests go to: the same
+        authentication, authorization and limits, no socket (http/inprocess.py)."""
+        http = self._http
+        if http is None or http.in_process is None:
+            raise ConnectionRefusedError("the API server is not serving")
+        return await http.in_process.exchange(method, target, headers, body)
 
     async def stop(self) -> None:
         """End every watch and stop serving (start() again serves the same state and port)."""
