@@ -94,6 +94,20 @@ async def echo(request: Request) -> Response:
 ECHOES = pytest.mark.parametrize("echo_handler", [echo_now, echo], ids=["sync", "async"])
 
 
+class Held:
+    """A handler holding each request until `release` is set, then answering "done";
+    `running` is set once a request has reached it."""
+
+    def __init__(self) -> None:
+        self.running = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: Request) -> Response:
+        self.running.set()
+        await self.release.wait()
+        return Response(200, b"done", "text/plain")
+
+
 def get(target: str, *extra: str, version: str = "HTTP/1.1") -> bytes:
     lines = [f"GET {target} {version}", "Host: test", *extra]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

@@ -50,6 +50,7 @@ from kubeforge._apiserver.handlers.subresources import SubresourceHandler
 from kubeforge._apiserver.handlers.update import UpdateHandler
 from kubeforge._apiserver.handlers.watch import WatchStreams
 from kubeforge._apiserver.handlers.writes import Writes, run_now
+from kubeforge._apiserver.http.inprocess import UnframedAnswer
 from kubeforge._apiserver.http.server import HTTPServer
 from kubeforge._apiserver.kubeconfig import kubeconfig_dict, write_kubeconfig
 from kubeforge._apiserver.request.info import RequestInfo
@@ -283,6 +284,17 @@ class APIServer:
             self.namespaces.start()
         log.info("serving on %s", self.url)
 
+    async def exchange(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes
+    ) -> UnframedAnswer:
+        """Answer one request of a client in this process, given as its parts (header field
+        names in lower case), through the handler a connection's requests go to: the same
+        authentication, authorization and limits, no socket (http/inprocess.py)."""
+        http = self._http
+        if http is None or http.in_process is None:
+            raise ConnectionRefusedError("the API server is not serving")
+        return await http.in_process.exchange(method, target, headers, body)
+
     async def stop(self) -> None:
         """End every watch and stop serving (start() again serves the same state and port)."""
         if self.gc is not None:
@@ -401,14 +413,18 @@ def tune_gc() -> None:
     A server holds many long-lived objects (the schemas, every stored object) and allocates
     quickly under load; with the default thresholds the collector rescans the long-lived
     heap many times a second. Freezing what exists after start-up and collecting less often
-    removes most of that cost. A young collection also walks every reference of the young
-    containers, so a short-lived list of thousands of objects (a controller's sync over its
-    pods) caught by one costs as much as the thousands: 100,000 allocations between young
-    collections catch few. Call it from a program's entry point, not from a library.
+    removes most of that cost. A young collection walks every young container still alive,
+    and the young generation is larger than its count says: the count is allocations less
+    deallocations of any age, so a server replacing stored objects (old ones freed, new ones
+    made) fills it while the count stands still. Collected every 1,000,000 (net)
+    allocations, a development cluster starting 10,000 pods collects its young objects about
+    once (half a second) rather than twenty times (2 s in all); objects that live a while
+    but not for good (a decoded version soon replaced) are mostly gone before a collection
+    looks at them. Call it from a program's entry point, not from a library.
     """
     gc.collect()
     gc.freeze()
-    gc.set_threshold(100_000, 50, 100)
+    gc.set_threshold(1_000_000, 50, 100)
 
 
 @asynccontextmanager

@@ -30,6 +30,7 @@ from kubeforge._client.auth import (
     StaticToken,
     TokenFile,
 )
+from kubeforge._client.inprocess import InProcessServer
 
 __all__ = [
     "SERVICE_ACCOUNT_DIR",
@@ -86,6 +87,10 @@ class ClusterConfig:
     # The server's Unix socket, when this client runs on its machine and may open it: plain
     # HTTP over it rather than TLS to `server` (a development cluster's own components).
     unix_socket: str | None = None
+    # The server itself, when it runs in this client's process: whole exchanges are handed
+    # to it, streams (watches) still go over a connection (a development cluster's own
+    # components).
+    in_process: InProcessServer | None = field(default=None, repr=False, compare=False)
     _ssl: ssl.SSLContext | bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def ssl_context(self) -> ssl.SSLContext | bool:

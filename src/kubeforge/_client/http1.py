@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import httptools
 
-__all__ = ["Answer", "ConnectionPool", "ExchangeError"]
+__all__ = ["Answer", "ConnectionPool", "ExchangeError", "decoded"]
 
 MAX_HEAD_BYTES = 1024 * 1024
 # Connections open at once (dialing, in use or idle); an exchange finding all of them busy
@@ -253,12 +253,7 @@ class ConnectionPool:
         else:
             conn.close()
             self._dropped()
-        body = answer.body
-        encoding = _header(answer.headers, "content-encoding")
-        if encoding and encoding.lower() != "identity":
-            body = _decode(encoding, body)
-            return Answer(answer.status, answer.headers, body, answer.keep_alive)
-        return answer
+        return decoded(answer)
 
     def _take_idle(self) -> _Connection | None:
         while self._idle:
@@ -293,6 +288,15 @@ class ConnectionPool:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)  # it finds the pool closed
+
+
+def decoded(answer: Answer) -> Answer:
+    """The answer with its body decoded as its Content-Encoding says (gzip)."""
+    encoding = _header(answer.headers, "content-encoding")
+    if encoding and encoding.lower() != "identity":
+        body = _decode(encoding, answer.body)
+        return Answer(answer.status, answer.headers, body, answer.keep_alive)
+    return answer
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

@@ -29,7 +29,8 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from kubeforge._client.config import ClusterConfig
 from kubeforge._client.errors import error_from_status
-from kubeforge._client.http1 import Answer, ConnectionPool
+from kubeforge._client.http1 import Answer, ConnectionPool, decoded
+from kubeforge._client.inprocess import InProcessServer
 from kubeforge._client.refusals import report_refusal
 from kubeforge._version import __version__
 from kubeforge.clock import activity
@@ -285,23 +286,55 @@ class Transport:
         body: bytes | None,
         seconds: float,
     ) -> Answer:
-        lines = [
-            f"{method} {target} HTTP/1.1",
-            f"Host: {self._netloc}",
-            f"User-Agent: {self.user_agent}",
-            "Accept-Encoding: gzip",
-        ]
-        for name, value in headers.items():
-            if "\r" in value or "\n" in value:
-                raise ValueError(f"the {name} header contains a line break")
-            lines.append(f"{name}: {value}")
-        if body is not None or method in _WITH_BODY:
-            lines.append(f"Content-Length: {len(body or b'')}")
+        fields = self._fields(method, headers, body)
+        server = self.config.in_process
+        if server is not None:
+            return await self._in_process(server, method, target, fields, body, seconds)
+        lines = [f"{method} {target} HTTP/1.1", *(f"{name}: {value}" for name, value in fields)]
         request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         if body:
             request += body
         async with asyncio.timeout(seconds):
             return await self._http1_pool().exchange(method, request)
+
+    def _fields(
+        self, method: str, headers: dict[str, str], body: bytes | None
+    ) -> list[tuple[str, str]]:
+        """A request's header fields as sent."""
+        fields = [
+            ("Host", self._netloc),
+            ("User-Agent", self.user_agent),
+            ("Accept-Encoding", "gzip"),
+        ]
+        for name, value in headers.items():
+            if "\r" in value or "\n" in value:
+                raise ValueError(f"the {name} header contains a line break")
+            fields.append((name, value))
+        if body is not None or method in _WITH_BODY:
+            fields.append(("Content-Length", str(len(body or b""))))
+        return fields
+
+    async def _in_process(
+        self,
+        server: InProcessServer,
+        method: str,
+        target: str,
+        fields: list[tuple[str, str]],
+        body: bytes | None,
+        seconds: float,
+    ) -> Answer:
+        """`_exchange` with a server in this process: the header fields a connection would
+        carry, as the server's parser hands them on, given to it directly."""
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        parsed: dict[str, str] = {}
+        for name, value in fields:
+            if not value.isascii():
+                value.encode("latin-1")  # what a connection could not send fails alike
+            parsed[name.lower()] = value.strip(" \t")
+        async with asyncio.timeout(seconds):
+            status, answer_fields, data = await server.exchange(method, target, parsed, body or b"")
+        return decoded(Answer(status, answer_fields, data, True))
 
     async def _aiohttp_request(
         self,

@@ -198,12 +198,14 @@ class DevCluster:
         )
 
     def _component_config(self) -> ClusterConfig:
-        """What the cluster's own controllers and nodes connect with: the server's Unix
-        socket when it serves one (no TLS to pay for on every request of this process)."""
+        """What the cluster's own controllers and nodes connect with: the server itself for
+        whole exchanges (no socket, decision 63) and its Unix socket for streams when it
+        serves one (no TLS to pay for on every request of this process)."""
         config = self.cluster_config()
         socket_path = self.server.config.local_socket
         if socket_path is not None:
             config.unix_socket = str(socket_path)
+        config.in_process = self.server
         return config
 
     def kubeconfig_dict(self) -> dict[str, Any]:

@@ -140,6 +140,34 @@ async def test_status_subresource_semantics(http: HTTPClient) -> None:
     assert got["status"]["readyReplicas"] == 1
 
 
+async def test_a_status_merge_patch_decodes_what_it_brings(http: HTTPClient) -> None:
+    await http.post(DEPLOYS, deployment())
+    body = {
+        "spec": {"bogus": 1},
+        "status": {
+            "replicas": 2,
+            "extra": 1,
+            "conditions": [{"type": "A", "status": "True", "x": 1}],
+        },
+    }
+    reply = await http.patch(f"{DEPLOYS}/web/status", body, MERGE)
+    assert reply.status == 200, reply.body
+    assert sorted(reply.headers.getall("Warning")) == [
+        '299 - "unknown field \\"spec.bogus\\""',
+        '299 - "unknown field \\"status.conditions[0].x\\""',
+        '299 - "unknown field \\"status.extra\\""',
+    ]
+    status = reply.json()["status"]
+    assert status == {"replicas": 2, "conditions": [{"type": "A", "status": "True"}]}
+    strict = await http.patch(
+        f"{DEPLOYS}/web/status?fieldValidation=Strict", {"status": {"extra": 1}}, MERGE
+    )
+    assert strict.status == 400, strict.body
+    assert 'unknown field "status.extra"' in strict.json()["message"]
+    fraction = await http.patch(f"{DEPLOYS}/web/status", {"status": {"replicas": 1.5}}, MERGE)
+    assert fraction.status == 400, fraction.body
+
+
 async def test_scale_subresource(http: HTTPClient) -> None:
     await http.post(DEPLOYS, deployment())
     scale = (await http.get(f"{DEPLOYS}/web/scale")).json()

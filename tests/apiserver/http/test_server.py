@@ -21,6 +21,7 @@ from tests.support.rawhttp import (
     LIMIT,
     WAIT,
     Handler,
+    Held,
     Served,
     chunk,
     echo,
@@ -701,24 +702,17 @@ async def test_stop_closes_idle_keep_alive_connections() -> None:
 
 
 async def test_stop_lets_request_in_progress_finish() -> None:
-    running = asyncio.Event()
-    release = asyncio.Event()
-
-    async def handler(request: Request) -> Response:
-        running.set()
-        await release.wait()
-        return Response(200, b"done", "text/plain")
-
+    handler = Held()
     async with Served(handler) as served:
         conn = await served.connect()
         conn.send(get("/work"))
-        await asyncio.wait_for(running.wait(), WAIT)
+        await asyncio.wait_for(handler.running.wait(), WAIT)
         stopping = asyncio.create_task(served.http.stop())
         await asyncio.sleep(0)  # one turn: stop() closes the listener and waits for the request
         assert not stopping.done()
         with pytest.raises(ConnectionRefusedError):
             await asyncio.open_connection("127.0.0.1", served.port)
-        release.set()
+        handler.release.set()
         await asyncio.wait_for(stopping, WAIT)
         assert await conn.response() == expected(200, b"done", close=True)
         assert await conn.eof() == b""

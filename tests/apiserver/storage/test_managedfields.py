@@ -812,6 +812,27 @@ class TestUpdates:
         assert owned(out, "controller") == [".status", ".status.phase"]
         assert entry(out, "creator") == entry(live, "creator")
 
+    def test_a_status_write_owns_its_changes_to_status_alone(self) -> None:
+        schema = widget_view()
+        live = update(None, widget({"size": 1}), "creator", schema, "v", now=T0)
+        body = copy.deepcopy(live)
+        body["status"] = {"phase": "Ready", "ready": True}
+        live = update(live, body, "controller", schema, "v", "status", now=T1)
+        assert owned(live, "controller") == [".status", ".status.phase", ".status.ready"]
+        body = copy.deepcopy(live)
+        body["status"] = {"phase": "Done"}
+        body["spec"]["size"] = 3  # not this write's to own
+        out = update(live, body, "other", schema, "v", "status", now=T2)
+        assert owned(out, "other") == [".status.phase"]
+        assert owned(out, "controller") == [".status"]
+        assert owned(out, "creator") == owned(live, "creator")
+        # A status write removing status altogether.
+        body = copy.deepcopy(out)
+        del body["status"]
+        gone = update(out, body, "other", schema, "v", "status", now=T3)
+        assert "controller" not in [e["manager"] for e in entries(gone)]
+        assert "other" not in [e["manager"] for e in entries(gone)]
+
     def test_update_manager_count_is_capped(self) -> None:
         live = update(None, configmap({"k0": "v"}), "m0", now="2024-05-01T10:00:00Z")
         for i in range(1, 13):

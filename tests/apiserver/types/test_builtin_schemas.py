@@ -313,6 +313,34 @@ def test_drop_unknown_fields_edits_in_place(schemas: BuiltinSchemas) -> None:
     assert schemas.unknown_fields(DEPLOYMENT, obj) == []
 
 
+def test_after_a_merge_patch_only_what_it_brought_is_looked_at(schemas: BuiltinSchemas) -> None:
+    # The result of a merge patch of a stored object: beneath the maps the patch names, the
+    # values are the stored ones, which decoding already left as they are.
+    patch: dict[str, Any] = {"spec": {"replicas": 3, "zeta": 1, "strategy": {"omega": 2}}}
+    obj = deployment(replicas=3, zeta=1, strategy={"omega": 2, "type": "Recreate"})
+    container(obj)["imagePolicy"] = "stored, so not looked at"
+    obj["metadata"]["labels"] = {}  # likewise: not dropped
+    assert schemas.drop_unknown_fields(DEPLOYMENT, obj, True, patched=patch) == [
+        "spec.zeta",
+        "spec.strategy.omega",
+    ]
+    assert obj["spec"]["strategy"] == {"type": "Recreate"}
+    assert container(obj)["imagePolicy"] == "stored, so not looked at"
+    assert obj["metadata"]["labels"] == {}
+
+
+def test_a_value_a_merge_patch_puts_in_place_is_looked_at_whole(schemas: BuiltinSchemas) -> None:
+    # Lists and anything else but a map replace what was stored.
+    containers = [{"name": "web", "image": "nginx", "imagePolicy": "x", "env": []}]
+    patch: dict[str, Any] = {"spec": {"template": {"spec": {"containers": containers}}}}
+    obj = deployment()
+    obj["spec"]["template"]["spec"]["containers"] = containers
+    assert schemas.drop_unknown_fields(DEPLOYMENT, obj, True, patched=patch) == [
+        "spec.template.spec.containers[0].imagePolicy"
+    ]
+    assert containers == [{"name": "web", "image": "nginx"}]
+
+
 def test_values_of_the_wrong_type_are_left_to_validation(schemas: BuiltinSchemas) -> None:
     assert schemas.unknown_fields(DEPLOYMENT, deployment(template="x")) == []
     assert schemas.unknown_fields(DEPLOYMENT, {"spec": None, "metadata": []}) == []

@@ -91,7 +91,8 @@ class PatchHandler:
             elif ctype == MERGE_PATCH:
                 if not isinstance(decoded, dict):
                     raise StatusError.bad_request("a merge patch must be a JSON object")
-                patched = patch.apply_merge_patch(current, decoded)
+                # Both are this request's own copies: the patch goes into the object.
+                patched = patch.merge_patch_into(current, decoded)
             else:
                 if not isinstance(decoded, dict):
                     raise StatusError.bad_request("a strategic merge patch must be a JSON object")
@@ -121,11 +122,16 @@ class PatchHandler:
             )
         # JSON and merge patches keep the number literals they carry, so the result is
         # decoded as a body is; a strategic merge patch's result is converted from maps.
+        # What a merge patch leaves of an object read as stored is as decoding left it: only
+        # what the patch brought is decoded (a built-in object's fields; a custom object's
+        # schema prunes it whole).
+        as_stored = ctype == MERGE_PATCH and self.codec.serves_as_stored(rt, old)
         writes.decode(
             call,
             obj,
             "json patch " if ctype == JSON_PATCH else "",
             CONVERTED_INTEGERS if ctype == STRATEGIC_PATCH else STRICT_INTEGERS,
+            decoded if as_stored else None,
         )
         return await writes.write_update(call, obj, old)
 

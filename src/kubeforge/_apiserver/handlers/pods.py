@@ -6,16 +6,16 @@ pkg/registry/core/pod/storage/storage.go and eviction.go answer them."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubeforge._api.machinery.fielderror import FieldError
+from kubeforge._api.machinery.timestamps import now_rfc3339
 from kubeforge._apiserver.handlers.call import Call, stored_object
 from kubeforge._apiserver.handlers.eviction import Evictions
 from kubeforge._apiserver.handlers.writes import Writes
 from kubeforge._apiserver.http.messages import Request, ResponseStream
 from kubeforge._apiserver.request.errors import StatusError
-from kubeforge._apiserver.request.info import RequestInfo
 from kubeforge._apiserver.request.queryparams import query_flag
 from kubeforge._apiserver.storage.codec import Codec
 from kubeforge._apiserver.storage.preconditions import body_version
@@ -127,7 +127,13 @@ class PodSubresources:
         return stream
 
     async def bind(self, call: Call, body: Any, pod_name: str) -> dict[str, Any]:
-        """Assign a pod to a node (what a scheduler does through pods/binding)."""
+        """Assign a pod to a node (what a scheduler does through pods/binding).
+
+        As BindingREST does (pkg/registry/core/pod/storage/storage.go,
+        setPodNodeAndMetadata): a storage update of the pod, not a pod update: the node
+        name, the Binding's annotations and the PodScheduled=True condition go in, and
+        neither pod validation nor field ownership runs (no managedFields entry names the
+        binding)."""
         if not isinstance(body, dict):
             raise StatusError.bad_request("the request body must be a Binding")
         review = call.admission
@@ -144,27 +150,35 @@ class PodSubresources:
         if stored is None:
             raise StatusError.not_found("", "pods", pod_name)
         pod = self.codec.served(pods, stored)
-        if pod["metadata"].get("deletionTimestamp"):
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
             raise StatusError.conflict(
                 "", "pods", pod_name, "pod is being deleted, cannot be assigned to a host"
             )
-        current = (pod.get("spec") or {}).get("nodeName")
+        spec = pod.setdefault("spec", {})
+        current = spec.get("nodeName")
         if current:
             raise StatusError.conflict(
                 "", "pods", pod_name, f'pod {pod_name} is already assigned to node "{current}"'
+            )
+        if spec.get("schedulingGates"):
+            raise StatusError.conflict(
+                "", "pods", pod_name, f"pod {pod_name} has non-empty .spec.schedulingGates"
             )
         if review is not None:
             await review.validate("CREATE", body, None)
             if self.store.get(pods.group_resource, call.namespace, pod_name) is not stored:
                 raise StatusError.stale("", "pods", pod_name)
-        pod.setdefault("spec", {})["nodeName"] = node
-        if wanted is not None:
+        if wanted is not None and wanted != meta.get("resourceVersion"):
             # The Binding's resourceVersion is a precondition on the pod, as upstream's.
-            pod["metadata"]["resourceVersion"] = wanted
-        pod_call = Call(
-            _with_name(call, pod_name), pods, call.query, call.user_agent, call.warnings, call.user
-        )
-        await self.writes.write_update(pod_call, pod, stored)
+            raise StatusError.stale("", "pods", pod_name)
+        spec["nodeName"] = node
+        annotations = (body.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict) and annotations:
+            meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        _scheduled(pod.setdefault("status", {}))
+        if not call.dry_run:
+            self.writes.commits.update(pods, self.codec.to_storage(pods, pod), stored)
         return _success()
 
     async def evict(self, call: Call, body: Any) -> dict[str, Any]:
@@ -177,9 +191,26 @@ def _typed(body: dict[str, Any], api_version: str, kind: str) -> dict[str, Any]:
     return {**body, "apiVersion": api_version, "kind": kind}
 
 
+def _scheduled(status: dict[str, Any]) -> None:
+    """Set PodScheduled=True as the pod utilities' UpdatePodCondition sets a condition: the
+    transition time kept while the status stays, reason and message cleared."""
+    conditions = [dict(c) for c in status.get("conditions") or ()]
+    found = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    since = now_rfc3339()
+    if found is not None and found.get("status") == "True" and found.get("lastTransitionTime"):
+        since = found["lastTransitionTime"]
+    condition = {
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": None,
+        "lastTransitionTime": since,
+    }
+    if found is None:
+        conditions.append(condition)
+    else:
+        conditions[conditions.index(found)] = condition
+    status["conditions"] = conditions
+
+
 def _success() -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
-
-
-def _with_name(call: Call, name: str) -> RequestInfo:
-    return replace(call.info, resource="pods", name=name, subresource="binding")

@@ -197,10 +197,12 @@ class Writes:
         obj: dict[str, Any],
         prefix: str = "",
         integers: str = STRICT_INTEGERS,
+        patched: dict[str, Any] | None = None,
     ) -> None:
         """Decode `obj` as its type (unknown fields dropped, defaults applied); the dropped
-        fields are reported as the request's fieldValidation asks."""
-        unknown = self.types.decode(call.rt, obj, integers)
+        fields are reported as the request's fieldValidation asks. `patched`: the merge
+        patch `obj` results from (TypeSupport.prune)."""
+        unknown = self.types.decode(call.rt, obj, integers, patched)
         call.report_unknown_fields(unknown, prefix)
 
     def validate(self, call: Call, obj: dict[str, Any], old: dict[str, Any] | None) -> None:

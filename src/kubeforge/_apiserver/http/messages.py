@@ -218,6 +218,14 @@ class Response:
         # Header values are written as UTF-8, as Go's server writes them.
         return "".join(head).encode("utf-8", "replace") + body
 
+    def unframed(self) -> tuple[list[tuple[str, str]], bytes]:
+        """The header fields and body `encode` sends, for a client in this process that
+        takes them as they are (no connection: nothing about one)."""
+        if self.status in _NO_BODY:
+            return [*self.headers, ("Date", _date())], b""
+        fields = [*self.headers, ("Content-Length", str(len(self.body))), ("Date", _date())]
+        return fields, self.body
+
 
 class ResponseStream:
     """A chunked response body, written piece by piece (watch events, followed logs).

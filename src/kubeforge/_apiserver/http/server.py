@@ -20,11 +20,12 @@ import re
 import resource
 import ssl
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httptools
 
+from kubeforge._apiserver.http.inprocess import InProcessExchanges
 from kubeforge._apiserver.http.messages import Headers, Request, Response, ResponseStream, Upgraded
 
 __all__ = [
@@ -161,6 +162,9 @@ class HTTPServer:
         self.ending: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self._local: asyncio.Server | None = None
+        # Exchanges of clients in this process (made when the server starts, in its context).
+        self.in_process: InProcessExchanges | None = None
+        self._valid_host = ""  # the last Host an in-process request had, found valid
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> int:
         """Listen and return the port bound."""
@@ -183,6 +187,7 @@ class HTTPServer:
             backlog=1024,
             ssl_handshake_timeout=handshake,
         )
+        self.in_process = InProcessExchanges(self)
         return int(self._server.sockets[0].getsockname()[1])
 
     async def serve_unix(self, path: str) -> None:
@@ -205,6 +210,7 @@ class HTTPServer:
         if self._local is not None:
             self._local.close()
             self._local = None
+        pending = self.in_process.pending if self.in_process is not None else set()
         for conn in [*self.connections, *self.refusing]:
             conn.close_when_idle()
         if any(conn.scheduled for conn in self.connections):
@@ -221,10 +227,51 @@ class HTTPServer:
                 break
             # A pipelined request behind one in progress may start a task of its own.
             await asyncio.wait(busy, timeout=remaining)
+        if pending:
+            # In-process exchanges still waiting (on a webhook, say) get the same time.
+            _, late = await asyncio.wait(set(pending), timeout=max(deadline - loop.time(), 0.001))
+            for late_task in late:
+                late_task.cancel()
+            if late:
+                await asyncio.wait(late)
         if self.ending:
             # Stopped means no handler of this server runs any more, not even one unwinding
             # from its client's going.
             await asyncio.wait(set(self.ending), timeout=self.shutdown_timeout)
+
+    @property
+    def serving(self) -> bool:
+        """Between start() and stop()."""
+        return self._server is not None
+
+    def crashed(self, request: Request, exc: Exception) -> Response:
+        """The answer to a request whose handler failed."""
+        log.error("%s %s failed", request.method, request.target, exc_info=exc)
+        return self.error(500, f"{type(exc).__name__}: {exc}")
+
+    def refusal(self, target: str, headers: Mapping[str, str], body_size: int) -> Response | None:
+        """What a connection answers a request it reads with these parts before any handler
+        sees it (too large, no valid Host), for a request that came without one."""
+        limit = self.limits.max_header_bytes
+        if len(target) + sum(len(k) + len(v) for k, v in headers.items()) > limit:
+            # Counted as _Connection._head_size counts a head.
+            size = len(target) + 20 + sum(len(k) + len(v) + 4 for k, v in headers.items())
+            if size > limit:
+                return self.error(400, "request headers too large")
+        host = headers.get("host")
+        if host is None:
+            return self.error(400, "missing Host header")
+        if host != self._valid_host:
+            if not _HOST.fullmatch(host):
+                return self.error(400, "invalid Host header")
+            self._valid_host = host
+        if body_size > self.max_body_bytes:
+            return self.too_large()
+        return None
+
+    def too_large(self) -> Response:
+        """The answer to a request whose body is over the limit."""
+        return self.error(413, f"Request entity too large: limit is {self.max_body_bytes}")
 
     def make_room(self) -> bool:
         """Close the oldest connection over the cap still waiting for its request, for a new
@@ -598,8 +645,7 @@ class _Connection(asyncio.Protocol):
         self.transport.write(_CONTINUE)
 
     def _too_large(self) -> Response:
-        limit = self.server.max_body_bytes
-        return self.server.error(413, f"Request entity too large: limit is {limit}")
+        return self.server.too_large()
 
     def _refuse_connection(self) -> None:
         """Answer a connection over the cap with 429, as kube-apiserver answers requests over
@@ -709,8 +755,7 @@ class _Connection(asyncio.Protocol):
             return self._crashed(request, exc)
 
     def _crashed(self, request: Request, exc: Exception) -> Response:
-        log.error("%s %s failed", request.method, request.target, exc_info=exc)
-        return self.server.error(500, f"{type(exc).__name__}: {exc}")
+        return self.server.crashed(request, exc)
 
     def _keep_alive(self, request: Request | _Canned) -> bool:
         """Whether the connection stays open after this response; if not, nothing queued

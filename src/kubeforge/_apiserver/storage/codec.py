@@ -119,9 +119,13 @@ class Codec:
 
     def served_raw(self, rt: ResourceType, stored: StoredObject) -> bytes | dict[str, Any]:
         """The stored bytes when they already are in the served version, else a converted copy."""
-        if rt.from_storage is None and stored.api_version == rt.api_version:
+        if self.serves_as_stored(rt, stored):
             return stored.raw
         return self.served(rt, stored)
+
+    def serves_as_stored(self, rt: ResourceType, stored: StoredObject) -> bool:
+        """Whether `rt` serves the object as it is stored, nothing converted."""
+        return rt.from_storage is None and stored.api_version == rt.api_version
 
     def to_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         """An object of `rt` (the caller's to change) in the form it is stored in, for types

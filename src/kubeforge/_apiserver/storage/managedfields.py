@@ -654,10 +654,28 @@ def _compare(old: Any, new: Any, t: _Type, prefix: Path, diff: _Diff) -> None:
         diff.added.discard(prefix)
 
 
-def _diff(old: Mapping[str, Any], new: Mapping[str, Any], root: _Type) -> _Diff:
+def _diff(
+    old: Mapping[str, Any], new: Mapping[str, Any], root: _Type, only: str | None = None
+) -> _Diff:
+    """What changed from `old` to `new`; of the top-level field `only` alone when given (a
+    write that may own nothing else: its changes elsewhere would be discarded)."""
     diff = _Diff()
-    _compare(old, new, root, (), diff)
-    diff.added.discard(())
+    if only is None:
+        _compare(old, new, root, (), diff)
+        diff.added.discard(())
+        return diff
+    # As _compare does at the top level, for one field.
+    before = old.get(only, _MISSING)
+    after = new.get(only, _MISSING)
+    if only in root.skip or after is before:
+        return diff
+    path = ("f:" + only,)
+    if after is _MISSING:
+        _nodes(before, root.field(only), path, diff.removed)
+    elif before is _MISSING:
+        _nodes(after, root.field(only), path, diff.added)
+    elif not (type(before) is str and type(after) is str and before == after):
+        _compare(before, after, root.field(only), path, diff)
     return diff
 
 
@@ -1129,8 +1147,9 @@ def update_managed_fields(
         else:
             meta.pop("managedFields", None)
         return
-    diff = _diff(old if old is not None else {}, new, root)
-    diff.discard(_STRIPPED, _Scope(ignored, subresource))
+    scope = _Scope(ignored, subresource)
+    diff = _diff(old if old is not None else {}, new, root, scope.only)
+    diff.discard(_STRIPPED, scope)
     if diff:
         changed = diff.added | diff.modified
         touched = changed | diff.removed

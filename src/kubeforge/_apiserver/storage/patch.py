@@ -26,6 +26,7 @@ __all__ = [
     "apply_strategic_merge_patch",
     "json_copy",
     "json_equal",
+    "merge_patch_into",
 ]
 
 MAX_JSON_PATCH_OPERATIONS = 10000
@@ -286,7 +287,7 @@ def apply_json_patch(doc: Any, ops: Any) -> Any:
 # --- merge patch (RFC 7386) ----------------------------------------------------------------
 
 
-def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
+def _merge_into(target: dict[str, Any], patch: dict[str, Any], copy: bool) -> None:
     for key, value in patch.items():
         if value is None:
             target.pop(key, None)
@@ -295,9 +296,9 @@ def _merge_into(target: dict[str, Any], patch: dict[str, Any]) -> None:
             if not isinstance(current, dict):
                 current = {}
                 target[key] = current
-            _merge_into(current, value)
+            _merge_into(current, value, copy)
         else:
-            target[key] = json_copy(value)
+            target[key] = json_copy(value) if copy else value
 
 
 def apply_merge_patch(doc: Any, patch: Any) -> Any:
@@ -305,7 +306,14 @@ def apply_merge_patch(doc: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
         return json_copy(patch)
     target = json_copy(doc) if isinstance(doc, dict) else {}
-    _merge_into(target, patch)
+    _merge_into(target, patch, True)
+    return target
+
+
+def merge_patch_into(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`apply_merge_patch` of an object patch onto an object, both the caller's own: `target`
+    is changed in place and takes the patch's values as they are, nothing is copied."""
+    _merge_into(target, patch, False)
     return target
 
 

@@ -638,6 +638,7 @@ class BuiltinSchemas:
         obj: Any,
         omit_empty: bool = False,
         integers: str | None = None,
+        patched: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """Remove undeclared fields, and declared ones set to null, from `obj` in place (what
         typed decoding and encoding do); return the undeclared fields' paths. With
@@ -650,8 +651,14 @@ class BuiltinSchemas:
         strategic merge patch or an apply produced: a whole-number float becomes the
         integer; anything else still raises DecodeError (where the converter would wrap an
         out-of-range number round, this server refuses it).
+
+        `patched`, the merge patch `obj` is the result of, limits the walk to what the patch
+        brought: beneath the maps it does not name, `obj` holds the stored object's values,
+        which decoding left as they are (the caller vouches that `obj` was read as stored).
         """
-        return self._unknown(definition, obj, drop=True, omit_empty=omit_empty, integers=integers)
+        return self._unknown(
+            definition, obj, drop=True, omit_empty=omit_empty, integers=integers, within=patched
+        )
 
     def _unknown(
         self,
@@ -660,18 +667,22 @@ class BuiltinSchemas:
         drop: bool,
         omit_empty: bool = False,
         integers: str | None = None,
+        within: Mapping[str, Any] | None = None,
     ) -> list[str]:
         found: list[str] = []
-        # Entries are (shape, value, path) to visit or a bare path to report; pushed in
-        # reverse so the report follows document order.
-        stack: list[tuple[_Shape, Any, str] | str] = [(self._shape(definition), obj, "")]
+        # Entries are (shape, value, path, within) to visit or a bare path to report; pushed
+        # in reverse so the report follows document order. `within`, when not None, is the
+        # part of a merge patch at that value: only the keys it names are looked at.
+        stack: list[tuple[_Shape, Any, str, Any] | str] = [
+            (self._shape(definition), obj, "", within)
+        ]
         while stack:
             entry = stack.pop()
             if isinstance(entry, str):
                 found.append(entry)
                 continue
-            shape, value, path = entry
-            pending: list[tuple[_Shape, Any, str] | str] = []
+            shape, value, path, named = entry
+            pending: list[tuple[_Shape, Any, str, Any] | str] = []
             fields = shape.fields
             if fields is not None:
                 if not isinstance(value, dict):
@@ -679,7 +690,8 @@ class BuiltinSchemas:
                 doomed: list[str] = []
                 nulls: list[str] = []
                 omitted = shape.omit_empty if omit_empty else ()
-                for key, child_value in value.items():
+                items = value.items() if named is None else _named_items(value, named)
+                for key, child_value in items:
                     child = fields.get(key)
                     if child is None:
                         pending.append(f"{path}.{key}" if path else key)
@@ -694,7 +706,14 @@ class BuiltinSchemas:
                         if key in omitted:
                             nulls.append(key)
                     elif child.walk:
-                        pending.append((child, child_value, f"{path}.{key}" if path else key))
+                        pending.append(
+                            (
+                                child,
+                                child_value,
+                                f"{path}.{key}" if path else key,
+                                None if named is None else _named_part(named, key),
+                            )
+                        )
                     elif integers is not None and child.integer is not None:
                         bounds = child.integer
                         if child_value.__class__ is not int or not (
@@ -713,7 +732,8 @@ class BuiltinSchemas:
                     continue
                 child = shape.values
                 item_bounds = child.integer if integers is not None else None
-                for key, child_value in value.items():
+                items = value.items() if named is None else _named_items(value, named)
+                for key, child_value in items:
                     if item_bounds is not None:
                         if child_value is not None and (
                             child_value.__class__ is not int
@@ -723,7 +743,14 @@ class BuiltinSchemas:
                                 definition, obj, child_value, item_bounds, integers, path, key
                             )
                     elif child_value is not None:
-                        pending.append((child, child_value, f"{path}.{key}" if path else key))
+                        pending.append(
+                            (
+                                child,
+                                child_value,
+                                f"{path}.{key}" if path else key,
+                                None if named is None else _named_part(named, key),
+                            )
+                        )
             elif shape.items is not None:
                 if not isinstance(value, list):
                     continue
@@ -739,7 +766,21 @@ class BuiltinSchemas:
                                 definition, obj, child_value, item_bounds, integers, path, i
                             )
                     elif child_value is not None:
-                        pending.append((child, child_value, f"{path}[{i}]"))
+                        # A merge patch replaces lists whole: everything in one is its own.
+                        pending.append((child, child_value, f"{path}[{i}]", None))
             pending.reverse()
             stack.extend(pending)
         return found
+
+
+def _named_items(value: dict[str, Any], named: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The items of a map that a merge patch's map at the same place names, in the map's
+    order (the others are as stored)."""
+    return [(key, child) for key, child in value.items() if key in named]
+
+
+def _named_part(named: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """What of a merge patch's map to follow beneath `key`: its map there (merged into what
+    was stored), or None when it put its own value there (looked at whole)."""
+    part = named.get(key)
+    return part if isinstance(part, dict) else None

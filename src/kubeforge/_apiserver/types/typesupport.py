@@ -57,6 +57,7 @@ class TypeSupport:
         obj: dict[str, Any],
         omit_empty: bool = False,
         integers: str | None = STRICT_INTEGERS,
+        patched: dict[str, Any] | None = None,
     ) -> list[str]:
         """Drop, in place, fields the type does not know; returns their paths.
 
@@ -65,7 +66,9 @@ class TypeSupport:
         objects keep theirs, except in `metadata`, which the server reads as an ObjectMeta.
         Built-in objects' integer fields are read as `integers` says (builtin_schemas.py):
         strictly, as from a request body, or converted, as from a strategic merge patch or
-        an apply; a value that does not fit is a 400.
+        an apply; a value that does not fit is a 400. `patched` (built-in objects): the
+        merge patch `obj` results from, applied to the object as stored, whose parts the
+        patch leaves as they were are not looked at again (builtin_schemas.py).
         """
         if rt.schema is not None:
             unknown = pruning.prune(obj, rt.schema)
@@ -83,7 +86,9 @@ class TypeSupport:
         if rt.definition is None:
             return []
         try:
-            return self.schemas.drop_unknown_fields(rt.definition, obj, omit_empty, integers)
+            return self.schemas.drop_unknown_fields(
+                rt.definition, obj, omit_empty, integers, patched
+            )
         except DecodeError as exc:
             raise StatusError.bad_request(exc.status_message(rt.kind, rt.version)) from None
 
@@ -95,10 +100,15 @@ class TypeSupport:
             self.strategy(rt).default(obj)
 
     def decode(
-        self, rt: ResourceType, obj: dict[str, Any], integers: str = STRICT_INTEGERS
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        integers: str = STRICT_INTEGERS,
+        patched: dict[str, Any] | None = None,
     ) -> list[str]:
-        """Prune and default, as decoding a request body does; returns the pruned paths."""
-        unknown = self.prune(rt, obj, omit_empty=True, integers=integers)
+        """Prune and default, as decoding a request body does; returns the pruned paths.
+        `patched` as for `prune`."""
+        unknown = self.prune(rt, obj, omit_empty=True, integers=integers, patched=patched)
         self.default(rt, obj)
         return unknown
 
