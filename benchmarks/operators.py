@@ -5,6 +5,8 @@ converge, requests counted at the server, CPU and peak RSS of the operator's pro
     python benchmarks/operators.py --quick           # N = 200
     python benchmarks/operators.py -n 20 --operators kubeforge --json out.json
     python benchmarks/operators.py --operators kubeforge kubeforge-recording   # console cost
+    python benchmarks/operators.py --operators kubeforge-baseline kubeforge kubeforge-recording \
+        --baseline-src /path/to/other/checkout/src --rounds 5 --cases running
 
 The job (benchmarks/widgets/): for each Widget, create an owned ConfigMap holding its
 spec.size and set its status (the ConfigMap's name and the generation it reflects). Cases:
@@ -17,6 +19,13 @@ and peak RSS are read from /proc, its requests from the server's `apiserver_requ
 `kubeforge-recording` is the kubeforge operator with the console's recording on: a timeline
 (kubeforge._runtime.timeline, what `kubeforge run`'s console keeps) observes its manager, so
 the table's ratio line between it and `kubeforge` is what recording costs.
+`kubeforge-baseline` is the same operator importing kubeforge from `--baseline-src` (another
+checkout's src/, e.g. one without the runtime's reporting points), compared with `kubeforge`.
+
+`--rounds R` runs each case R times, every operator once a round, in an order rotated from
+round to round, so that a change in the machine's load falls on all of them alike; the table
+then shows each column's median, each ratio is the median of the rounds' own ratios, and
+the CPU of every round follows. The load average is printed before and after.
 """
 
 # ruff: noqa: E402
@@ -35,6 +44,7 @@ import argparse
 import asyncio
 import json
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
@@ -54,6 +64,7 @@ WIDGETS = Path(HERE) / "widgets"
 OPERATORS = {
     "kubeforge": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
     "kubeforge-recording": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
+    "kubeforge-baseline": [sys.executable, str(WIDGETS / "kubeforge_operator.py")],
     "kopf": [
         str(BIN / "kopf"),
         "run",
@@ -62,7 +73,18 @@ OPERATORS = {
         str(WIDGETS / "kopf_operator.py"),
     ],
 }
-LABELS = {"kubeforge": "kubeforge", "kubeforge-recording": "recording", "kopf": "Kopf"}
+LABELS = {
+    "kubeforge": "kubeforge",
+    "kubeforge-recording": "recording",
+    "kubeforge-baseline": "baseline",
+    "kopf": "Kopf",
+}
+# Pairs shown as a ratio line: (operator, compared with, label).
+RATIOS = (
+    ("kubeforge", "kopf", "ratio"),
+    ("kubeforge", "kubeforge-baseline", "off/base"),
+    ("kubeforge-recording", "kubeforge", "rec./off"),
+)
 NAMESPACE = "default"
 API_VERSION = f"{GROUP}/{VERSION}"
 WRITES = {"POST", "PUT", "PATCH", "DELETE", "APPLY"}
@@ -86,6 +108,7 @@ class Phase:
     requests: dict[str, int] = field(default_factory=dict)
     minimum_writes: int = 0
     driver: float = 0.0  # seconds this driver spent creating or changing the Widgets
+    round: int = 0
 
     def count(self, verbs: set[str], *, code: str | None = None) -> int:
         total = 0
@@ -384,11 +407,35 @@ async def prepare(kubeconfig: Path) -> tuple[Server, Convergence]:
 
 
 WORKERS = 0  # --workers: kubeforge's max_concurrent_reconciles (0: its default)
+BASELINE_SRC: Path | None = None  # --baseline-src: where kubeforge-baseline imports kubeforge
+
+
+def operator_env(operator: str) -> dict[str, str]:
+    env = dict(os.environ, WIDGET_WORKERS=str(WORKERS))
+    env["WIDGET_TIMELINE"] = "1" if operator == "kubeforge-recording" else ""
+    if operator == "kubeforge-baseline":
+        if BASELINE_SRC is None:
+            raise SystemExit("kubeforge-baseline needs --baseline-src")
+        env["PYTHONPATH"] = str(BASELINE_SRC)
+    return env
+
+
+def check_baseline() -> None:
+    """The baseline operator imports kubeforge from --baseline-src, not this checkout."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import kubeforge; print(kubeforge.__file__)"],
+        env=operator_env("kubeforge-baseline"),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert BASELINE_SRC is not None
+    if not Path(found).resolve().is_relative_to(BASELINE_SRC.resolve()):
+        raise SystemExit(f"--baseline-src: kubeforge was imported from {found}")
 
 
 def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, KUBECONFIG=str(kubeconfig), WIDGET_WORKERS=str(WORKERS))
-    env["WIDGET_TIMELINE"] = "1" if operator == "kubeforge-recording" else ""
+    env = dict(operator_env(operator), KUBECONFIG=str(kubeconfig))
     with log.open("wb") as out:
         return subprocess.Popen(OPERATORS[operator], env=env, stdout=out, stderr=out)
 
@@ -504,17 +551,48 @@ async def created_while_running(
 # report ---------------------------------------------------------------------------------------
 
 
+def median_phase(runs: list[Phase]) -> Phase:
+    """One operator's runs of one case as one row: each measure's median (the requests of
+    the first run; they are the same every round when the operator is correct)."""
+    first = runs[0]
+    return Phase(
+        first.case,
+        first.operator,
+        first.objects,
+        statistics.median(p.wall for p in runs),
+        statistics.median(p.cpu for p in runs),
+        int(statistics.median(p.peak_rss for p in runs)),
+        first.requests,
+        first.minimum_writes,
+        statistics.median(p.driver for p in runs),
+    )
+
+
+def paired(ours: list[Phase], theirs: list[Phase], measure: str) -> float:
+    """The median over the rounds of `measure`'s ratio between two operators' runs of the
+    same round (run one after the other, under much the same load)."""
+    by_round = {p.round: p for p in theirs}
+    ratios = [
+        getattr(p, measure) / max(getattr(by_round[p.round], measure), 0.01)
+        for p in ours
+        if p.round in by_round
+    ]
+    return statistics.median(ratios)
+
+
 def table(phases: list[Phase]) -> str:
     header = (
         f"{'case':<32} {'operator':<10} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} "
         f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6} {'driver s':>8}"
     )
     lines = [header, "-" * len(header)]
-    by_case: dict[str, dict[str, Phase]] = {}
+    by_case: dict[str, dict[str, list[Phase]]] = {}
     for p in phases:
-        by_case.setdefault(p.case, {})[p.operator] = p
+        by_case.setdefault(p.case, {}).setdefault(p.operator, []).append(p)
+    rounds = max((p.round for p in phases), default=0) + 1
     for case, ops in by_case.items():
-        for p in ops.values():
+        for runs in ops.values():
+            p = median_phase(runs)
             lines.append(
                 f"{case:<32} {LABELS[p.operator]:<10} {p.wall:>7.2f} {p.cpu:>7.2f} "
                 f"{p.peak_rss / 2**20:>7.0f} {p.writes:>7,} {p.minimum_writes:>6,} "
@@ -522,24 +600,44 @@ def table(phases: list[Phase]) -> str:
                 + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
             )
             case = ""
-        for ours_name, theirs_name, label in (
-            ("kubeforge", "kopf", "ratio"),
-            ("kubeforge-recording", "kubeforge", "rec./off"),
-        ):
+        for ours_name, theirs_name, label in RATIOS:
             if ours_name in ops and theirs_name in ops:
                 ours, theirs = ops[ours_name], ops[theirs_name]
                 lines.append(
-                    f"{'':<32} {label:<10} {ours.wall / theirs.wall:>6.2f}x "
-                    f"{ours.cpu / max(theirs.cpu, 0.01):>6.2f}x "
-                    f"{ours.peak_rss / theirs.peak_rss:>6.2f}x "
-                    f"{ours.writes / max(theirs.writes, 1):>6.2f}x"
+                    f"{'':<32} {label:<10} {paired(ours, theirs, 'wall'):>6.2f}x "
+                    f"{paired(ours, theirs, 'cpu'):>6.2f}x "
+                    f"{paired(ours, theirs, 'peak_rss'):>6.2f}x "
+                    f"{paired(ours, theirs, 'writes'):>6.2f}x"
                 )
+    if rounds > 1:
+        lines.append("")
+        lines.append(f"medians of {rounds} rounds; CPU s of each round, in the order run:")
+        for case, ops in by_case.items():
+            for operator, runs in ops.items():
+                cpu = " ".join(f"{p.cpu:.3f}" for p in sorted(runs, key=lambda p: p.round))
+                lines.append(f"  {case} / {LABELS[operator]}: {cpu}")
+            for ours_name, theirs_name, label in RATIOS:
+                if ours_name in ops and theirs_name in ops:
+                    by_round = {p.round: p for p in ops[theirs_name]}
+                    ratios = " ".join(
+                        f"{p.cpu / max(by_round[p.round].cpu, 0.01):.3f}"
+                        for p in sorted(ops[ours_name], key=lambda p: p.round)
+                    )
+                    lines.append(f"  {case} / {label} CPU: {ratios}")
     lines.append("")
     lines.append("requests by verb, resource and code:")
     for p in phases:
+        if p.round:
+            continue
         detail = ", ".join(f"{k} x{v:,}" for k, v in p.requests.items())
         lines.append(f"  {p.case} / {LABELS[p.operator]}: {detail}")
     return "\n".join(lines)
+
+
+def in_turn(operators: list[str], round: int) -> list[str]:
+    """The operators in the order of `round`: rotated by one each round."""
+    shift = round % len(operators)
+    return operators[shift:] + operators[:shift]
 
 
 async def run(args: argparse.Namespace) -> list[Phase]:
@@ -548,15 +646,22 @@ async def run(args: argparse.Namespace) -> list[Phase]:
         tmp = Path(tmp_dir)
         for count in args.objects:
             if "existing" in args.cases:
-                for operator in args.operators:
-                    phases += await existing_then_update(
-                        operator, count, tmp, args.settle, args.timeout
-                    )
+                for round in range(args.rounds):
+                    for operator in in_turn(args.operators, round):
+                        done = await existing_then_update(
+                            operator, count, tmp, args.settle, args.timeout
+                        )
+                        for phase in done:
+                            phase.round = round
+                        phases += done
             if "running" in args.cases:
-                for operator in args.operators:
-                    phases.append(
-                        await created_while_running(operator, count, tmp, args.settle, args.timeout)
-                    )
+                for round in range(args.rounds):
+                    for operator in in_turn(args.operators, round):
+                        phase = await created_while_running(
+                            operator, count, tmp, args.settle, args.timeout
+                        )
+                        phase.round = round
+                        phases.append(phase)
     return phases
 
 
@@ -590,13 +695,29 @@ def main() -> None:
         default=0,
         help="kubeforge's max_concurrent_reconciles (default 0: the controller's default)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run each case this many times, the operators in turn (medians shown)",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="kubeforge-baseline imports kubeforge from this directory (another checkout's src/)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if args.quick:
         args.objects = [200]
-    global WORKERS
+    global WORKERS, BASELINE_SRC
     WORKERS = args.workers
+    BASELINE_SRC = args.baseline_src
+    if "kubeforge-baseline" in args.operators:
+        check_baseline()
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     phases = asyncio.run(run(args))
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(table(phases))
     if args.json is not None:
         rows = [

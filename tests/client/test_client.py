@@ -20,6 +20,7 @@ from kubeforge import (
 from kubeforge._api.meta import GroupVersionKind, ObjectMeta, ResourceInfo
 from kubeforge._api.model import Model
 from kubeforge._api.resource import Resource
+from kubeforge._client.client import Call
 from kubeforge.apiserver import APIServer
 from kubeforge.client import Gone, NoKindMatch
 from tests.support.crds import widget, widget_crd
@@ -311,6 +312,27 @@ async def test_writes_make_the_object_given_the_object_as_stored(api: Client) ->
     with pytest.raises(NotFound) as missing:
         await api.get(Widget, "nope")
     assert str(missing.value).startswith("get Widget default/nope: 404 NotFound")
+
+
+async def test_a_call_observer_reads_the_answer_the_caller_is_handed(api: Client) -> None:
+    """Call observers are told each request once answered, before the caller; what they read
+    of the answer is the caller's own decoding of it (decoded once for both)."""
+    told: list[tuple[Call, Any]] = []
+
+    def observe(call: Call) -> None:
+        told.append((call, call.decoded()))
+
+    api.add_call_observer(observe)
+    try:
+        created = await api.create(cm("told", a="1"))
+        with pytest.raises(AlreadyExists):
+            await api.create(cm("told"))
+    finally:
+        api.remove_call_observer(observe)
+    (answered, answer), (refused, nothing) = told
+    assert (answered.call, answered.name, answered.code) == ("create", "told", 201)
+    assert answer["metadata"] is created["metadata"]
+    assert refused.code == 409 and isinstance(refused.error, AlreadyExists) and nothing is None
 
 
 async def test_object_lists_are_lists(api: Client) -> None:

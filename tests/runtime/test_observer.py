@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from kubeforge import Client, NotFound
@@ -189,3 +190,21 @@ async def test_an_observer_that_fails_does_not_stop_the_others(
     finally:
         manager.stop()
         await task
+
+
+def test_a_write_decodes_the_object_it_returned_only_when_it_is_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answer = orjson.dumps(cm("lazy", greeting="hi"))
+    decoded: list[bytes] = []
+    loads = orjson.loads
+
+    def counted(data: bytes) -> Any:
+        decoded.append(data)
+        return loads(data)
+
+    monkeypatch.setattr(orjson, "loads", counted)
+    write = Write(None, "create", CM, "default", "lazy", "7", "copier", 201, answer=answer)
+    assert decoded == []
+    assert write.obj == cm("lazy", greeting="hi") and write.obj is write.obj
+    assert decoded == [answer]

@@ -4,13 +4,16 @@ and the bounded history."""
 
 from __future__ import annotations
 
+import gc
 import itertools
+from typing import Any
 
 import pytest
 
 from kubeforge._runtime.logs import ReconcileContext
 from kubeforge._runtime.observer import (
     Delivered,
+    Read,
     ReconcileFinished,
     ReconcileStarted,
     Trigger,
@@ -171,3 +174,33 @@ def test_the_history_keeps_the_newest_entries_and_tells_listeners() -> None:
     assert timeline.document()["capacity"] == 3
     with pytest.raises(ValueError, match="at least one"):
         Timeline(capacity=0)
+
+
+def _kept(timeline: Timeline) -> list[Any]:
+    """Every object the timeline's own data reaches."""
+    seen: dict[int, Any] = {}
+    todo = list(vars(timeline).values())
+    while todo:
+        obj = todo.pop()
+        if id(obj) not in seen:
+            seen[id(obj)] = obj
+            todo.extend(gc.get_referents(obj))
+    return list(seen.values())
+
+
+def test_the_timeline_keeps_plain_data_not_the_records() -> None:
+    """A reconcile's reads, writes and triggers are kept as tuples, dicts, strings and
+    numbers, which the garbage collector stops following once it has seen them; none of the
+    records, nor the reconcile's context they name, stays alive in the timeline."""
+    timeline = Timeline()
+    run = Run(timeline, "cnat", "at")
+    run.start(event("at", "1"))
+    timeline.record(
+        Read(run.context, "cache", "get", KIND, "default", "at", (("default", "at", "1"),))
+    )
+    run.write("at", "2")
+    run.finish()
+    records = (Read, Write, ReconcileStarted, ReconcileFinished, Trigger, ReconcileContext)
+    assert not [o for o in _kept(timeline) if isinstance(o, records)]
+    (entry,) = reconciles(timeline)
+    assert entry["reads"][0]["rvs"] == ["1"] and entry["writes"][0]["rv"] == "2"

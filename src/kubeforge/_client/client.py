@@ -14,7 +14,6 @@ and returns the object as stored; `patch` returns the object as stored.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -126,11 +125,14 @@ WriteObserver = Callable[[Written], None]
 """Told about every object a write returned (how a cache reads its own writes)."""
 
 
-@dataclass(frozen=True, slots=True)
+# Made for every request while the client is observed: not frozen, as a frozen dataclass
+# takes several times as long to make.
+@dataclass(slots=True)
 class Call:
     """One request a client made and how it ended: `call` names the verb as the client
     does (get, list, create, update_status, patch, delete ...), `params` its query, `code`
-    the HTTP status, `body` the answer of a success, `error` the ApiError of a failure."""
+    the HTTP status, `body` the answer of a success, `error` the ApiError of a failure,
+    `reply` the success's response (see `decoded`)."""
 
     call: str
     resource: APIResource
@@ -140,6 +142,13 @@ class Call:
     code: int
     body: bytes | None = None
     error: ApiError | None = None
+    reply: Response | None = field(default=None, repr=False, compare=False)
+
+    def decoded(self) -> Any:
+        """The answer decoded (None for a failure): the very object the caller is handed
+        next, decoded once for both, so read what is needed at once and keep nothing of it
+        (decode `body` for an object of one's own)."""
+        return None if self.reply is None else self.reply.json()
 
 
 CallObserver = Callable[[Call], None]
@@ -298,13 +307,25 @@ class Client:
             exc.call = _describe_call(call, target, name)
             if self._call_observers:
                 params = options.get("params") or {}
-                failed = Call(call, target.resource, target.namespace, name, params, exc.code)
-                self._called(dataclasses.replace(failed, error=exc))
+                self._called(
+                    Call(call, target.resource, target.namespace, name, params, exc.code, None, exc)
+                )
             raise
         if self._call_observers:
             params = options.get("params") or {}
-            answered = Call(call, target.resource, target.namespace, name, params, reply.status)
-            self._called(dataclasses.replace(answered, body=reply.body))
+            self._called(
+                Call(
+                    call,
+                    target.resource,
+                    target.namespace,
+                    name,
+                    params,
+                    reply.status,
+                    reply.body,
+                    None,
+                    reply,
+                )
+            )
         return reply
 
     def _called(self, done: Call) -> None:

@@ -514,7 +514,8 @@ class Controller:
             self.queue.add_after(request, delay, priority)
         else:
             self.queue.add_rate_limited(request, priority)
-        self.note_trigger(request, Trigger(cause))
+        if self.observers:
+            self.note_trigger(request, Trigger(cause))
 
     async def _reconcile(
         self, context: ReconcileContext, request: Request, priority: int

@@ -30,7 +30,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-import orjson
 from aiohttp import web
 
 from kubeforge._api.meta import GroupVersionKind
@@ -222,33 +221,45 @@ class Manager:
 
     def _observe_call(self, call: Call) -> None:
         """An API request as the observers' record: every write, and the reads a reconcile
-        makes through the uncached client (the informers' own lists are not told)."""
+        makes through the uncached client (the informers' own lists are not told). The
+        answer's decoding is the caller's own, shared (`Call.decoded`); a Write decodes its
+        object again only for an observer that reads it."""
         context = current_reconcile()
+        reading = call.call in _READS
+        if reading and context is None:
+            return
         kind = str(call.resource.gvk)
         namespace, name = call.namespace or "", call.name or ""
         error = None if call.error is None else str(call.error)
-        if call.call in _READS:
-            if context is None:
-                return
+        if reading:
             objects: tuple[tuple[str, str, str], ...] = ()
             if call.body and call.call != "logs":
-                answer = orjson.loads(call.body)
+                answer = call.decoded()
                 items = answer.get("items") if call.call == "list" else [answer]
                 objects = tuple(object_version(item) for item in items or ())
             verb = "list" if call.call == "list" else "get"
             self.observers.emit(Read(context, "api", verb, kind, namespace, name, objects, error))
             return
         manager = call.params.get("fieldManager", "")
-        obj = orjson.loads(call.body) if call.body else None
+        answer = call.decoded() if call.body else None
         version = ""
-        if isinstance(obj, dict) and obj.get("kind") != "Status":
-            namespace, name, version = object_version(obj)
+        body = None
+        if isinstance(answer, dict) and answer.get("kind") != "Status":
+            namespace, name, version = object_version(answer)
             namespace = namespace or call.namespace or ""
-        else:
-            obj = None
+            body = call.body
         self.observers.emit(
             Write(
-                context, call.call, kind, namespace, name, version, manager, call.code, error, obj
+                context,
+                call.call,
+                kind,
+                namespace,
+                name,
+                version,
+                manager,
+                call.code,
+                error,
+                answer=body,
             )
         )
 

@@ -12,7 +12,9 @@ manager) a reconcile makes. Reads and writes name the reconcile they belong to (
 plain `def` reconciler's cached reads, in its worker thread), for every record from then on.
 With no observer the places that report do no work beyond one truth test; the metrics are
 counted apart from this and are unchanged. An observer must return quickly and must not
-modify what it is given; one that raises is logged and the others are still told.
+modify what it is given; one that raises is logged and the others are still told. (Records
+are not frozen all the same: one is made for every event, reconcile, read and write while
+someone observes, and a frozen dataclass takes several times as long to make.)
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
+
+import orjson
 
 from kubeforge._runtime.logs import ReconcileContext
 from kubeforge._runtime.reconcile import Request
@@ -41,7 +45,7 @@ __all__ = [
 log = logging.getLogger("kubeforge.observer")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Trigger:
     """Why a request was queued: `cause` is `event` (an informer event, of the object
     named), `requeue_after`, `requeue` or `retry` (the previous reconcile's result or
@@ -55,7 +59,7 @@ class Trigger:
     type: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Delivered:
     """An informer event one controller's watch received: `type` is ADDED, MODIFIED or
     DELETED (a resync is a MODIFIED with the same resourceVersion), `requests` what its
@@ -73,7 +77,7 @@ class Delivered:
     obj: Mapping[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReconcileStarted:
     """A worker took `request` and calls the reconciler; `triggers` are what queued it
     since it was last taken (the latest few)."""
@@ -83,7 +87,7 @@ class ReconcileStarted:
     triggers: tuple[Trigger, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReconcileFinished:
     """A reconcile ended: `outcome` is one of success, requeue, requeue_after (then
     `requeue_after` seconds), error, terminal, panic or timeout; `error` the exception's
@@ -97,7 +101,7 @@ class ReconcileFinished:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Read:
     """A read: `source` is `cache` or `api`, `verb` `get` or `list`; `objects` the
     (namespace, name, resourceVersion) of what it returned (none for a NotFound, whose text
@@ -113,24 +117,70 @@ class Read:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class Write:
     """A write to the API server: `verb` as the client names it (create, update,
     update_status, patch, patch_status, apply, delete ...), the object (its name as the
     server gave it, for a generated one), the `resource_version` the server answered (empty
     on error, or when a delete removed it), the `field_manager`, the HTTP `code` and, on
-    failure, the error's text. `obj` is the object the server returned (None on error)."""
+    failure, the error's text. `obj` is the object the server returned (None on error),
+    decoded from the answer's bytes (`answer=`) when it is first read."""
 
-    reconcile: ReconcileContext | None
-    verb: str
-    kind: str
-    namespace: str
-    name: str
-    resource_version: str
-    field_manager: str
-    code: int
-    error: str | None = None
-    obj: Mapping[str, Any] | None = None
+    __slots__ = (
+        "_answer",
+        "_obj",
+        "code",
+        "error",
+        "field_manager",
+        "kind",
+        "name",
+        "namespace",
+        "reconcile",
+        "resource_version",
+        "verb",
+    )
+
+    def __init__(
+        self,
+        reconcile: ReconcileContext | None,
+        verb: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        resource_version: str,
+        field_manager: str,
+        code: int,
+        error: str | None = None,
+        obj: Mapping[str, Any] | None = None,
+        *,
+        answer: bytes | None = None,
+    ) -> None:
+        self.reconcile = reconcile
+        self.verb = verb
+        self.kind = kind
+        self.namespace = namespace
+        self.name = name
+        self.resource_version = resource_version
+        self.field_manager = field_manager
+        self.code = code
+        self.error = error
+        self._obj = obj
+        # Most observers never read the object: it is decoded only for one that does.
+        self._answer = answer if obj is None else None
+
+    @property
+    def obj(self) -> Mapping[str, Any] | None:
+        """The object the server returned (None on error); read it, never change it."""
+        if self._answer is not None:
+            self._obj = orjson.loads(self._answer)
+            self._answer = None
+        return self._obj
+
+    def __repr__(self) -> str:
+        return (
+            f"Write(verb={self.verb!r}, kind={self.kind!r}, namespace={self.namespace!r}, "
+            f"name={self.name!r}, resource_version={self.resource_version!r}, "
+            f"code={self.code}, error={self.error!r})"
+        )
 
 
 Record: TypeAlias = Delivered | ReconcileStarted | ReconcileFinished | Read | Write

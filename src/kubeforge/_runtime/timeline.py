@@ -15,12 +15,17 @@ Entries are JSON-ready dicts keyed by a sequence number (`seq`); a reconcile's e
 as its reads, writes and end arrive, and listeners are told the seq of each entry added or
 changed. The timeline is thread-safe: a plain `def` reconciler's cached reads are reported
 from its worker thread.
+
+What the timeline keeps is made of tuples, strings and numbers (a reconcile's triggers,
+reads and writes are tuples, grown by replacing them), never of the records themselves: the
+garbage collector stops following such objects after it first sees them, where thousands of
+kept records and lists would each be followed again at every full collection.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC
@@ -122,13 +127,13 @@ class Timeline:
         # What produced each version of an object: a reconcile's write (seq, index of the
         # write) or a change (seq, -1).
         self._producers: dict[ObjectVersion, tuple[int, int]] = {}
-        # Triggers not yet explained: version -> [(reconcile seq, trigger index)].
-        self._pending: OrderedDict[ObjectVersion, list[tuple[int, int]]] = OrderedDict()
+        # Triggers not yet explained: version -> ((reconcile seq, trigger index), ...).
+        self._pending: OrderedDict[ObjectVersion, tuple[tuple[int, int], ...]] = OrderedDict()
         # (manager, controller, namespace, name) -> when the request was first queued since
         # it was last taken.
         self._queued: dict[tuple[str, str, str, str], float] = {}
         # (manager, controller, namespace, name) -> times of its recent reconciles that wrote.
-        self._writing: dict[tuple[str, str, str, str], deque[float]] = {}
+        self._writing: dict[tuple[str, str, str, str], tuple[float, ...]] = {}
         self.hot: set[tuple[str, str, str, str]] = set()
         self.conflicts = 0
 
@@ -177,24 +182,18 @@ class Timeline:
         """An observer for `Manager.add_observer` that records that manager's records
         (`manager` names it on the timeline when several are observed)."""
 
+        recorders, lock = self._RECORDERS, self._lock
+
         def observe(record: Record) -> None:
-            self.record(record, manager)
+            with lock:
+                recorders[type(record)](self, record, manager)
 
         return observe
 
     def record(self, record: Record, manager: str = "") -> None:
         """Record one observer record of `manager`."""
         with self._lock:
-            if isinstance(record, Delivered):
-                self._delivered(record, manager)
-            elif isinstance(record, ReconcileStarted):
-                self._started(record, manager)
-            elif isinstance(record, ReconcileFinished):
-                self._finished(record, manager)
-            elif isinstance(record, Read):
-                self._read(record)
-            else:
-                self._write(record)
+            self._RECORDERS[type(record)](self, record, manager)
 
     def change(self, change: Change) -> None:
         """Record a change the API server's watch reported."""
@@ -233,18 +232,19 @@ class Timeline:
         now = self.now()
         key = (manager, context.controller, record.request.namespace, record.request.name)
         queued = self._queued.pop(key, None)
-        triggers: list[dict[str, Any]] = []
-        for trigger in record.triggers:
-            shown: dict[str, Any] = {"cause": trigger.cause}
-            if trigger.cause == "event":
-                shown.update(
-                    kind=trigger.kind,
-                    namespace=trigger.namespace,
-                    name=trigger.name,
-                    rv=trigger.resource_version,
-                    event=trigger.type,
-                )
-            triggers.append(shown)
+        triggers: tuple[dict[str, Any], ...] = tuple(
+            {
+                "cause": "event",
+                "kind": trigger.kind,
+                "namespace": trigger.namespace,
+                "name": trigger.name,
+                "rv": trigger.resource_version,
+                "event": trigger.type,
+            }
+            if trigger.cause == "event"
+            else {"cause": trigger.cause}
+            for trigger in record.triggers
+        )
         entry: Entry = {
             "type": "reconcile",
             "id": context.reconcile_id,
@@ -258,8 +258,8 @@ class Timeline:
             "wait": round(now - queued, 6) if queued is not None and queued <= now else None,
             "end": None,
             "triggers": triggers,
-            "reads": [],
-            "writes": [],
+            "reads": (),
+            "writes": (),
             "more_steps": 0,
         }
         seq = self._add(entry)
@@ -272,7 +272,7 @@ class Timeline:
             if produced is not None and produced[0] in self._entries:
                 shown["from"] = _link(produced)
             else:
-                self._pending.setdefault(version, []).append((seq, index))
+                self._pending[version] = (*self._pending.get(version, ()), (seq, index))
                 while len(self._pending) > _PENDING_LIMIT:
                     self._pending.popitem(last=False)
 
@@ -299,13 +299,10 @@ class Timeline:
         self._touched(seq)
 
     def _note_writing(self, key: tuple[str, str, str, str], entry: Entry, now: float) -> None:
-        times = self._writing.get(key)
-        if times is None:
-            times = self._writing[key] = deque(maxlen=HOT_LOOP_RECONCILES)
-            if len(self._writing) > 4 * self.capacity:
-                self._writing.clear()
-                self._writing[key] = times
-        times.append(now)
+        if key not in self._writing and len(self._writing) >= 4 * self.capacity:
+            self._writing.clear()
+        times = (*self._writing.get(key, ())[1 - HOT_LOOP_RECONCILES :], now)
+        self._writing[key] = times
         if len(times) == HOT_LOOP_RECONCILES and now - times[0] <= HOT_LOOP_SECONDS:
             entry["hot"] = True
             self.hot.add(key)
@@ -314,21 +311,35 @@ class Timeline:
         seq = self._reconciles.get(context_id)
         return self._entries.get(seq) if seq is not None else None
 
-    def _read(self, record: Read) -> None:
+    def _read(self, record: Read, manager: str) -> None:
         if record.reconcile is None:
             return
-        entry = self._step(record.reconcile.reconcile_id)
-        if entry is None:
+        seq = self._reconciles.get(record.reconcile.reconcile_id)
+        entry = self._entries.get(seq) if seq is not None else None
+        if entry is None or seq is None:
             return
-        if len(entry["reads"]) + len(entry["writes"]) >= _STEPS_PER_RECONCILE:
+        reads = entry["reads"]
+        if len(reads) + len(entry["writes"]) >= _STEPS_PER_RECONCILE:
             entry["more_steps"] += 1
             return
-        # Kept as the record itself (what a reconcile reads is recorded often): made a
-        # JSON-ready dict only when the entry is read.
-        entry["reads"].append((self.now(), record))
-        self._touched(self._reconciles[record.reconcile.reconcile_id])
+        # Kept as a tuple (what a reconcile reads is recorded often): made a JSON-ready dict
+        # only when the entry is read.
+        entry["reads"] = (
+            *reads,
+            (
+                self.now(),
+                record.source,
+                record.verb,
+                record.kind,
+                record.namespace,
+                record.name,
+                record.objects,
+                record.error,
+            ),
+        )
+        self._touched(seq)
 
-    def _write(self, record: Write) -> None:
+    def _write(self, record: Write, manager: str) -> None:
         entry = self._step(record.reconcile.reconcile_id) if record.reconcile else None
         if entry is None:
             # A write outside any reconcile (or of one no longer kept): the watch's change
@@ -344,12 +355,14 @@ class Timeline:
         if known is not None and known[0] in self._entries and known[1] >= 0:
             # A write answered with a version already seen changed nothing.
             changed = False
-        if len(entry["reads"]) + len(entry["writes"]) >= _STEPS_PER_RECONCILE:
+        writes = entry["writes"]
+        if len(entry["reads"]) + len(writes) >= _STEPS_PER_RECONCILE:
             entry["more_steps"] += 1
             index = -2
         else:
-            index = len(entry["writes"])
-            entry["writes"].append(
+            index = len(writes)
+            entry["writes"] = (
+                *writes,
                 {
                     "t": self.now(),
                     "verb": record.verb,
@@ -361,7 +374,7 @@ class Timeline:
                     "code": record.code,
                     "error": record.error,
                     "changed": changed,
-                }
+                },
             )
         if changed and index >= 0:
             if known is not None and known[1] == -1 and known[0] in self._entries:
@@ -402,6 +415,16 @@ class Timeline:
         for listener in self._listeners:
             listener(seq)
 
+    # Each record's handler, by the record's type: a record is told for everything a
+    # controller does, and one look-up is cheaper than a chain of isinstance.
+    _RECORDERS: dict[type, Callable[[Timeline, Any, str], None]] = {
+        Delivered: _delivered,
+        ReconcileStarted: _started,
+        ReconcileFinished: _finished,
+        Read: _read,
+        Write: _write,
+    }
+
 
 def _version(kind: str, namespace: str, name: str, rv: str) -> ObjectVersion:
     return (group_kind(kind), namespace, name, rv)
@@ -412,17 +435,23 @@ def _link(producer: tuple[int, int]) -> dict[str, int]:
     return {"change": seq} if index < 0 else {"reconcile": seq, "write": index}
 
 
-def _read_step(when: float, record: Read) -> dict[str, Any]:
+# A read as a reconcile's entry keeps it: (time, source, verb, kind, namespace, name,
+# (namespace, name, resourceVersion) of each object found, error).
+ReadStep = tuple[float, str, str, str, str, str, tuple[tuple[str, str, str], ...], str | None]
+
+
+def _read_step(step: ReadStep) -> dict[str, Any]:
+    when, source, verb, kind, namespace, name, objects, error = step
     return {
         "t": round(when, 6),
-        "source": record.source,
-        "verb": record.verb,
-        "kind": record.kind,
-        "namespace": record.namespace,
-        "name": record.name,
-        "found": len(record.objects),
-        "rvs": [version for _, _, version in record.objects[:5]],
-        "error": record.error,
+        "source": source,
+        "verb": verb,
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "found": len(objects),
+        "rvs": [version for _, _, version in objects[:5]],
+        "error": error,
     }
 
 
@@ -438,6 +467,6 @@ def _copy(entry: Entry) -> Entry:
             out[key] = round(value, 6)
     if entry["type"] == "reconcile":
         out["triggers"] = [dict(t) for t in entry["triggers"]]
-        out["reads"] = [_read_step(when, record) for when, record in entry["reads"]]
+        out["reads"] = [_read_step(step) for step in entry["reads"]]
         out["writes"] = [dict(w, t=round(w["t"], 6)) for w in entry["writes"]]
     return out
