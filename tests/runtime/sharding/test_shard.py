@@ -62,7 +62,7 @@ async def test_a_drained_object_is_let_go_without_a_reconcile_despite_the_predic
         def calls() -> int:
             return probe.runs["a"] if shape == "async" else len(recording.calls)
 
-        await eventually(lambda: calls() == 1, timeout=10)
+        await eventually(lambda: calls() == 1, timeout=30)
         assert (await labels_of(env, ns, "obj-0"))[shard_label(ring)] == shard
 
         # What the sharder does to move it off a live shard. A label change does not
@@ -74,10 +74,10 @@ async def test_a_drained_object_is_let_go_without_a_reconcile_despite_the_predic
         async def acknowledged() -> bool:
             return metric_sum(manager, "kubeforge_sharding_drains_acknowledged_total") == 1
 
-        await eventually(acknowledged, timeout=10)
+        await eventually(acknowledged, timeout=30)
         # Let go, then assigned again by the sharder (the only shard is this one) and,
         # coming back as a new object of the shard's cache, reconciled once more.
-        await eventually(lambda: calls() == 2, timeout=10)
+        await eventually(lambda: calls() == 2, timeout=30)
         labels = await labels_of(env, ns, "obj-0")
         assert drain_label(ring) not in labels and labels[shard_label(ring)] == shard
         if shape == "sync":
@@ -90,7 +90,7 @@ async def test_requests_for_objects_the_shard_does_not_hold_are_dropped(
     probe = Probe()
     async with replica(env, probe, "a", ns, "hold") as manager:
         await create_configmaps(env.client, ns, ["obj-0"])
-        await eventually(lambda: probe.runs["a"] == 1, timeout=10)
+        await eventually(lambda: probe.runs["a"] == 1, timeout=30)
         controller = manager.controllers["hold"]
         other = "obj-elsewhere"
         await env.client.create(
@@ -120,7 +120,7 @@ async def test_what_a_shard_creates_of_an_owned_kind_is_labelled_for_it_at_once(
         manager = await stack.enter_async_context(replica(env, probe, "a", ns, "made", owns=True))
         shard = ring_of(manager, "made").shard
         await create_configmaps(env.client, ns, ["obj-0"])
-        await eventually(lambda: probe.owners.get("obj-0") == "a", timeout=10)
+        await eventually(lambda: probe.owners.get("obj-0") == "a", timeout=30)
         assert (await labels_of(env, ns, "obj-0", SECRET)) == {shard_label("made"): shard}
         # In the shard's cache straight from the create's answer.
         assert manager.cache.get(SECRET, "obj-0", namespace=ns)
