@@ -28,3 +28,23 @@ stop_watch() {
   fi
 }
 trap stop_watch EXIT
+
+# wait_replaced KIND/NAME OLD_UID [SECONDS]: wait until NAME is held by an object with another
+# UID. After deleting something a controller makes again under the same name (a StatefulSet's
+# pod, say), use this with `kubectl delete --wait=false`: kubectl's own wait for a deletion
+# looks the name up again and, if it finds the successor there already, waits for a deletion
+# event that has passed.
+wait_replaced() {
+  local target=$1 old=$2 limit=${3:-30} uid
+  local deadline=$((SECONDS + limit))
+  printf '%s$ # until %s has a UID other than %s%s\n' "$_cmd_on" "$target" "$old" "$_off"
+  while ((SECONDS < deadline)); do
+    uid=$(kubectl get "$target" -o jsonpath='{.metadata.uid}' 2>/dev/null || true)
+    if [ -n "$uid" ] && [ "$uid" != "$old" ]; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "${target} was not made again within ${limit}s" >&2
+  return 1
+}

@@ -58,8 +58,8 @@ run kubectl get events --field-selector involvedObject.kind=Customcluster
 
 say "A deleted pod is replaced (same name, new UID)."
 before=$(kubectl get pod "${new}-0" -o jsonpath='{.metadata.uid}')
-run kubectl delete pod "${new}-0"
-run kubectl wait --for=create "pod/${new}-0" --timeout=30s
+run kubectl delete pod "${new}-0" --wait=false
+wait_replaced "pod/${new}-0" "${before}"
 run kubectl wait --for=condition=Ready "pod/${new}-0" --timeout=30s
 after=$(kubectl get pod "${new}-0" -o jsonpath='{.metadata.uid}')
 echo "uid before: ${before}"

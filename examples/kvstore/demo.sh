@@ -50,7 +50,9 @@ run kubectl exec kv-0 -- kvstore put colour blue
 run kubectl exec kv-0 -- kvstore keys
 
 say "Delete kv-0: the StatefulSet makes it again under its name, on its claim, keys and all."
-run kubectl delete pod kv-0
+before=$(kubectl get pod kv-0 -o jsonpath='{.metadata.uid}')
+run kubectl delete pod kv-0 --wait=false
+wait_replaced pod/kv-0 "${before}" 60
 run kubectl wait --for=condition=Ready pod/kv-0 --timeout=60s
 run kubectl exec kv-0 -- kvstore get greeting
 

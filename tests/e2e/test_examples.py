@@ -7,6 +7,7 @@ import asyncio
 import filecmp
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -42,8 +43,29 @@ async def run(*args: str, cwd: Path, timeout: float) -> tuple[int, str]:
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, "NO_COLOR": "1"},
     )
-    out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    return proc.returncode or 0, out.decode()
+    assert proc.stdout is not None
+    chunks: list[bytes] = []
+
+    async def read_all() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            chunks.append(chunk)
+        await proc.wait()
+
+    try:
+        await asyncio.wait_for(read_all(), timeout)
+    except TimeoutError:
+        # Say where it stopped: what it printed so far is the clue.
+        # Interrupt first so the demo stops the cluster it started; kill if that hangs too.
+        proc.send_signal(signal.SIGINT)
+        try:
+            await asyncio.wait_for(read_all(), 15)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+        so_far = b"".join(chunks).decode(errors="replace")
+        raise AssertionError(f"still running after {timeout} s; it printed:\n{so_far}") from None
+    return proc.returncode or 0, b"".join(chunks).decode()
 
 
 def test_there_are_examples() -> None:
