@@ -31,8 +31,10 @@ def test_index_counts_and_membership_follow_changes() -> None:
     store.put(pod("a", "n2"))  # moved
     assert store.count_under(NODE, "n1") == 1
     assert store.is_under(NODE, "n2", "default/a")
+    assert store.counts_under(NODE) == {"n1": 1, "n2": 1}
     store.delete("default/b")
     assert store.count_under(NODE, "n1") == 0
+    assert store.counts_under(NODE) == {"n2": 1}
     assert store.keys_under(NODE, "n2") == frozenset({"default/a"})
     assert store.by_index(NODE, "n2") == ["default/a"]
 
@@ -44,6 +46,8 @@ def test_an_unknown_index_is_a_key_error() -> None:
             read("nope", "x")
     with pytest.raises(KeyError):
         store.is_under("nope", "x", "k")
+    with pytest.raises(KeyError):
+        store.counts_under("nope")
 
 
 def test_an_index_added_late_covers_existing_objects_and_follows_changes() -> None:

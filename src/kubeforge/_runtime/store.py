@@ -158,6 +158,12 @@ class Store:
             raise KeyError(f"no index named {name!r}")
         return len(self._indexes[name].get(value, ()))
 
+    def counts_under(self, name: str) -> dict[str, int]:
+        """How many keys each value of index `name` finds (values finding none left out)."""
+        if name not in self._indexes:
+            raise KeyError(f"no index named {name!r}")
+        return {value: len(keys) for value, keys in self._indexes[name].items()}
+
     def is_under(self, name: str, value: str, key: str) -> bool:
         """Whether `key` is found under `value` in index `name` (nothing is copied)."""
         if name not in self._indexes:

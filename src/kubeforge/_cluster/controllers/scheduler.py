@@ -223,16 +223,27 @@ def fit_message(total: int, reasons: Counter[str], preemption: str) -> str:
     return f"0/{total} nodes are available: {parts}. preemption: {preemption}"
 
 
-def _load(
-    store: Store, name: str, assumed_here: Sequence[tuple[str, dict[str, Decimal]]]
-) -> tuple[int, int]:
-    """How many pods the node runs (`assumed_here`: pods bound to it that the cache has not
-    seen bound yet), and its rank: the same without the control plane's mirror pods, which
-    take room but do not count against the node in the ranking (which stands for
-    kube-scheduler's scoring by requested resources)."""
-    pending = sum(1 for key, _ in assumed_here if not store.is_under(NODE_INDEX, name, key))
-    load = store.count_under(NODE_INDEX, name) + pending
-    return load, load - store.count_under(MIRROR_INDEX, name)
+def _loads(
+    store: Store,
+    nodes: Iterable[_NodeFacts],
+    assumed: Mapping[str, Sequence[tuple[str, dict[str, Decimal]]]],
+) -> dict[str, tuple[int, int]]:
+    """For each node, how many pods it runs (with the pods bound to it that the cache has not
+    seen bound yet, `assumed`), and its rank: the same without the control plane's mirror
+    pods, which take room but do not count against the node in the ranking (which stands for
+    kube-scheduler's scoring by requested resources). Counted from the indexes at once:
+    this is asked of every node for every pod."""
+    occupied = store.counts_under(NODE_INDEX)
+    mirrors = store.counts_under(MIRROR_INDEX)
+    loads: dict[str, tuple[int, int]] = {}
+    for node in nodes:
+        name = node.name
+        load = occupied.get(name, 0)
+        here = assumed.get(name)
+        if here:
+            load += sum(1 for key, _ in here if not store.is_under(NODE_INDEX, name, key))
+        loads[name] = (load, load - mirrors.get(name, 0))
+    return loads
 
 
 # -- the controller --------------------------------------------------------------------------
@@ -345,7 +356,7 @@ class Scheduler(Reconciler):
         # The least loaded nodes first: once one fits, only nodes as loaded can win, so the
         # more loaded ones need no checking (every node is checked when none fits).
         store = self.cache.informer_for(POD).store
-        loads = {n.name: _load(store, n.name, assumed.get(n.name, ())) for n in nodes}
+        loads = _loads(store, nodes, assumed)
         for node in sorted(nodes, key=lambda n: (loads[n.name][1], n.name)):
             name = node.name
             load, rank = loads[name]
@@ -451,13 +462,11 @@ class Scheduler(Reconciler):
         shows on their node, or no longer has, are forgotten here, so the list holds only
         the bindings in flight however many pods were scheduled."""
         store = self.cache.informer_for(POD).store
-        on_node: dict[str, frozenset[str]] = {}
         by_node: dict[str, list[tuple[str, dict[str, Decimal]]]] = {}
         for key, (target, wanted) in list(self._assumed.items()):
-            bound = on_node.get(target)
-            if bound is None:
-                bound = on_node[target] = store.keys_under(NODE_INDEX, target)
-            if key not in self._volume_wait and (key in bound or key not in store):
+            if key not in self._volume_wait and (
+                key not in store or store.is_under(NODE_INDEX, target, key)
+            ):
                 del self._assumed[key]
                 continue
             by_node.setdefault(target, []).append((key, wanted))
@@ -474,7 +483,7 @@ class Scheduler(Reconciler):
         affinity: bool,
     ) -> tuple[list[str], bool]:
         """Why the pod does not fit the node (empty: it fits), and whether removing other
-        pods could help. `load`: the pods the node runs (see _load, and `assumed_here`);
+        pods could help. `load`: the pods the node runs (see _loads, and `assumed_here`);
         `tolerations` are the pod's; `affinity`: whether it has a node selector or affinity
         to check."""
         if node.unschedulable and not tolerates(tolerations, _UNSCHEDULABLE_TAINT):
