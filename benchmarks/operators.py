@@ -26,6 +26,12 @@ checkout's src/, e.g. one without the runtime's reporting points), compared with
 round to round, so that a change in the machine's load falls on all of them alike; the table
 then shows each column's median, each ratio is the median of the rounds' own ratios, and
 the CPU of every round follows. The load average is printed before and after.
+
+`--callgrind` runs the kubeforge operators under valgrind's callgrind and adds the
+instructions each executed over the same span as its CPU time (counted from zero where the
+CPU count starts, read once the server has been quiet): a count other people's work on the
+machine does not change, unlike CPU time. Under valgrind an operator runs some fifty times
+slower, so its wall and CPU times say nothing then; keep N to a few hundred.
 """
 
 # ruff: noqa: E402
@@ -109,6 +115,7 @@ class Phase:
     minimum_writes: int = 0
     driver: float = 0.0  # seconds this driver spent creating or changing the Widgets
     round: int = 0
+    instructions: int = 0  # --callgrind: instructions the operator executed
 
     def count(self, verbs: set[str], *, code: str | None = None) -> int:
         total = 0
@@ -197,6 +204,29 @@ def check_cpu(operator: str, pid: int) -> None:
             f"{precise:.2f} s)",
             file=sys.stderr,
         )
+
+
+CALLGRIND = False  # --callgrind: run the kubeforge operators under valgrind's callgrind
+
+
+def callgrind(proc: subprocess.Popen[Any], command: str) -> None:
+    """Tell the callgrind running `proc` to `zero` its counts or `dump` them."""
+    subprocess.run(
+        ["callgrind_control", f"--{command}", str(proc.pid)], capture_output=True, check=True
+    )
+
+
+def counted(proc: subprocess.Popen[Any], log: Path) -> int:
+    """The instructions `proc` executed since its counts were last zeroed (or since it
+    started): its counts dumped, the newest dump's total."""
+    if not CALLGRIND:
+        return 0
+    callgrind(proc, "dump")
+    dumps = sorted(log.parent.glob(f"{log.stem}.callgrind.*"), key=lambda f: f.stat().st_mtime)
+    for line in dumps[-1].read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no summary in {dumps[-1]}")
 
 
 def peak_rss(pid: int) -> int:
@@ -436,8 +466,12 @@ def check_baseline() -> None:
 
 def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
     env = dict(operator_env(operator), KUBECONFIG=str(kubeconfig))
+    command = OPERATORS[operator]
+    if CALLGRIND and operator.startswith("kubeforge"):
+        out_file = f"--callgrind-out-file={log.parent / log.stem}.callgrind.%p"
+        command = ["valgrind", "--tool=callgrind", out_file, *command]
     with log.open("wb") as out:
-        return subprocess.Popen(OPERATORS[operator], env=env, stdout=out, stderr=out)
+        return subprocess.Popen(command, env=env, stdout=out, stderr=out)
 
 
 async def existing_then_update(
@@ -453,10 +487,12 @@ async def existing_then_update(
         before, _ = await server.settle(0.2)
         own = Counter(server.own)
         started = time.monotonic()
-        proc = launch(operator, kubeconfig, tmp / f"{operator}-existing-{count}.log")
+        log = tmp / f"{operator}-existing-{count}.log"
+        proc = launch(operator, kubeconfig, log)
         converged = await watch.wait(generations, proc, timeout)
         after, used = await server.settle(settle, proc.pid)
         check_cpu(operator, proc.pid)
+        instructions = counted(proc, log)
         first = Phase(
             f"{count:,} existing before start",
             operator,
@@ -466,11 +502,14 @@ async def existing_then_update(
             peak_rss(proc.pid),
             server.operator_requests(before, after, own),
             minimum_writes=2 * count,
+            instructions=instructions,
         )
         await server.verify(count)
 
         changed = names[::10]
         (before, _), own = await server.settle(0.2), Counter(server.own)
+        if CALLGRIND:
+            callgrind(proc, "zero")
         cpu_before = cpu_seconds(proc.pid)
         started = time.monotonic()
         generations = await server.change_sizes(changed)
@@ -487,6 +526,7 @@ async def existing_then_update(
             server.operator_requests(before, after, own),
             minimum_writes=2 * len(changed),
             driver=driven,
+            instructions=counted(proc, log),
         )
         await server.verify(count)
         await watch.stop()
@@ -507,7 +547,8 @@ async def created_while_running(
     try:
         server, watch = await prepare(kubeconfig)
         _, watching = await server.metrics()
-        proc = launch(operator, kubeconfig, tmp / f"{operator}-running-{count}.log")
+        log = tmp / f"{operator}-running-{count}.log"
+        proc = launch(operator, kubeconfig, log)
         # Ready: it watches Widgets, and its CPU use has stopped growing (startup is over).
         deadline = time.monotonic() + 60
         while (await server.metrics())[1] <= watching:
@@ -520,6 +561,8 @@ async def created_while_running(
             await asyncio.sleep(0.3)
         before, _ = await server.settle(0.2)
         own = Counter(server.own)
+        if CALLGRIND:
+            callgrind(proc, "zero")
         cpu_before = cpu_seconds(proc.pid)
         names = [f"w-{i:05}" for i in range(count)]
         started = time.monotonic()
@@ -537,6 +580,7 @@ async def created_while_running(
             server.operator_requests(before, after, own),
             minimum_writes=2 * count,
             driver=driven,
+            instructions=counted(proc, log),
         )
         await server.verify(count)
         await watch.stop()
@@ -565,6 +609,7 @@ def median_phase(runs: list[Phase]) -> Phase:
         first.requests,
         first.minimum_writes,
         statistics.median(p.driver for p in runs),
+        instructions=int(statistics.median(p.instructions for p in runs)),
     )
 
 
@@ -585,6 +630,9 @@ def table(phases: list[Phase]) -> str:
         f"{'case':<32} {'operator':<10} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} "
         f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6} {'driver s':>8}"
     )
+    counting = any(p.instructions for p in phases)
+    if counting:
+        header += f" {'Minstr':>8}"
     lines = [header, "-" * len(header)]
     by_case: dict[str, dict[str, list[Phase]]] = {}
     for p in phases:
@@ -598,6 +646,7 @@ def table(phases: list[Phase]) -> str:
                 f"{p.peak_rss / 2**20:>7.0f} {p.writes:>7,} {p.minimum_writes:>6,} "
                 f"{p.conflicts:>4} {p.failed:>5} {p.reads:>6} "
                 + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
+                + (f" {p.instructions / 1e6:>8,.0f}" if counting else "")
             )
             case = ""
         for ours_name, theirs_name, label in RATIOS:
@@ -608,6 +657,12 @@ def table(phases: list[Phase]) -> str:
                     f"{paired(ours, theirs, 'cpu'):>6.2f}x "
                     f"{paired(ours, theirs, 'peak_rss'):>6.2f}x "
                     f"{paired(ours, theirs, 'writes'):>6.2f}x"
+                    + (
+                        f" {'':>6} {'':>4} {'':>5} {'':>6} {'':>8} "
+                        f"{paired(ours, theirs, 'instructions'):>7.3f}x"
+                        if counting
+                        else ""
+                    )
                 )
     if rounds > 1:
         lines.append("")
@@ -706,13 +761,19 @@ def main() -> None:
         type=Path,
         help="kubeforge-baseline imports kubeforge from this directory (another checkout's src/)",
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="run the kubeforge operators under valgrind's callgrind and count instructions",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if args.quick:
         args.objects = [200]
-    global WORKERS, BASELINE_SRC
+    global WORKERS, BASELINE_SRC, CALLGRIND
     WORKERS = args.workers
     BASELINE_SRC = args.baseline_src
+    CALLGRIND = args.callgrind
     if "kubeforge-baseline" in args.operators:
         check_baseline()
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
