@@ -451,7 +451,10 @@ def operator_env(operator: str) -> dict[str, str]:
 
 
 def check_baseline() -> None:
-    """The baseline operator imports kubeforge from --baseline-src, not this checkout."""
+    """The baseline operator imports kubeforge from --baseline-src, not this checkout, and
+    finds its modules compiled already, as this checkout's are."""
+    assert BASELINE_SRC is not None
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(BASELINE_SRC)], check=True)
     found = subprocess.run(
         [sys.executable, "-c", "import kubeforge; print(kubeforge.__file__)"],
         env=operator_env("kubeforge-baseline"),
@@ -459,7 +462,6 @@ def check_baseline() -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    assert BASELINE_SRC is not None
     if not Path(found).resolve().is_relative_to(BASELINE_SRC.resolve()):
         raise SystemExit(f"--baseline-src: kubeforge was imported from {found}")
 
@@ -617,7 +619,7 @@ def paired(ours: list[Phase], theirs: list[Phase], measure: str) -> float:
     """The median over the rounds of `measure`'s ratio between two operators' runs of the
     same round (run one after the other, under much the same load)."""
     by_round = {p.round: p for p in theirs}
-    ratios = [
+    ratios: list[float] = [
         getattr(p, measure) / max(getattr(by_round[p.round], measure), 0.01)
         for p in ours
         if p.round in by_round
@@ -669,8 +671,12 @@ def table(phases: list[Phase]) -> str:
         lines.append(f"medians of {rounds} rounds; CPU s of each round, in the order run:")
         for case, ops in by_case.items():
             for operator, runs in ops.items():
-                cpu = " ".join(f"{p.cpu:.3f}" for p in sorted(runs, key=lambda p: p.round))
+                in_order = sorted(runs, key=lambda p: p.round)
+                cpu = " ".join(f"{p.cpu:.3f}" for p in in_order)
                 lines.append(f"  {case} / {LABELS[operator]}: {cpu}")
+                if counting:
+                    counts = " ".join(f"{p.instructions / 1e6:,.1f}" for p in in_order)
+                    lines.append(f"  {case} / {LABELS[operator]} Minstr: {counts}")
             for ours_name, theirs_name, label in RATIOS:
                 if ours_name in ops and theirs_name in ops:
                     by_round = {p.round: p for p in ops[theirs_name]}
