@@ -26,6 +26,12 @@ checkout's src/, e.g. one without the runtime's reporting points), compared with
 round to round, so that a change in the machine's load falls on all of them alike; the table
 then shows each column's median, each ratio is the median of the rounds' own ratios, and
 the CPU of every round follows. The load average is printed before and after.
+
+`--callgrind` runs the kubeforge operators under valgrind's callgrind and adds the
+instructions each executed over the same span as its CPU time (counted from zero where the
+CPU count starts, read once the server has been quiet): a count other people's work on the
+machine does not change, unlike CPU time. Under valgrind an operator runs some fifty times
+slower, so its wall and CPU times say nothing then; keep N to a few hundred.
 """
 
 # ruff: noqa: E402
@@ -56,6 +62,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 from widget import GROUP, PLURAL, VERSION, config_map_name, widget_crd
 
+import kubeforge
 from kubeforge import Client
 from kubeforge.client import load_kubeconfig
 
@@ -109,6 +116,7 @@ class Phase:
     minimum_writes: int = 0
     driver: float = 0.0  # seconds this driver spent creating or changing the Widgets
     round: int = 0
+    instructions: int = 0  # --callgrind: instructions the operator executed
 
     def count(self, verbs: set[str], *, code: str | None = None) -> int:
         total = 0
@@ -197,6 +205,29 @@ def check_cpu(operator: str, pid: int) -> None:
             f"{precise:.2f} s)",
             file=sys.stderr,
         )
+
+
+CALLGRIND = False  # --callgrind: run the kubeforge operators under valgrind's callgrind
+
+
+def callgrind(proc: subprocess.Popen[Any], command: str) -> None:
+    """Tell the callgrind running `proc` to `zero` its counts or `dump` them."""
+    subprocess.run(
+        ["callgrind_control", f"--{command}", str(proc.pid)], capture_output=True, check=True
+    )
+
+
+def counted(proc: subprocess.Popen[Any], log: Path) -> int:
+    """The instructions `proc` executed since its counts were last zeroed (or since it
+    started): its counts dumped, the newest dump's total."""
+    if not CALLGRIND:
+        return 0
+    callgrind(proc, "dump")
+    dumps = sorted(log.parent.glob(f"{log.stem}.callgrind.*"), key=lambda f: f.stat().st_mtime)
+    for line in dumps[-1].read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no summary in {dumps[-1]}")
 
 
 def peak_rss(pid: int) -> int:
@@ -420,8 +451,20 @@ def operator_env(operator: str) -> dict[str, str]:
     return env
 
 
+def compile_sources() -> None:
+    """Write the bytecode of kubeforge's modules (this checkout's, and the baseline's) now:
+    where none is written on import (PYTHONDONTWRITEBYTECODE) an operator would compile
+    them again at every start, which the first case, whose CPU includes the start, counts."""
+    sources = [Path(kubeforge.__file__).parent]
+    if BASELINE_SRC is not None:
+        sources.append(BASELINE_SRC)
+    for source in sources:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(source)], check=True)
+
+
 def check_baseline() -> None:
     """The baseline operator imports kubeforge from --baseline-src, not this checkout."""
+    assert BASELINE_SRC is not None
     found = subprocess.run(
         [sys.executable, "-c", "import kubeforge; print(kubeforge.__file__)"],
         env=operator_env("kubeforge-baseline"),
@@ -429,15 +472,18 @@ def check_baseline() -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    assert BASELINE_SRC is not None
     if not Path(found).resolve().is_relative_to(BASELINE_SRC.resolve()):
         raise SystemExit(f"--baseline-src: kubeforge was imported from {found}")
 
 
 def launch(operator: str, kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
     env = dict(operator_env(operator), KUBECONFIG=str(kubeconfig))
+    command = OPERATORS[operator]
+    if CALLGRIND and operator.startswith("kubeforge"):
+        out_file = f"--callgrind-out-file={log.parent / log.stem}.callgrind.%p"
+        command = ["valgrind", "--tool=callgrind", out_file, *command]
     with log.open("wb") as out:
-        return subprocess.Popen(OPERATORS[operator], env=env, stdout=out, stderr=out)
+        return subprocess.Popen(command, env=env, stdout=out, stderr=out)
 
 
 async def existing_then_update(
@@ -453,10 +499,12 @@ async def existing_then_update(
         before, _ = await server.settle(0.2)
         own = Counter(server.own)
         started = time.monotonic()
-        proc = launch(operator, kubeconfig, tmp / f"{operator}-existing-{count}.log")
+        log = tmp / f"{operator}-existing-{count}.log"
+        proc = launch(operator, kubeconfig, log)
         converged = await watch.wait(generations, proc, timeout)
         after, used = await server.settle(settle, proc.pid)
         check_cpu(operator, proc.pid)
+        instructions = counted(proc, log)
         first = Phase(
             f"{count:,} existing before start",
             operator,
@@ -466,11 +514,14 @@ async def existing_then_update(
             peak_rss(proc.pid),
             server.operator_requests(before, after, own),
             minimum_writes=2 * count,
+            instructions=instructions,
         )
         await server.verify(count)
 
         changed = names[::10]
         (before, _), own = await server.settle(0.2), Counter(server.own)
+        if CALLGRIND:
+            callgrind(proc, "zero")
         cpu_before = cpu_seconds(proc.pid)
         started = time.monotonic()
         generations = await server.change_sizes(changed)
@@ -487,6 +538,7 @@ async def existing_then_update(
             server.operator_requests(before, after, own),
             minimum_writes=2 * len(changed),
             driver=driven,
+            instructions=counted(proc, log),
         )
         await server.verify(count)
         await watch.stop()
@@ -507,7 +559,8 @@ async def created_while_running(
     try:
         server, watch = await prepare(kubeconfig)
         _, watching = await server.metrics()
-        proc = launch(operator, kubeconfig, tmp / f"{operator}-running-{count}.log")
+        log = tmp / f"{operator}-running-{count}.log"
+        proc = launch(operator, kubeconfig, log)
         # Ready: it watches Widgets, and its CPU use has stopped growing (startup is over).
         deadline = time.monotonic() + 60
         while (await server.metrics())[1] <= watching:
@@ -520,6 +573,8 @@ async def created_while_running(
             await asyncio.sleep(0.3)
         before, _ = await server.settle(0.2)
         own = Counter(server.own)
+        if CALLGRIND:
+            callgrind(proc, "zero")
         cpu_before = cpu_seconds(proc.pid)
         names = [f"w-{i:05}" for i in range(count)]
         started = time.monotonic()
@@ -537,6 +592,7 @@ async def created_while_running(
             server.operator_requests(before, after, own),
             minimum_writes=2 * count,
             driver=driven,
+            instructions=counted(proc, log),
         )
         await server.verify(count)
         await watch.stop()
@@ -565,6 +621,7 @@ def median_phase(runs: list[Phase]) -> Phase:
         first.requests,
         first.minimum_writes,
         statistics.median(p.driver for p in runs),
+        instructions=int(statistics.median(p.instructions for p in runs)),
     )
 
 
@@ -572,7 +629,7 @@ def paired(ours: list[Phase], theirs: list[Phase], measure: str) -> float:
     """The median over the rounds of `measure`'s ratio between two operators' runs of the
     same round (run one after the other, under much the same load)."""
     by_round = {p.round: p for p in theirs}
-    ratios = [
+    ratios: list[float] = [
         getattr(p, measure) / max(getattr(by_round[p.round], measure), 0.01)
         for p in ours
         if p.round in by_round
@@ -585,6 +642,9 @@ def table(phases: list[Phase]) -> str:
         f"{'case':<32} {'operator':<10} {'wall s':>7} {'CPU s':>7} {'RSS MB':>7} "
         f"{'writes':>7} {'min':>6} {'409':>4} {'4xx':>5} {'reads':>6} {'driver s':>8}"
     )
+    counting = any(p.instructions for p in phases)
+    if counting:
+        header += f" {'Minstr':>8}"
     lines = [header, "-" * len(header)]
     by_case: dict[str, dict[str, list[Phase]]] = {}
     for p in phases:
@@ -598,6 +658,7 @@ def table(phases: list[Phase]) -> str:
                 f"{p.peak_rss / 2**20:>7.0f} {p.writes:>7,} {p.minimum_writes:>6,} "
                 f"{p.conflicts:>4} {p.failed:>5} {p.reads:>6} "
                 + (f"{p.driver:>8.2f}" if p.driver else f"{'':>8}")
+                + (f" {p.instructions / 1e6:>8,.0f}" if counting else "")
             )
             case = ""
         for ours_name, theirs_name, label in RATIOS:
@@ -608,14 +669,24 @@ def table(phases: list[Phase]) -> str:
                     f"{paired(ours, theirs, 'cpu'):>6.2f}x "
                     f"{paired(ours, theirs, 'peak_rss'):>6.2f}x "
                     f"{paired(ours, theirs, 'writes'):>6.2f}x"
+                    + (
+                        f" {'':>6} {'':>4} {'':>5} {'':>6} {'':>8} "
+                        f"{paired(ours, theirs, 'instructions'):>7.3f}x"
+                        if counting
+                        else ""
+                    )
                 )
     if rounds > 1:
         lines.append("")
         lines.append(f"medians of {rounds} rounds; CPU s of each round, in the order run:")
         for case, ops in by_case.items():
             for operator, runs in ops.items():
-                cpu = " ".join(f"{p.cpu:.3f}" for p in sorted(runs, key=lambda p: p.round))
+                in_order = sorted(runs, key=lambda p: p.round)
+                cpu = " ".join(f"{p.cpu:.3f}" for p in in_order)
                 lines.append(f"  {case} / {LABELS[operator]}: {cpu}")
+                if counting:
+                    counts = " ".join(f"{p.instructions / 1e6:,.1f}" for p in in_order)
+                    lines.append(f"  {case} / {LABELS[operator]} Minstr: {counts}")
             for ours_name, theirs_name, label in RATIOS:
                 if ours_name in ops and theirs_name in ops:
                     by_round = {p.round: p for p in ops[theirs_name]}
@@ -706,15 +777,22 @@ def main() -> None:
         type=Path,
         help="kubeforge-baseline imports kubeforge from this directory (another checkout's src/)",
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="run the kubeforge operators under valgrind's callgrind and count instructions",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if args.quick:
         args.objects = [200]
-    global WORKERS, BASELINE_SRC
+    global WORKERS, BASELINE_SRC, CALLGRIND
     WORKERS = args.workers
     BASELINE_SRC = args.baseline_src
+    CALLGRIND = args.callgrind
     if "kubeforge-baseline" in args.operators:
         check_baseline()
+    compile_sources()
     print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     phases = asyncio.run(run(args))
     print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

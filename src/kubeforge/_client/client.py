@@ -151,6 +151,24 @@ class Call:
         return None if self.reply is None else self.reply.json()
 
 
+_UNDECODED: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _SharedResponse(Response):
+    """An answer decoded at most once: a client's call observers and the caller share the
+    decoding (made only while someone observes the client)."""
+
+    _decoded: Any = field(default=_UNDECODED, repr=False, compare=False)
+
+    def json(self) -> Any:
+        decoded = self._decoded
+        if decoded is _UNDECODED:
+            decoded = Response.json(self)
+            object.__setattr__(self, "_decoded", decoded)
+        return decoded
+
+
 CallObserver = Callable[[Call], None]
 """Told about every request a client makes once it has its answer (what a manager's
 observers learn the API reads and writes from)."""
@@ -312,6 +330,7 @@ class Client:
                 )
             raise
         if self._call_observers:
+            reply = _SharedResponse(reply.status, reply.headers, reply.body)
             params = options.get("params") or {}
             self._called(
                 Call(

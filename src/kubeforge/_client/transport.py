@@ -19,7 +19,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -59,18 +59,9 @@ class Response:
     status: int
     headers: CIMultiDictProxy[str]
     body: bytes
-    # The body decoded, once json() was called (unset until then).
-    _decoded: Any = field(init=False, repr=False, compare=False)
 
     def json(self) -> Any:
-        """The body decoded, once: a later call returns the same object (a client's call
-        observers read it before the caller is handed it)."""
-        try:
-            return self._decoded
-        except AttributeError:
-            decoded = orjson.loads(self.body) if self.body else None
-            object.__setattr__(self, "_decoded", decoded)
-            return decoded
+        return orjson.loads(self.body) if self.body else None
 
 
 def _status_of(body: bytes) -> dict[str, Any] | None:

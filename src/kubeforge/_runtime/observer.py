@@ -190,18 +190,21 @@ Observer = Callable[[Record], None]
 
 def object_version(obj: Any) -> tuple[str, str, str]:
     """(namespace, name, resourceVersion) of an object, a dict or a typed one."""
-    if isinstance(obj, Mapping):
-        meta = obj.get("metadata") or {}
-        return (
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("resourceVersion") or ""),
-        )
-    meta = getattr(obj, "metadata", None)
+    # A dict first, then a typed object (its metadata an attribute), and only then any
+    # other Mapping: the Mapping check is the slow one, and typed objects are read often.
+    if not isinstance(obj, dict):
+        typed = getattr(obj, "metadata", None)
+        if (typed is not None and not isinstance(typed, dict)) or not isinstance(obj, Mapping):
+            return (
+                str(getattr(typed, "namespace", None) or ""),
+                str(getattr(typed, "name", None) or ""),
+                str(getattr(typed, "resource_version", None) or ""),
+            )
+    meta = obj.get("metadata") or {}
     return (
-        str(getattr(meta, "namespace", None) or ""),
-        str(getattr(meta, "name", None) or ""),
-        str(getattr(meta, "resource_version", None) or ""),
+        str(meta.get("namespace") or ""),
+        str(meta.get("name") or ""),
+        str(meta.get("resourceVersion") or ""),
     )
 
 

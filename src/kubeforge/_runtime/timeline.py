@@ -222,14 +222,14 @@ class Timeline:
     def _delivered(self, record: Delivered, manager: str) -> None:
         if record.initial:
             return
-        now = self.now()
+        now = clock.monotonic() - self.started
         for request in record.requests:
             key = (manager, record.controller, request.namespace, request.name)
             self._queued.setdefault(key, now)
 
     def _started(self, record: ReconcileStarted, manager: str) -> None:
         context = record.context
-        now = self.now()
+        now = clock.monotonic() - self.started
         key = (manager, context.controller, record.request.namespace, record.request.name)
         queued = self._queued.pop(key, None)
         triggers: tuple[dict[str, Any], ...] = tuple(
@@ -279,9 +279,9 @@ class Timeline:
     def _finished(self, record: ReconcileFinished, manager: str) -> None:
         seq = self._reconciles.pop(record.context.reconcile_id, None)
         entry = self._entries.get(seq) if seq is not None else None
-        now = self.now()
         if entry is None or seq is None:
             return
+        now = clock.monotonic() - self.started
         entry.update(
             end=now,
             outcome=record.outcome,
@@ -294,9 +294,12 @@ class Timeline:
             self._queued.setdefault(key, round(now + record.requeue_after, 6))
         elif record.outcome in ("requeue", "error", "panic", "timeout"):
             self._queued.setdefault(key, now)
-        if any(w.get("changed") for w in entry["writes"]):
-            self._note_writing(key, entry, now)
-        self._touched(seq)
+        for write in entry["writes"]:
+            if write["changed"]:
+                self._note_writing(key, entry, now)
+                break
+        if self._listeners:
+            self._touched(seq)
 
     def _note_writing(self, key: tuple[str, str, str, str], entry: Entry, now: float) -> None:
         if key not in self._writing and len(self._writing) >= 4 * self.capacity:
@@ -306,10 +309,6 @@ class Timeline:
         if len(times) == HOT_LOOP_RECONCILES and now - times[0] <= HOT_LOOP_SECONDS:
             entry["hot"] = True
             self.hot.add(key)
-
-    def _step(self, context_id: str) -> Entry | None:
-        seq = self._reconciles.get(context_id)
-        return self._entries.get(seq) if seq is not None else None
 
     def _read(self, record: Read, manager: str) -> None:
         if record.reconcile is None:
@@ -327,7 +326,7 @@ class Timeline:
         entry["reads"] = (
             *reads,
             (
-                self.now(),
+                clock.monotonic() - self.started,
                 record.source,
                 record.verb,
                 record.kind,
@@ -337,15 +336,16 @@ class Timeline:
                 record.error,
             ),
         )
-        self._touched(seq)
+        if self._listeners:
+            self._touched(seq)
 
     def _write(self, record: Write, manager: str) -> None:
-        entry = self._step(record.reconcile.reconcile_id) if record.reconcile else None
-        if entry is None:
+        seq = self._reconciles.get(record.reconcile.reconcile_id) if record.reconcile else None
+        entry = self._entries.get(seq) if seq is not None else None
+        if entry is None or seq is None:
             # A write outside any reconcile (or of one no longer kept): the watch's change
             # shows it.
             return
-        seq = self._reconciles[entry["id"]]
         if record.code == 409:
             entry["conflict"] = True
             self.conflicts += 1
@@ -364,7 +364,7 @@ class Timeline:
             entry["writes"] = (
                 *writes,
                 {
-                    "t": self.now(),
+                    "t": clock.monotonic() - self.started,
                     "verb": record.verb,
                     "kind": record.kind,
                     "namespace": record.namespace,
@@ -380,9 +380,11 @@ class Timeline:
             if known is not None and known[1] == -1 and known[0] in self._entries:
                 # The watch reported the change first: it was this write after all.
                 self._entries[known[0]]["by"] = seq
-                self._touched(known[0])
+                if self._listeners:
+                    self._touched(known[0])
             self._produced(key, (seq, index))
-        self._touched(seq)
+        if self._listeners:
+            self._touched(seq)
 
     # bookkeeping ----------------------------------------------------------------------------
 
@@ -397,7 +399,8 @@ class Timeline:
             entry = self._entries.get(seq)
             if entry is not None and index < len(entry["triggers"]):
                 entry["triggers"][index]["from"] = _link(self._producers[key])
-                self._touched(seq)
+                if self._listeners:
+                    self._touched(seq)
 
     def _add(self, entry: Entry) -> int:
         self._seq += 1
@@ -408,10 +411,12 @@ class Timeline:
             _, dropped = self._entries.popitem(last=False)
             if dropped["type"] == "reconcile" and dropped.get("end") is None:
                 self._reconciles.pop(dropped["id"], None)
-        self._touched(seq)
+        if self._listeners:
+            self._touched(seq)
         return seq
 
     def _touched(self, seq: int) -> None:
+        # Called only when someone listens (a page of the console is open).
         for listener in self._listeners:
             listener(seq)
 
@@ -426,8 +431,17 @@ class Timeline:
     }
 
 
+# group_kind of each kind a version was keyed by (a process sees a handful of kinds).
+_GROUP_KINDS: dict[str, str] = {}
+
+
 def _version(kind: str, namespace: str, name: str, rv: str) -> ObjectVersion:
-    return (group_kind(kind), namespace, name, rv)
+    grouped = _GROUP_KINDS.get(kind)
+    if grouped is None:
+        grouped = group_kind(kind)
+        if len(_GROUP_KINDS) < 1000:
+            _GROUP_KINDS[kind] = grouped
+    return (grouped, namespace, name, rv)
 
 
 def _link(producer: tuple[int, int]) -> dict[str, int]:
