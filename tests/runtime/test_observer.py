@@ -208,3 +208,60 @@ def test_a_write_decodes_the_object_it_returned_only_when_it_is_read(
     assert decoded == []
     assert write.obj == cm("lazy", greeting="hi") and write.obj is write.obj
     assert decoded == [answer]
+
+
+class LaterHandler:
+    """Queues `<name>-later` after a short delay for each Secret: a handler that uses the
+    queue's add_after, as a controller-runtime handler may call AddAfter."""
+
+    def _add(self, obj: Any, queue: Any) -> None:
+        meta = obj["metadata"]
+        queue.add_after(Request(meta["namespace"], f"{meta['name']}-later"), 0.05)
+
+    def create(self, obj: Any, queue: Any, initial: bool) -> None:
+        self._add(obj, queue)
+
+    def update(self, old: Any, new: Any, queue: Any) -> None:
+        self._add(new, queue)
+
+    def delete(self, obj: Any, queue: Any) -> None:
+        self._add(obj, queue)
+
+
+class Seen(Reconciler):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    async def reconcile(self, request: Request) -> Result | None:
+        self.names.add(request.name)
+        return None
+
+
+@pytest.mark.parametrize("observed", [False, True], ids=["unobserved", "observed"])
+async def test_a_handler_that_queues_after_a_delay_works_observed_or_not(
+    kubeconfig: Path, api: Client, observed: bool
+) -> None:
+    manager = Manager(load_kubeconfig(kubeconfig), field_manager="later")
+    seen = Seen()
+    manager.controller().for_(CM).watches("v1/Secret", LaterHandler()).complete(seen)
+    records: list[Record] = []
+    if observed:
+        manager.add_observer(records.append)
+    task = asyncio.create_task(manager.start())
+    try:
+        await asyncio.wait_for(manager.running.wait(), 10)
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+        await api.create(secret)
+        await eventually(lambda: "s-later" in seen.names)
+    finally:
+        manager.stop()
+        await task
+    delivered = [r for r in records if isinstance(r, Delivered) and r.kind == "v1/Secret"]
+    if observed:
+        assert delivered and delivered[0].requests == (Request("default", "s-later"),)
+        started = [
+            r for r in records if isinstance(r, ReconcileStarted) and r.request.name == "s-later"
+        ]
+        assert started and [t.name for t in started[0].triggers] == ["s"]
+    else:
+        assert records == []

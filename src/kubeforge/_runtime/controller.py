@@ -147,6 +147,11 @@ class _Queued:
         self.controller.queue.add(item, priority)
         self.controller.note_trigger(item, self.trigger)
 
+    def add_after(self, item: Request, delay_seconds: float, priority: int = 0) -> None:
+        self.requests.append(item)
+        self.controller.queue.add_after(item, delay_seconds, priority)
+        self.controller.note_trigger(item, self.trigger)
+
 
 class _Source:
     """Connects one informer to the controller's queue through a handler and predicates."""

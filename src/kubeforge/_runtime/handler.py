@@ -41,7 +41,11 @@ MapFunc = Callable[[Any], Requests | Awaitable[Requests]]
 
 
 class Queue(Protocol):
+    """The controller's queue as a handler sees it: add now, or after a delay (as a
+    controller-runtime handler may call its rate-limiting queue's Add and AddAfter)."""
+
     def add(self, item: Request, priority: int = 0) -> None: ...
+    def add_after(self, item: Request, delay_seconds: float, priority: int = 0) -> None: ...
 
 
 class EventHandler(Protocol):

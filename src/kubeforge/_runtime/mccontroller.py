@@ -100,9 +100,15 @@ class _Tagged:
         self.cluster = cluster
 
     def add(self, item: Request, priority: int = 0) -> None:
-        if not isinstance(item, ClusterRequest):
-            item = ClusterRequest(item.namespace, item.name, self.cluster)
-        self.queue.add(item, priority)
+        self.queue.add(self._tag(item), priority)
+
+    def add_after(self, item: Request, delay_seconds: float, priority: int = 0) -> None:
+        self.queue.add_after(self._tag(item), delay_seconds, priority)
+
+    def _tag(self, item: Request) -> Request:
+        if isinstance(item, ClusterRequest):
+            return item
+        return ClusterRequest(item.namespace, item.name, self.cluster)
 
 
 class _Lifted:

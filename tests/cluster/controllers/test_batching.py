@@ -8,6 +8,10 @@ from typing import Any
 import pytest
 
 from kubeforge._cluster.controllers._batching import BatchedPodEvents, SyncCost
+from kubeforge._runtime.observer import Delivered, Record
+from kubeforge._testing.env import TestEnv
+from kubeforge.testing import eventually
+from tests.support.builtin_objects import deployment as builtin_deployment
 from kubeforge._runtime.reconcile import Request
 from kubeforge._runtime.workqueue import LOW_PRIORITY
 
@@ -92,3 +96,30 @@ def test_a_large_owners_status_updates_wait_but_spec_changes_do_not() -> None:
     batched.update(rs(1, "3"), rs(2, "4"), queue)
     assert len(queue.delayed) == 1
     assert at_once.create(rs(1, "1")) and at_once.delete(rs(1, "1"))
+
+
+async def test_an_observed_cluster_syncs_a_large_replicaset_from_its_batched_events(
+    testenv: TestEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As under `kubeforge dev`, whose console observes the built-in controllers: the
+    # ReplicaSet's pod events are queued after their delay through the observed queue.
+    monkeypatch.setattr(SyncCost, "THRESHOLD", 3)
+    assert testenv.cluster is not None and testenv.cluster.manager is not None
+    manager = testenv.cluster.manager
+    records: list[Record] = []
+    manager.add_observer(records.append)
+    try:
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment"}
+        await testenv.client.create({**deployment, **builtin_deployment(replicas=8)})
+
+        async def ready() -> bool:
+            found = await testenv.client.get("apps/v1/Deployment", "web")
+            return (found.get("status") or {}).get("readyReplicas") == 8
+
+        await eventually(ready, timeout=60)
+    finally:
+        manager.remove_observer(records.append)
+    pod_events = [
+        r for r in records if isinstance(r, Delivered) and r.kind == "v1/Pod" and r.requests
+    ]
+    assert pod_events, "the ReplicaSet controller's pod events were observed"

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kubeforge._runtime.handler import Queue
 from kubeforge._runtime.predicate import Funcs, Predicate
 from kubeforge._runtime.reconcile import Request
 from kubeforge._runtime.workqueue import LOW_PRIORITY
@@ -85,7 +86,7 @@ class BatchedPodEvents:
         self.owners = owners
         self.cost = cost
 
-    def _add(self, pods: Iterable[Obj], queue: Any, priority: int) -> None:
+    def _add(self, pods: Iterable[Obj], queue: Queue, priority: int) -> None:
         seen: set[Request] = set()
         for pod in pods:
             for request in self.owners(pod):
@@ -98,16 +99,16 @@ class BatchedPodEvents:
                 else:
                     queue.add(request, priority)
 
-    def create(self, obj: Obj, queue: Any, initial: bool) -> None:
+    def create(self, obj: Obj, queue: Queue, initial: bool) -> None:
         self._add((obj,), queue, LOW_PRIORITY if initial else 0)
 
-    def update(self, old: Obj, new: Obj, queue: Any) -> None:
+    def update(self, old: Obj, new: Obj, queue: Queue) -> None:
         old_rv = (old.get("metadata") or {}).get("resourceVersion")
         new_rv = (new.get("metadata") or {}).get("resourceVersion")
         # An update with an unchanged resourceVersion is a resync (handler.py's priority).
         self._add((old, new), queue, LOW_PRIORITY if old_rv == new_rv else 0)
 
-    def delete(self, obj: Obj, queue: Any) -> None:
+    def delete(self, obj: Obj, queue: Queue) -> None:
         self._add((obj,), queue, 0)
 
 
@@ -117,10 +118,10 @@ class BatchedOwnerUpdates:
     def __init__(self, cost: SyncCost) -> None:
         self.cost = cost
 
-    def create(self, obj: Obj, queue: Any, initial: bool) -> None:
+    def create(self, obj: Obj, queue: Queue, initial: bool) -> None:
         return None
 
-    def update(self, old: Obj, new: Obj, queue: Any) -> None:
+    def update(self, old: Obj, new: Obj, queue: Queue) -> None:
         if not self.cost.batches(old, new):
             return
         meta = new.get("metadata") or {}
@@ -129,5 +130,5 @@ class BatchedOwnerUpdates:
         priority = LOW_PRIORITY if old_rv == meta.get("resourceVersion") else 0
         queue.add_after(request, self.cost.delay(request), priority)
 
-    def delete(self, obj: Obj, queue: Any) -> None:
+    def delete(self, obj: Obj, queue: Queue) -> None:
         return None
