@@ -9,11 +9,11 @@ import pytest
 
 from kubeforge._cluster.controllers._batching import BatchedPodEvents, SyncCost
 from kubeforge._runtime.observer import Delivered, Record
+from kubeforge._runtime.reconcile import Request
+from kubeforge._runtime.workqueue import LOW_PRIORITY
 from kubeforge._testing.env import TestEnv
 from kubeforge.testing import eventually
 from tests.support.builtin_objects import deployment as builtin_deployment
-from kubeforge._runtime.reconcile import Request
-from kubeforge._runtime.workqueue import LOW_PRIORITY
 
 RS = Request("default", "web")
 
