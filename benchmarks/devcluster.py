@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -335,16 +335,16 @@ def cold(crds: Path, runs: int) -> dict[str, list[float]]:
 
 
 def start_scaled_dev(
-    tmp: Path, nodes: int, src: Path | None
+    tmp: Path, nodes: int, src: Path | None, extra: Sequence[str] = ()
 ) -> tuple[subprocess.Popen[bytes], Path]:
-    """`kubeforge dev --nodes N`, importing kubeforge from `src` when given."""
+    """`kubeforge dev --nodes N [extra]`, importing kubeforge from `src` when given."""
     kubeconfig = tmp / "dev.kubeconfig"
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = str(src)
     command = [sys.executable, "-m", "kubeforge._cli.main", "dev", "--port", str(free_port())]
     proc = subprocess.Popen(
-        [*command, "--nodes", str(nodes), "--kubeconfig", str(kubeconfig)],
+        [*command, "--nodes", str(nodes), "--kubeconfig", str(kubeconfig), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -484,13 +484,18 @@ async def scale_run(
 
 
 def scale(
-    replicas: list[int], nodes: int, statefulset: int, src: Path | None, timeout: float
+    replicas: list[int],
+    nodes: int,
+    statefulset: int,
+    src: Path | None,
+    timeout: float,
+    extra: Sequence[str] = (),
 ) -> dict[int, dict[str, float]]:
     results: dict[int, dict[str, float]] = {}
     for count in replicas:
         with tempfile.TemporaryDirectory() as tmp_dir:
             tmp = Path(tmp_dir)
-            proc, kubeconfig = start_scaled_dev(tmp, nodes, src)
+            proc, kubeconfig = start_scaled_dev(tmp, nodes, src, extra)
             try:
                 results[count] = asyncio.run(
                     scale_run(proc, kubeconfig, tmp, count, statefulset, timeout)
@@ -501,7 +506,8 @@ def scale(
             finally:
                 proc.terminate()
                 proc.wait(60)
-        print(f"N={count} ({src or 'this checkout'}): {results[count]}", file=sys.stderr)
+        label = " ".join([str(src or "this checkout"), *extra])
+        print(f"N={count} ({label}): {results[count]}", file=sys.stderr)
     return results
 
 
@@ -568,6 +574,11 @@ def main() -> None:
     parser.add_argument(
         "--only-baseline", action="store_true", help="scale: the baseline's scenarios alone"
     )
+    parser.add_argument(
+        "--no-console-too",
+        action="store_true",
+        help="scale: also run this checkout with `kubeforge dev --no-console`",
+    )
     args = parser.parse_args()
     if args.cold_child:
         cold_child(args.cold_child)
@@ -581,6 +592,10 @@ def main() -> None:
             )
         if not args.only_baseline:
             runs["this checkout"] = scale(counts, args.nodes, args.statefulset, None, args.timeout)
+        if args.no_console_too:
+            runs["--no-console"] = scale(
+                counts, args.nodes, args.statefulset, None, args.timeout, ["--no-console"]
+            )
         scale_table(args.nodes, args.statefulset, runs)
         return
     if args.quick:

@@ -308,7 +308,8 @@ async def _run(
     await cluster.start()
     tune_gc()
     path = cluster.write_kubeconfig(kubeconfig)
-    view = await console.start(cluster.cluster_config(), "kubeforge dev")
+    # The console shares the cluster's process: its watches of every kind skip TLS.
+    view = await console.start(cluster.in_process_config(), "kubeforge dev")
     if view is not None and cluster.manager is not None:
         # The built-in controllers run on kubeforge's runtime: their reconciles are shown.
         view.observe(cluster.manager, "kube-controller-manager")

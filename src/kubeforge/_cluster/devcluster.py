@@ -197,8 +197,9 @@ class DevCluster:
             context=CONTEXT,
         )
 
-    def _component_config(self) -> ClusterConfig:
-        """What the cluster's own controllers and nodes connect with: the server itself for
+    def in_process_config(self) -> ClusterConfig:
+        """Connection settings for a client in this cluster's own process (its controllers,
+        nodes and console): the admin token, as `cluster_config`, but the server itself for
         whole exchanges (no socket, decision 63) and its Unix socket for streams when it
         serves one (no TLS to pay for on every request of this process)."""
         config = self.cluster_config()
@@ -304,14 +305,14 @@ class DevCluster:
         # The controllers and nodes are clients like any other, of the same API, with the
         # same authentication and authorization; over the server's Unix socket rather than
         # HTTPS, as nothing leaves this machine.
-        self.client = Client(self._component_config(), field_manager="kubeforge-dev")
+        self.client = Client(self.in_process_config(), field_manager="kubeforge-dev")
         if self.options.cert_manager:
             await certmanager.install(self.client)
         if names.LOCAL_PATH_PROVISIONER in self.controllers:
             # kind's default class comes with its provisioner.
             await localpathprovisioner.install_default_class(self.client)
         manager = Manager(
-            client=Client(self._component_config(), field_manager="kube-controller-manager")
+            client=Client(self.in_process_config(), field_manager="kube-controller-manager")
         )
         for name, setup in self._controller_setups().items():
             if name in self.controllers:
@@ -362,7 +363,7 @@ class DevCluster:
         static_pods: Sequence[Mapping[str, Any]] = (),
     ) -> SimulatedNode:
         if self._kubelet_client is None:
-            self._kubelet_client = Client(self._component_config(), field_manager="kubelet")
+            self._kubelet_client = Client(self.in_process_config(), field_manager="kubelet")
             manager = self.manager
             if manager is not None:
                 # The nodes read the controllers' informers of pods and Nodes rather than
