@@ -582,6 +582,32 @@ async def test_horizontal_pod_autoscalers_are_validated_as_kube_validates_them(
     assert (await http.get(f"{HPAS_V2}/bad")).status == 404
 
 
+async def test_an_explicitly_empty_list_of_scaling_policies_is_refused_not_defaulted(
+    http: HTTPClient,
+) -> None:
+    # Defaulting fills scaleUp's policies only when they are absent (a nil check); an empty
+    # list reaches validation, which asks for at least one, as kube-apiserver answers.
+    empty = {
+        "metadata": {"name": "empty"},
+        "spec": {
+            "scaleTargetRef": WEB,
+            "maxReplicas": 2,
+            "behavior": {"scaleUp": {"policies": []}, "scaleDown": {}},
+        },
+    }
+    response = await http.post(HPAS_V2, empty)
+    assert response.status == 422
+    assert _causes(response.json()) == {("spec.behavior.scaleUp.policies", "FieldValueRequired")}
+    assert "must specify at least one Policy" in response.json()["message"]
+    # Absent, they are defaulted (scaleDown's too, its rules given without policies).
+    del empty["spec"]["behavior"]["scaleUp"]["policies"]
+    response = await http.post(HPAS_V2, empty)
+    assert response.status == 201
+    behavior = response.json()["spec"]["behavior"]
+    assert [p["type"] for p in behavior["scaleUp"]["policies"]] == ["Pods", "Percent"]
+    assert [p["type"] for p in behavior["scaleDown"]["policies"]] == ["Percent"]
+
+
 async def test_an_autoscaling_v1_annotation_the_go_types_cannot_read_is_ignored(
     http: HTTPClient,
 ) -> None:

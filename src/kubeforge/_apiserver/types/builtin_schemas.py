@@ -92,6 +92,12 @@ _WRITTEN_WHEN_EMPTY = frozenset(
         ),
     }
 )
+# ... and these, left out when empty, are kept by decoding all the same: the type's
+# defaulting fills them only when they are absent (a nil check), and its validation refuses
+# them empty, so kube-apiserver answers an explicit empty value with 422 where defaulting
+# would otherwise have filled it (GenerateHPAScaleUpRules and validateScalingRules in
+# k8s.io/kubernetes pkg/apis/autoscaling). None is ever stored empty.
+_REFUSED_WHEN_EMPTY = frozenset({("io.k8s.api.autoscaling.v2.HPAScalingRules", "policies")})
 # ... and these, required by a `+required` marker, still carry `omitempty`.
 _OMITTED_WHEN_REQUIRED = frozenset(
     (f"io.k8s.api.resource.{version}.{struct}", "counters")
@@ -585,7 +591,7 @@ class BuiltinSchemas:
             if not is_map and _types(target) != ["array"]:
                 continue
             field = (definition, key)
-            if field in _WRITTEN_WHEN_EMPTY:
+            if field in _WRITTEN_WHEN_EMPTY or field in _REFUSED_WHEN_EMPTY:
                 continue
             if key in required and field not in _OMITTED_WHEN_REQUIRED:
                 continue
