@@ -4,7 +4,10 @@ requests of clusters not engaged dropped without a reconcile."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 import kubeforge
 from kubeforge.multicluster import (
@@ -113,3 +116,49 @@ async def test_map_functions_run_for_their_cluster_and_reconcile_all_spans_clust
             )
             await eventually(lambda: len(controller.queue) == 0)
             assert [r for r in recorder.seen if r.cluster == "north"] == []
+
+
+class Delayed:
+    """Queues the ConfigMap `app` a moment after each Secret event (queue.add_after)."""
+
+    def _later(self, queue: Any) -> None:
+        queue.add_after(kubeforge.Request("default", "app"), 0.05)
+
+    def create(self, obj: Any, queue: Any, initial: bool) -> None:
+        self._later(queue)
+
+    def update(self, old: Any, new: Any, queue: Any) -> None:
+        self._later(queue)
+
+    def delete(self, obj: Any, queue: Any) -> None:
+        self._later(queue)
+
+
+class Logging(kubeforge.Reconciler):
+    def __init__(self) -> None:
+        self.seen: list[ClusterRequest] = []
+
+    async def reconcile(self, request: kubeforge.Request) -> kubeforge.Result | None:
+        assert isinstance(request, ClusterRequest)
+        self.seen.append(request)
+        self.log.info("reconciled %s", request.name)
+        return None
+
+
+async def test_delayed_requests_keep_their_cluster_and_logs_name_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with dev_clusters("host", "east") as envs:
+        manager, fleet = fleet_on(envs, "east")
+        reconciler = Logging()
+        fleet.controller().for_(CONFIGMAP).watches("v1/Secret", Delayed()).complete(reconciler)
+        caplog.set_level(logging.INFO)
+        async with running(manager):
+            await eventually(lambda: connected(fleet, "east"))
+            reconciler.seen.clear()
+            secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+            await envs["east"].client.create(secret)
+            await eventually(lambda: ClusterRequest("default", "app", "east") in reconciler.seen)
+        records = [r for r in caplog.records if r.getMessage() == "reconciled app"]
+        assert records and all(getattr(r, "cluster", None) == "east" for r in records)
+        assert all(getattr(r, "object_name", None) == "app" for r in records)

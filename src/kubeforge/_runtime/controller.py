@@ -491,7 +491,13 @@ class Controller:
 
     async def _process(self, request: Request, priority: int) -> None:
         context = ReconcileContext(
-            self.name, self.kind, request.namespace, request.name, next(_RECONCILE_IDS)
+            self.name,
+            self.kind,
+            request.namespace,
+            request.name,
+            next(_RECONCILE_IDS),
+            # A multicluster controller's requests name their cluster (ClusterRequest).
+            getattr(request, "cluster", ""),
         )
         if not self.observers:
             await self._reconcile(context, request, priority)

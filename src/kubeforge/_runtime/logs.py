@@ -3,7 +3,8 @@
 The controller marks each reconcile with a context (controller, the object's kind, namespace
 and name, and a reconcile id, as controller-runtime's logger carries them; on a record they
 are `controller`, `object_kind`, `object_namespace`, `object_name` and `reconcile_id`, as
-`name` already means the logger's name). `reconcile_logger()` (and
+`name` already means the logger's name; a multicluster controller's records also carry
+`cluster`, the name of the cluster the object is in, when it is not the local one). `reconcile_logger()` (and
 `Reconciler.log`) add those fields to every record; with `configure_logging()` every record
 logged during a reconcile carries them, whichever logger wrote it (the context follows the
 reconcile into the tasks it starts and the thread a plain `def` reconciler runs in).
@@ -39,20 +40,29 @@ __all__ = [
 
 LogFormat = Literal["text", "json"]
 
-CONTEXT_FIELDS = ("controller", "object_kind", "object_namespace", "object_name", "reconcile_id")
+CONTEXT_FIELDS = (
+    "controller",
+    "object_kind",
+    "object_namespace",
+    "object_name",
+    "reconcile_id",
+    "cluster",
+)
 """The record attributes a reconcile's log records carry."""
 
 
 @dataclass(frozen=True, slots=True)
 class ReconcileContext:
-    """The reconcile in progress: its controller, the object's kind, namespace and name, and
-    an id unique to this pass."""
+    """The reconcile in progress: its controller, the object's kind, namespace and name, an
+    id unique to this pass and, in a multicluster controller, the object's cluster (empty:
+    the local one)."""
 
     controller: str
     kind: str
     namespace: str
     name: str
     reconcile_id: str
+    cluster: str = ""
 
     @property
     def object(self) -> str:
@@ -60,14 +70,17 @@ class ReconcileContext:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
     def fields(self) -> dict[str, str]:
-        """The record attributes (CONTEXT_FIELDS) and their values."""
-        return {
+        """The record attributes (CONTEXT_FIELDS) and their values (`cluster` only when set)."""
+        fields = {
             "controller": self.controller,
             "object_kind": self.kind,
             "object_namespace": self.namespace,
             "object_name": self.name,
             "reconcile_id": self.reconcile_id,
         }
+        if self.cluster:
+            fields["cluster"] = self.cluster
+        return fields
 
 
 _current: contextvars.ContextVar[ReconcileContext | None] = contextvars.ContextVar(
