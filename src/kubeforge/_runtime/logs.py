@@ -4,10 +4,11 @@ The controller marks each reconcile with a context (controller, the object's kin
 and name, and a reconcile id, as controller-runtime's logger carries them; on a record they
 are `controller`, `object_kind`, `object_namespace`, `object_name` and `reconcile_id`, as
 `name` already means the logger's name; a multicluster controller's records also carry
-`cluster`, the name of the cluster the object is in, when it is not the local one). `reconcile_logger()` (and
-`Reconciler.log`) add those fields to every record; with `configure_logging()` every record
-logged during a reconcile carries them, whichever logger wrote it (the context follows the
-reconcile into the tasks it starts and the thread a plain `def` reconciler runs in).
+`cluster`, the name of the cluster the object is in, when it is not the local one).
+`reconcile_logger()` (and `Reconciler.log`) add those fields to every record; with
+`configure_logging()` every record logged during a reconcile carries them, whichever logger
+wrote it (the context follows the reconcile into the tasks it starts and the thread a plain
+`def` reconciler runs in).
 `configure_logging("json")` writes one JSON object per line, what log collectors expect.
 """
 
