@@ -131,9 +131,15 @@ async def test_a_deleted_mirror_pod_comes_back(
     name = f"kube-scheduler-{NODE}"
     before = (await control_plane(kube))[name]
     kc = kubectl(cluster, tmp_path)
-    await kc.run("delete", "pod", "-n", SYSTEM, name, "--timeout=30s")
-    after = (await control_plane(kube))[name]
-    assert after["metadata"]["uid"] != before["metadata"]["uid"]
+    # Not kubectl's wait for the deletion: it looks the name up again, and finding the new
+    # mirror pod there already, would wait for a deletion it has missed.
+    await kc.run("delete", "pod", "-n", SYSTEM, name, "--wait=false")
+
+    async def replaced() -> dict[str, Any] | None:
+        pod = (await control_plane(kube))[name]
+        return pod if pod["metadata"]["uid"] != before["metadata"]["uid"] else None
+
+    after = await eventually(replaced, timeout=30)
     # The static pod ran on: the same component, its log kept.
     assert after["metadata"]["annotations"] == {
         **before["metadata"]["annotations"],
