@@ -17,6 +17,7 @@ from kubeforge.multicluster import (
 from kubeforge.source import Channel
 from kubeforge.testing import eventually
 from tests.support.fleet import CONFIGMAP, configmap, connected, dev_clusters, fleet_on, running
+from tests.support.handlers import QueueAfter
 
 NAMESPACE = "v1/Namespace"
 
@@ -118,22 +119,6 @@ async def test_map_functions_run_for_their_cluster_and_reconcile_all_spans_clust
             assert [r for r in recorder.seen if r.cluster == "north"] == []
 
 
-class Delayed:
-    """Queues the ConfigMap `app` a moment after each Secret event (queue.add_after)."""
-
-    def _later(self, queue: Any) -> None:
-        queue.add_after(kubeforge.Request("default", "app"), 0.05)
-
-    def create(self, obj: Any, queue: Any, initial: bool) -> None:
-        self._later(queue)
-
-    def update(self, old: Any, new: Any, queue: Any) -> None:
-        self._later(queue)
-
-    def delete(self, obj: Any, queue: Any) -> None:
-        self._later(queue)
-
-
 class Logging(kubeforge.Reconciler):
     def __init__(self) -> None:
         self.seen: list[ClusterRequest] = []
@@ -151,7 +136,9 @@ async def test_delayed_requests_keep_their_cluster_and_logs_name_it(
     async with dev_clusters("host", "east") as envs:
         manager, fleet = fleet_on(envs, "east")
         reconciler = Logging()
-        fleet.controller().for_(CONFIGMAP).watches("v1/Secret", Delayed()).complete(reconciler)
+        fleet.controller().for_(CONFIGMAP).watches(
+            "v1/Secret", QueueAfter(lambda _secret: kubeforge.Request("default", "app"))
+        ).complete(reconciler)
         caplog.set_level(logging.INFO)
         async with running(manager):
             await eventually(lambda: connected(fleet, "east"))

@@ -25,6 +25,7 @@ from kubeforge._runtime.observer import (
 from kubeforge._runtime.reconcile import Reconciler, Request, Result
 from kubeforge.client import load_kubeconfig
 from kubeforge.testing import eventually
+from tests.support.handlers import QueueAfter
 
 CM = "v1/ConfigMap"
 
@@ -210,22 +211,10 @@ def test_a_write_decodes_the_object_it_returned_only_when_it_is_read(
     assert decoded == [answer]
 
 
-class LaterHandler:
-    """Queues `<name>-later` after a short delay for each Secret: a handler that uses the
-    queue's add_after, as a controller-runtime handler may call AddAfter."""
-
-    def _add(self, obj: Any, queue: Any) -> None:
-        meta = obj["metadata"]
-        queue.add_after(Request(meta["namespace"], f"{meta['name']}-later"), 0.05)
-
-    def create(self, obj: Any, queue: Any, initial: bool) -> None:
-        self._add(obj, queue)
-
-    def update(self, old: Any, new: Any, queue: Any) -> None:
-        self._add(new, queue)
-
-    def delete(self, obj: Any, queue: Any) -> None:
-        self._add(obj, queue)
+def later(obj: Any) -> Request:
+    """`<name>-later`, queued after each Secret event."""
+    meta = obj["metadata"]
+    return Request(meta["namespace"], f"{meta['name']}-later")
 
 
 class Seen(Reconciler):
@@ -243,7 +232,7 @@ async def test_a_handler_that_queues_after_a_delay_works_observed_or_not(
 ) -> None:
     manager = Manager(load_kubeconfig(kubeconfig), field_manager="later")
     seen = Seen()
-    manager.controller().for_(CM).watches("v1/Secret", LaterHandler()).complete(seen)
+    manager.controller().for_(CM).watches("v1/Secret", QueueAfter(later)).complete(seen)
     records: list[Record] = []
     if observed:
         manager.add_observer(records.append)
